@@ -1,0 +1,133 @@
+package v1beta1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// BGPPeer is a BGP router the speakers of the selected nodes peer with.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=bgppeer,categories=herald
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.peerAddress`
+// +kubebuilder:printcolumn:name="Peer ASN",type=integer,JSONPath=`.spec.peerASN`
+// +kubebuilder:printcolumn:name="My ASN",type=integer,JSONPath=`.spec.myASN`
+// +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.spec.peerPort`,priority=1
+// +kubebuilder:printcolumn:name="BFD Profile",type=string,JSONPath=`.spec.bfdProfile`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type BGPPeer struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec BGPPeerSpec `json:"spec"`
+	// +optional
+	Status ConfigStatus `json:"status,omitempty"`
+}
+
+// BGPPeerSpec describes one BGP session, opened by the speaker of every
+// selected node.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.password) || !has(self.passwordSecret)",message="spec.password and spec.passwordSecret are mutually exclusive: keep the Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || (has(self.holdTime) && duration(self.holdTime) == duration('0s') ? duration(self.keepaliveTime) == duration('0s') : duration(self.keepaliveTime) < (has(self.holdTime) ? duration(self.holdTime) : duration('90s')))",message="spec.keepaliveTime must be less than spec.holdTime (90s when unset), and 0 when holdTime is 0"
+// +kubebuilder:validation:XValidation:rule="!self.ebgpMultiHop || self.myASN != self.peerASN",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN)"
+// +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
+type BGPPeerSpec struct {
+	// MyASN is the speaker's AS number.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967294
+	MyASN int64 `json:"myASN"`
+
+	// PeerASN is the router's AS number: equal to myASN for iBGP.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=4294967294
+	PeerASN int64 `json:"peerASN"`
+
+	// PeerAddress is the router's IPv4 or IPv6 address.
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="spec.peerAddress must be an IPv4 or IPv6 address"
+	PeerAddress string `json:"peerAddress"`
+
+	// PeerPort is the router's BGP port.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	// +kubebuilder:default=179
+	// +optional
+	PeerPort int32 `json:"peerPort,omitempty"`
+
+	// SourceAddress is the local address of the session. Default: the
+	// node's address on the route to the peer.
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="spec.sourceAddress must be an IPv4 or IPv6 address"
+	// +optional
+	SourceAddress string `json:"sourceAddress,omitempty"`
+
+	// RouterID is the BGP identifier. Default: the node's IPv4 address.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="spec.routerID must be an IPv4 address"
+	// +optional
+	RouterID string `json:"routerID,omitempty"`
+
+	// HoldTime of the session: 0 (no keepalives) or at least 3s.
+	// Default 90s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('3s')",message="spec.holdTime must be 0 or at least 3s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('65535s')",message="spec.holdTime must be at most 65535s"
+	// +optional
+	HoldTime *metav1.Duration `json:"holdTime,omitempty"`
+
+	// KeepaliveTime between KEEPALIVE messages. Default: holdTime/3.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.keepaliveTime must not be negative"
+	// +optional
+	KeepaliveTime *metav1.Duration `json:"keepaliveTime,omitempty"`
+
+	// ConnectTime is how long to wait between attempts to connect.
+	// Default 5s.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('65535s')",message="spec.connectTime must be between 1s and 65535s"
+	// +optional
+	ConnectTime *metav1.Duration `json:"connectTime,omitempty"`
+
+	// PasswordSecret names a Secret in Herald's namespace whose key
+	// "password" holds the TCP MD5 password of the session.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	PasswordSecret string `json:"passwordSecret,omitempty"`
+
+	// Password is a plain TCP MD5 password, for migration from
+	// configurations that keep it in the object. Prefer passwordSecret.
+	// +kubebuilder:validation:MaxLength=80
+	// +optional
+	Password string `json:"password,omitempty"`
+
+	// EBGPMultiHop lets an eBGP session cross more than one hop (TTL 255).
+	// +optional
+	EBGPMultiHop bool `json:"ebgpMultiHop,omitempty"`
+
+	// NodeSelectors limit the nodes that peer with this router; empty
+	// means every node.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	NodeSelectors []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
+
+	// BFDProfile names a BFDProfile: BFD then tears the session down fast
+	// when the router stops answering. The router must list the nodes as
+	// static neighbors (not a listen range) for BFD to be stable.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	BFDProfile string `json:"bfdProfile,omitempty"`
+
+	// GracefulRestart asks the router to keep this node's routes while the
+	// speaker restarts (RFC 4724).
+	// +optional
+	GracefulRestart bool `json:"gracefulRestart,omitempty"`
+}
+
+// BGPPeerList is a list of BGPPeer.
+//
+// +kubebuilder:object:root=true
+type BGPPeerList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []BGPPeer `json:"items"`
+}

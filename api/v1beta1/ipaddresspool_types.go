@@ -1,0 +1,137 @@
+package v1beta1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IPAddressPool is a set of addresses Herald may give to LoadBalancer
+// Services.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=ippool;ippools,categories=herald
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Addresses",type=string,JSONPath=`.spec.addresses`
+// +kubebuilder:printcolumn:name="Auto Assign",type=boolean,JSONPath=`.spec.autoAssign`
+// +kubebuilder:printcolumn:name="Avoid Buggy IPs",type=boolean,JSONPath=`.spec.avoidBuggyIPs`,priority=1
+// +kubebuilder:printcolumn:name="IPv4 Assigned",type=integer,JSONPath=`.status.assignedIPv4`
+// +kubebuilder:printcolumn:name="IPv4 Available",type=integer,JSONPath=`.status.availableIPv4`
+// +kubebuilder:printcolumn:name="IPv6 Assigned",type=integer,JSONPath=`.status.assignedIPv6`
+// +kubebuilder:printcolumn:name="IPv6 Available",type=integer,JSONPath=`.status.availableIPv6`
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type IPAddressPool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec IPAddressPoolSpec `json:"spec"`
+	// +optional
+	Status IPAddressPoolStatus `json:"status,omitempty"`
+}
+
+// IPAddressPoolSpec says which addresses a pool holds and which Services
+// may take them.
+type IPAddressPoolSpec struct {
+	// Addresses are CIDRs (198.51.100.64/27, 2001:db8:ff::/120) and ranges
+	// written first-last (198.51.100.70-198.51.100.80), IPv4 and IPv6 mixed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=90
+	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self) || (self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1]))",message="spec.addresses: each entry must be a CIDR such as 198.51.100.0/27 or a range first-last such as 198.51.100.10-198.51.100.20"
+	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="spec.addresses: a CIDR must not have host bits set (write the network address, e.g. 198.51.100.64/27)"
+	// +kubebuilder:validation:items:XValidation:rule="!(self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1])) || ip(self.split('-')[0]).family() == ip(self.split('-')[1]).family()",message="spec.addresses: both ends of a range must be of one IP family"
+	// +kubebuilder:validation:items:XValidation:rule="!(self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1])) || ip(self.split('-')[0]).family() != ip(self.split('-')[1]).family() || [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99,100,101,102,103,104,105,106,107,108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126,127].exists(n, n < (ip(self.split('-')[0]).family() == 4 ? 32 : 128) && cidr(self.split('-')[0] + '/' + string(n)).containsIP(self.split('-')[1]) && !cidr(self.split('-')[0] + '/' + string(n + 1)).containsIP(self.split('-')[1]) && cidr(self.split('-')[1] + '/' + string(n + 1)).masked().ip() != cidr(self.split('-')[1] + '/' + string(n)).masked().ip()) || ip(self.split('-')[0]) == ip(self.split('-')[1])",message="spec.addresses: the first address of a range must not be above the last"
+	// +listType=atomic
+	Addresses []string `json:"addresses"`
+
+	// AutoAssign lets Herald give addresses of this pool to any Service.
+	// When false, the pool is used only by Services that name it in the
+	// herald.dev/address-pool annotation or request one of its addresses.
+	// +kubebuilder:default=true
+	// +optional
+	AutoAssign *bool `json:"autoAssign,omitempty"`
+
+	// AvoidBuggyIPs skips IPv4 addresses ending in .0 and .255, which some
+	// old clients and middleboxes drop.
+	// +optional
+	AvoidBuggyIPs bool `json:"avoidBuggyIPs,omitempty"`
+
+	// ServiceAllocation limits which Services may take addresses of this
+	// pool and orders the pools: with no allocation rules, any Service may.
+	// +optional
+	ServiceAllocation *ServiceAllocation `json:"serviceAllocation,omitempty"`
+}
+
+// ServiceAllocation restricts a pool to some Services and ranks it.
+type ServiceAllocation struct {
+	// Priority orders pools when several could serve a Service: the lowest
+	// number is tried first; pools with equal priority are tried by name.
+	// Pools without a priority come after all pools with one.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+
+	// Namespaces lists the namespaces whose Services may use the pool.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +listType=set
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
+
+	// NamespaceSelectors select, by label, the namespaces whose Services may
+	// use the pool.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	NamespaceSelectors []metav1.LabelSelector `json:"namespaceSelectors,omitempty"`
+
+	// ServiceSelectors select, by label, the Services that may use the pool.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=atomic
+	// +optional
+	ServiceSelectors []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
+}
+
+// IPAddressPoolStatus is written by the controller.
+type IPAddressPoolStatus struct {
+	// AssignedIPv4 counts the pool's IPv4 addresses held by Services.
+	// +optional
+	AssignedIPv4 int64 `json:"assignedIPv4"`
+	// AvailableIPv4 counts the pool's IPv4 addresses still free.
+	// +optional
+	AvailableIPv4 int64 `json:"availableIPv4"`
+	// AssignedIPv6 counts the pool's IPv6 addresses held by Services.
+	// +optional
+	AssignedIPv6 int64 `json:"assignedIPv6"`
+	// AvailableIPv6 counts the pool's IPv6 addresses still free, capped at
+	// 2^63-1 (a /64 holds far more).
+	// +optional
+	AvailableIPv6 int64 `json:"availableIPv6"`
+	// OutsideRanges counts addresses Services still hold from this pool that
+	// its current ranges no longer contain (the pool shrank or changed; the
+	// Services keep them).
+	// +optional
+	OutsideRanges int64 `json:"outsideRanges,omitempty"`
+
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Valid, Conflicting, AddressesOutsideRanges.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// IPAddressPoolList is a list of IPAddressPool.
+//
+// +kubebuilder:object:root=true
+type IPAddressPoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []IPAddressPool `json:"items"`
+}
