@@ -35,13 +35,17 @@ type IPAddressPool struct {
 type IPAddressPoolSpec struct {
 	// Addresses are CIDRs (198.51.100.64/27, 2001:db8:ff::/120) and ranges
 	// written first-last (198.51.100.70-198.51.100.80), IPv4 and IPv6 mixed.
+	// The API server checks the syntax, the family of both ends and, for
+	// IPv4, their order; the order of IPv6 range ends is checked by the
+	// controller and reported in the Valid condition (CEL's cost budget
+	// cannot afford comparing IPv6 addresses).
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=90
 	// +kubebuilder:validation:items:XValidation:rule="isCIDR(self) || (self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1]))",message="spec.addresses: each entry must be a CIDR such as 198.51.100.0/27 or a range first-last such as 198.51.100.10-198.51.100.20"
 	// +kubebuilder:validation:items:XValidation:rule="!isCIDR(self) || cidr(self) == cidr(self).masked()",message="spec.addresses: a CIDR must not have host bits set (write the network address, e.g. 198.51.100.64/27)"
 	// +kubebuilder:validation:items:XValidation:rule="!(self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1])) || ip(self.split('-')[0]).family() == ip(self.split('-')[1]).family()",message="spec.addresses: both ends of a range must be of one IP family"
-	// +kubebuilder:validation:items:XValidation:rule="!(self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1])) || ip(self.split('-')[0]).family() != ip(self.split('-')[1]).family() || [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31,32,33,34,35,36,37,38,39,40,41,42,43,44,45,46,47,48,49,50,51,52,53,54,55,56,57,58,59,60,61,62,63,64,65,66,67,68,69,70,71,72,73,74,75,76,77,78,79,80,81,82,83,84,85,86,87,88,89,90,91,92,93,94,95,96,97,98,99,100,101,102,103,104,105,106,107,108,109,110,111,112,113,114,115,116,117,118,119,120,121,122,123,124,125,126,127].exists(n, n < (ip(self.split('-')[0]).family() == 4 ? 32 : 128) && cidr(self.split('-')[0] + '/' + string(n)).containsIP(self.split('-')[1]) && !cidr(self.split('-')[0] + '/' + string(n + 1)).containsIP(self.split('-')[1]) && cidr(self.split('-')[1] + '/' + string(n + 1)).masked().ip() != cidr(self.split('-')[1] + '/' + string(n)).masked().ip()) || ip(self.split('-')[0]) == ip(self.split('-')[1])",message="spec.addresses: the first address of a range must not be above the last"
+	// +kubebuilder:validation:items:XValidation:rule="!(self.split('-').size() == 2 && isIP(self.split('-')[0]) && isIP(self.split('-')[1])) || ip(self.split('-')[0]).family() != 4 || ip(self.split('-')[1]).family() != 4 || (int(self.split('-')[0].split('.')[0]) * 16777216 + int(self.split('-')[0].split('.')[1]) * 65536 + int(self.split('-')[0].split('.')[2]) * 256 + int(self.split('-')[0].split('.')[3])) <= (int(self.split('-')[1].split('.')[0]) * 16777216 + int(self.split('-')[1].split('.')[1]) * 65536 + int(self.split('-')[1].split('.')[2]) * 256 + int(self.split('-')[1].split('.')[3]))",message="spec.addresses: the first address of a range must not be above the last"
 	// +listType=atomic
 	Addresses []string `json:"addresses"`
 

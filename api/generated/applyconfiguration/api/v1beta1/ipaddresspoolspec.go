@@ -26,6 +26,10 @@ package v1beta1
 type IPAddressPoolSpecApplyConfiguration struct {
 	// Addresses are CIDRs (198.51.100.64/27, 2001:db8:ff::/120) and ranges
 	// written first-last (198.51.100.70-198.51.100.80), IPv4 and IPv6 mixed.
+	// The API server checks the syntax, the family of both ends and, for
+	// IPv4, their order; the order of IPv6 range ends is checked by the
+	// controller and reported in the Valid condition (CEL's cost budget
+	// cannot afford comparing IPv6 addresses).
 	Addresses []string `json:"addresses,omitempty"`
 	// AutoAssign lets Herald give addresses of this pool to any Service.
 	// When false, the pool is used only by Services that name it in the

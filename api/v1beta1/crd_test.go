@@ -1,0 +1,256 @@
+package v1beta1_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// invalidCase is one object the API server must refuse, and a piece of the
+// message that names the field.
+type invalidCase struct {
+	name, kind, spec, wantMsg string
+}
+
+func pool(spec string) (string, string)   { return "IPAddressPool", spec }
+func peer(spec string) (string, string)   { return "BGPPeer", spec }
+func bgpAdv(spec string) (string, string) { return "BGPAdvertisement", spec }
+func l2Adv(spec string) (string, string)  { return "L2Advertisement", spec }
+func bfd(spec string) (string, string)    { return "BFDProfile", spec }
+func commAl(spec string) (string, string) { return "Community", spec }
+func bad(name string, kindSpec func(string) (string, string), spec, want string) invalidCase {
+	k, s := kindSpec(spec)
+	return invalidCase{name: name, kind: k, spec: s, wantMsg: want}
+}
+
+const okPeer = "myASN: 64513\npeerASN: 64512\npeerAddress: 198.51.100.1\n"
+
+func invalidCases() []invalidCase {
+	return []invalidCase{
+		bad("pool without addresses", pool, "addresses: []", "spec.addresses"),
+		bad("pool address garbage", pool, "addresses: [not-an-address]", "spec.addresses: each entry must be a CIDR"),
+		bad("pool address without prefix or range", pool, "addresses: [198.51.100.7]", "spec.addresses: each entry must be a CIDR"),
+		bad("pool CIDR with host bits", pool, "addresses: [198.51.100.65/27]", "must not have host bits set"),
+		bad("pool IPv6 CIDR with host bits", pool, "addresses: ['2001:db8::1/64']", "must not have host bits set"),
+		bad("pool range of two families", pool, "addresses: ['198.51.100.10-2001:db8::1']", "both ends of a range must be of one IP family"),
+		bad("pool range reversed", pool, "addresses: [198.51.100.20-198.51.100.10]", "first address of a range must not be above the last"),
+		bad("pool range with three parts", pool, "addresses: [198.51.100.1-198.51.100.2-198.51.100.3]", "spec.addresses: each entry must be a CIDR"),
+		bad("pool range with bad octet", pool, "addresses: [198.51.100.1-198.51.100.300]", "spec.addresses: each entry must be a CIDR"),
+		bad("pool address too long", pool, "addresses: ['"+strings.Repeat("1", 100)+"']", "spec.addresses[0]"),
+		bad("pool negative priority", pool, "addresses: [198.51.100.0/27]\nserviceAllocation: {priority: -1}", "spec.serviceAllocation.priority"),
+		bad("pool bad namespace name", pool, "addresses: [198.51.100.0/27]\nserviceAllocation: {namespaces: [Bad_NS]}", "spec.serviceAllocation.namespaces[0]"),
+		bad("pool autoAssign not a bool", pool, "addresses: [198.51.100.0/27]\nautoAssign: maybe", "spec.autoAssign"),
+		bad("peer ASN zero", peer, "myASN: 0\npeerASN: 64512\npeerAddress: 198.51.100.1", "spec.myASN"),
+		bad("peer ASN too big", peer, "myASN: 64513\npeerASN: 4294967296\npeerAddress: 198.51.100.1", "spec.peerASN"),
+		bad("peer address not an IP", peer, "myASN: 64513\npeerASN: 64512\npeerAddress: router.example", "spec.peerAddress must be an IPv4 or IPv6 address"),
+		bad("peer port zero", peer, okPeer+"peerPort: 0", "spec.peerPort"),
+		bad("peer port too big", peer, okPeer+"peerPort: 70000", "spec.peerPort"),
+		bad("peer hold time 1s", peer, okPeer+"holdTime: 1s", "spec.holdTime must be 0 or at least 3s"),
+		bad("peer keepalive not below hold", peer, okPeer+"holdTime: 9s\nkeepaliveTime: 9s", "spec.keepaliveTime must be less than spec.holdTime"),
+		bad("peer keepalive with hold 0", peer, okPeer+"holdTime: 0s\nkeepaliveTime: 3s", "spec.keepaliveTime must be less than spec.holdTime"),
+		bad("peer keepalive above default hold", peer, okPeer+"keepaliveTime: 120s", "spec.keepaliveTime must be less than spec.holdTime"),
+		bad("peer connect time zero", peer, okPeer+"connectTime: 0s", "spec.connectTime must be between 1s and 65535s"),
+		bad("peer router ID IPv6", peer, okPeer+"routerID: '2001:db8::1'", "spec.routerID must be an IPv4 address"),
+		bad("peer source address garbage", peer, okPeer+"sourceAddress: eth0", "spec.sourceAddress must be an IPv4 or IPv6 address"),
+		bad("peer source address other family", peer, okPeer+"sourceAddress: '2001:db8:1::11'", "spec.sourceAddress must be of the same IP family as spec.peerAddress"),
+		bad("peer password and secret", peer, okPeer+"password: s3cret\npasswordSecret: tor", "spec.password and spec.passwordSecret are mutually exclusive"),
+		bad("peer multihop on iBGP", peer, "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1\nebgpMultiHop: true", "spec.ebgpMultiHop applies only to eBGP"),
+		bad("peer bad secret name", peer, okPeer+"passwordSecret: Not_A_Name", "spec.passwordSecret"),
+		bad("peer missing address", peer, "myASN: 64513\npeerASN: 64512", "spec.peerAddress"),
+		bad("advertisement community 16-bit overflow", bgpAdv, "communities: ['65536:1']", "spec.communities: each entry must be a standard community"),
+		bad("advertisement community garbage", bgpAdv, "communities: ['1:2:3']", "spec.communities: each entry must be a standard community"),
+		bad("advertisement large community overflow", bgpAdv, "communities: ['large:1:2:4294967296']", "spec.communities: each entry must be a standard community"),
+		bad("advertisement alias with capitals", bgpAdv, "communities: ['NoExport']", "spec.communities: each entry must be a standard community"),
+		bad("advertisement aggregation above 32", bgpAdv, "aggregationLength: 33", "spec.aggregationLength"),
+		bad("advertisement aggregation v6 above 128", bgpAdv, "aggregationLengthV6: 129", "spec.aggregationLengthV6"),
+		bad("advertisement negative local pref", bgpAdv, "localPref: -1", "spec.localPref"),
+		bad("L2 interface name too long", l2Adv, "interfaces: [averyveryverylongname]", "spec.interfaces[0]"),
+		bad("L2 interface with slash", l2Adv, "interfaces: ['eth0/1']", "spec.interfaces[0]"),
+		bad("BFD receive interval too small", bfd, "receiveInterval: 5", "spec.receiveInterval"),
+		bad("BFD multiplier too big", bfd, "detectMultiplier: 300", "spec.detectMultiplier"),
+		bad("community value not a community", commAl, "communities: [{name: a, value: 'no'}]", "spec.communities[].value must be a standard community"),
+		bad("community alias name invalid", commAl, "communities: [{name: 'A B', value: '1:2'}]", "spec.communities[0].name"),
+		bad("community without aliases", commAl, "communities: []", "spec.communities"),
+	}
+}
+
+func TestCRDsRefuseInvalidObjectsNamingTheField(t *testing.T) {
+	dc := dynamicClient(t)
+	cases := invalidCases()
+	if len(cases) < 30 {
+		t.Fatalf("only %d invalid cases", len(cases))
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := object(t, tc.kind, "invalid-"+strings.ToLower(tc.kind)+"-"+itoa(i), tc.spec)
+			_, err := dc.Resource(gvr(tc.kind)).Create(context.Background(), obj, metav1.CreateOptions{})
+			if err == nil {
+				t.Fatalf("the API server accepted an invalid %s:\n%s", tc.kind, tc.spec)
+			}
+			if !strings.Contains(err.Error(), tc.wantMsg) {
+				t.Errorf("error does not name the field/problem %q:\n%v", tc.wantMsg, err)
+			}
+		})
+	}
+}
+
+func TestCRDsAcceptValidEdgeCases(t *testing.T) {
+	dc := dynamicClient(t)
+	valid := []struct{ kind, spec string }{
+		{"IPAddressPool", "addresses: [198.51.100.10-198.51.100.10, 198.51.100.64/27, '2001:db8:ff::/120', '2001:db8::1-2001:db8::ff']"},
+		{"IPAddressPool", "addresses: [198.51.100.9-198.51.100.200]\nserviceAllocation: {priority: 0, namespaces: [default]}"},
+		{"BGPPeer", okPeer + "holdTime: 0s"},
+		{"BGPPeer", okPeer + "holdTime: 3s\nkeepaliveTime: 1s\nsourceAddress: 198.51.100.11\nrouterID: 198.51.100.11\nebgpMultiHop: true"},
+		{"BGPPeer", "myASN: 4200000000\npeerASN: 64512\npeerAddress: '2001:db8:1::1'\npassword: s3cret"},
+		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
+		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
+	}
+	for i, v := range valid {
+		obj := object(t, v.kind, "valid-"+strings.ToLower(v.kind)+"-"+itoa(i), v.spec)
+		if _, err := dc.Resource(gvr(v.kind)).Create(context.Background(), obj, metav1.CreateOptions{}); err != nil {
+			t.Errorf("valid %s refused: %v\n%s", v.kind, err, v.spec)
+		}
+	}
+}
+
+func TestCRDsApplyDefaults(t *testing.T) {
+	dc := dynamicClient(t)
+	ctx := context.Background()
+	got, err := dc.Resource(gvr("BGPPeer")).Create(ctx, object(t, "BGPPeer", "defaults-peer", okPeer), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if port, _, _ := unstructured.NestedInt64(got.Object, "spec", "peerPort"); port != 179 {
+		t.Errorf("peerPort default = %d, want 179", port)
+	}
+	got, err = dc.Resource(gvr("IPAddressPool")).Create(ctx, object(t, "IPAddressPool", "defaults-pool", "addresses: [198.51.100.0/28]"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auto, found, _ := unstructured.NestedBool(got.Object, "spec", "autoAssign"); !found || !auto {
+		t.Errorf("autoAssign default = %v (found %v), want true", auto, found)
+	}
+}
+
+func TestSamplesAreAccepted(t *testing.T) {
+	dc := dynamicClient(t)
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), "manifests", "samples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples: %v", err)
+	}
+	for _, f := range files {
+		for _, obj := range readObjects(t, f) {
+			obj.SetName("sample-" + obj.GetName())
+			_, err := dc.Resource(gvr(obj.GetKind())).Create(context.Background(), obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Errorf("%s: %s %s refused: %v", filepath.Base(f), obj.GetKind(), obj.GetName(), err)
+			}
+		}
+	}
+}
+
+func TestPrinterColumns(t *testing.T) {
+	want := map[string][]string{
+		"ipaddresspools":    {"Addresses", "Auto Assign", "IPv4 Assigned", "IPv4 Available", "IPv6 Assigned", "IPv6 Available", "Valid"},
+		"l2advertisements":  {"IP Address Pools", "Interfaces", "Valid"},
+		"bgppeers":          {"Address", "Peer ASN", "My ASN", "BFD Profile", "Valid"},
+		"bgpadvertisements": {"IP Address Pools", "Peers", "Valid"},
+		"bfdprofiles":       {"Receive", "Transmit", "Multiplier"},
+	}
+	dc := dynamicClient(t)
+	crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
+	for plural, cols := range want {
+		crd, err := crds.Get(context.Background(), plural+".herald.dev", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		have := map[string]bool{}
+		for _, v := range versions {
+			pcs, _, _ := unstructured.NestedSlice(v.(map[string]any), "additionalPrinterColumns")
+			for _, pc := range pcs {
+				have[pc.(map[string]any)["name"].(string)] = true
+			}
+		}
+		for _, c := range cols {
+			if !have[c] {
+				t.Errorf("%s: printer column %q missing", plural, c)
+			}
+		}
+	}
+}
+
+func dynamicClient(t *testing.T) dynamic.Interface {
+	t.Helper()
+	dc, err := dynamic.NewForConfig(testenv.Shared(t).AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dc
+}
+
+func gvr(kind string) schema.GroupVersionResource {
+	plural := map[string]string{
+		"IPAddressPool": "ipaddresspools", "L2Advertisement": "l2advertisements", "BGPPeer": "bgppeers",
+		"BGPAdvertisement": "bgpadvertisements", "Community": "communities", "BFDProfile": "bfdprofiles",
+	}[kind]
+	return schema.GroupVersionResource{Group: "herald.dev", Version: "v1beta1", Resource: plural}
+}
+
+func object(t *testing.T, kind, name, spec string) *unstructured.Unstructured {
+	t.Helper()
+	var s map[string]any
+	if err := yaml.Unmarshal([]byte(spec), &s); err != nil {
+		t.Fatalf("test spec: %v", err)
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "herald.dev/v1beta1", "kind": kind,
+		"metadata": map[string]any{"name": name}, "spec": s,
+	}}
+}
+
+func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			break
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+	return out
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	r, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

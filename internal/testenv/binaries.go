@@ -1,0 +1,110 @@
+package testenv
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Versions are the pinned versions of the control-plane binaries.
+type Versions struct {
+	Kubernetes string
+	Etcd       string
+}
+
+// RepoRoot finds the module root (the directory holding go.mod) from the
+// working directory up.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "versions.env")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testenv: hack/versions.env not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// ReadVersions parses hack/versions.env.
+func ReadVersions(root string) (Versions, error) {
+	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	if err != nil {
+		return Versions{}, err
+	}
+	defer f.Close()
+	var v Versions
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		key, val, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
+		if !ok || strings.HasPrefix(key, "#") {
+			continue
+		}
+		switch key {
+		case "KUBERNETES_VERSION":
+			v.Kubernetes = val
+		case "ETCD_VERSION":
+			v.Etcd = val
+		}
+	}
+	if v.Kubernetes == "" || v.Etcd == "" {
+		return v, fmt.Errorf("hack/versions.env: KUBERNETES_VERSION and ETCD_VERSION must be set")
+	}
+	return v, sc.Err()
+}
+
+// CacheDir is where the binaries live: $HERALD_CACHE, else
+// $XDG_CACHE_HOME/herald, else ~/.cache/herald (as the build script).
+func CacheDir() (string, error) {
+	if d := os.Getenv("HERALD_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "herald"), nil
+}
+
+// Binary returns the path of a cached control-plane binary (etcd,
+// kube-apiserver, kube-proxy), building it first with
+// hack/build-control-plane.sh when it is missing.
+func Binary(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	v, err := ReadVersions(root)
+	if err != nil {
+		return "", err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	version := v.Kubernetes
+	if name == "etcd" {
+		version = v.Etcd
+	}
+	path := filepath.Join(cache, "bin", name+"-"+version)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	fmt.Fprintf(os.Stderr, "testenv: %s %s is not built yet; building it (a cold build takes minutes)\n", name, version)
+	cmd := exec.Command(filepath.Join(root, "hack", "build-control-plane.sh"), name)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("building %s %s: %w", name, version, err)
+	}
+	return path, nil
+}

@@ -1,0 +1,292 @@
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options shape a control plane. The zero value serves on 127.0.0.1 with
+// free ports in a new temporary directory.
+type Options struct {
+	// Dir holds PKI, logs and etcd data; default: a new temporary directory,
+	// removed by Stop.
+	Dir string
+	// BindAddress of kube-apiserver; default 127.0.0.1. The serving
+	// certificate also covers 127.0.0.1 and ExtraSANs.
+	BindAddress netip.Addr
+	// Port of kube-apiserver; 0 picks a free one.
+	Port int
+	// ExtraSANs are more IP addresses the serving certificate is valid for.
+	ExtraSANs []netip.Addr
+	// ServiceCIDRs default to a dual-stack pair inside the test ranges.
+	ServiceCIDRs string
+	// ExtraArgs are appended to kube-apiserver's command line.
+	ExtraArgs []string
+}
+
+// ControlPlane is a running etcd + kube-apiserver.
+type ControlPlane struct {
+	Dir       string
+	URL       string // https://host:port
+	PKI       *PKI
+	Etcd      *Process
+	APIServer *Process
+	// AdminConfig authenticates as a member of system:masters.
+	AdminConfig *rest.Config
+	// AdminKubeconfig is the path of a kubeconfig file for AdminConfig.
+	AdminKubeconfig string
+	ownDir          bool
+}
+
+// Start builds (when not cached) and starts etcd and kube-apiserver and
+// waits until the API server is ready.
+func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
+	cp := &ControlPlane{Dir: opts.Dir}
+	if cp.Dir == "" {
+		d, err := os.MkdirTemp("", "herald-cp-")
+		if err != nil {
+			return nil, err
+		}
+		cp.Dir, cp.ownDir = d, true
+	}
+	if err := cp.start(ctx, opts); err != nil {
+		cp.Stop()
+		return nil, err
+	}
+	return cp, nil
+}
+
+func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
+	etcdBin, err := Binary("etcd")
+	if err != nil {
+		return err
+	}
+	apiBin, err := Binary("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	pkiDir := filepath.Join(cp.Dir, "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		return err
+	}
+	if cp.PKI, err = newPKI(pkiDir); err != nil {
+		return err
+	}
+	etcdURL, err := cp.startEtcd(ctx, etcdBin)
+	if err != nil {
+		return err
+	}
+	return cp.startAPIServer(ctx, apiBin, etcdURL, opts)
+}
+
+func (cp *ControlPlane) startEtcd(ctx context.Context, bin string) (string, error) {
+	clientPort, peerPort, err := freePort(), freePort(), error(nil)
+	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
+	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	cp.Etcd, err = StartProcess("etcd", filepath.Join(cp.Dir, "etcd.log"), bin,
+		"--name=test", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=test="+peer, "--log-level=warn", "--unsafe-no-fsync",
+		"--quota-backend-bytes=4294967296")
+	if err != nil {
+		return "", err
+	}
+	err = poll(ctx, 30*time.Second, cp.Etcd, func() bool {
+		resp, err := http.Get(client + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return client, err
+}
+
+func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string, opts Options) error {
+	bind := opts.BindAddress
+	if !bind.IsValid() {
+		bind = netip.MustParseAddr("127.0.0.1")
+	}
+	port := opts.Port
+	if port == 0 {
+		port = freePort()
+	}
+	sans := []net.IP{net.ParseIP("127.0.0.1"), net.IP(bind.AsSlice())}
+	for _, a := range opts.ExtraSANs {
+		sans = append(sans, net.IP(a.AsSlice()))
+	}
+	serving, err := cp.PKI.ServingCert(sans)
+	if err != nil {
+		return err
+	}
+	if err := cp.PKI.write("apiserver.crt", serving.CertPEM); err != nil {
+		return err
+	}
+	if err := cp.PKI.write("apiserver.key", serving.KeyPEM); err != nil {
+		return err
+	}
+	saKey, saPub, err := cp.PKI.serviceAccountKey()
+	if err != nil {
+		return err
+	}
+	cidrs := opts.ServiceCIDRs
+	if cidrs == "" {
+		cidrs = "198.51.100.224/27,2001:db8:5::/112"
+	}
+	p := cp.PKI.Dir
+	args := []string{
+		"--etcd-servers=" + etcdURL,
+		"--bind-address=" + bind.String(), "--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + filepath.Join(p, "apiserver.crt"), "--tls-private-key-file=" + filepath.Join(p, "apiserver.key"),
+		"--client-ca-file=" + filepath.Join(p, "ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
+		"--service-cluster-ip-range=" + cidrs,
+		"--authorization-mode=RBAC", "--allow-privileged=true", "--profiling=false",
+		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
+		"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
+		"--v=1",
+	}
+	if bind.IsLoopback() {
+		// the kubernetes Service's endpoint cannot be a loopback address;
+		// tests on 127.0.0.1 do without it.
+		args = append(args, "--endpoint-reconciler-type=none")
+	} else {
+		args = append(args, "--advertise-address="+bind.String())
+	}
+	args = append(args, opts.ExtraArgs...)
+	if cp.APIServer, err = StartProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"), bin, args...); err != nil {
+		return err
+	}
+	cp.URL = "https://" + net.JoinHostPort(bind.String(), strconv.Itoa(port))
+	if cp.AdminConfig, err = cp.ClientConfig("herald-test-admin", "system:masters"); err != nil {
+		return err
+	}
+	cp.AdminKubeconfig = filepath.Join(cp.Dir, "admin.kubeconfig")
+	if err := WriteKubeconfig(cp.AdminKubeconfig, cp.AdminConfig); err != nil {
+		return err
+	}
+	return cp.waitReady(ctx)
+}
+
+func (cp *ControlPlane) waitReady(ctx context.Context) error {
+	cs, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		return err
+	}
+	return poll(ctx, 90*time.Second, cp.APIServer, func() bool {
+		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok"
+	})
+}
+
+// ClientConfig returns a REST config that authenticates with a client
+// certificate for user in groups.
+func (cp *ControlPlane) ClientConfig(user string, groups ...string) (*rest.Config, error) {
+	kp, err := cp.PKI.ClientCert(user, groups...)
+	if err != nil {
+		return nil, err
+	}
+	return &rest.Config{
+		Host:            cp.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.PKI.CAPEM, CertData: kp.CertPEM, KeyData: kp.KeyPEM},
+		QPS:             1000, Burst: 2000,
+	}, nil
+}
+
+// TokenConfig returns a REST config that authenticates with a bearer token
+// (for ServiceAccount tokens from the TokenRequest API).
+func (cp *ControlPlane) TokenConfig(token string) *rest.Config {
+	return &rest.Config{
+		Host:            cp.URL,
+		TLSClientConfig: rest.TLSClientConfig{CAData: cp.PKI.CAPEM},
+		BearerToken:     token,
+		QPS:             1000, Burst: 2000,
+	}
+}
+
+// WriteKubeconfig writes cfg (certificate or token auth) as a kubeconfig.
+func WriteKubeconfig(path string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["test"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken,
+	}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "test"}
+	kc.CurrentContext = "test"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+// Stop stops kube-apiserver and etcd by PID and removes the directory if
+// Start created it.
+func (cp *ControlPlane) Stop() {
+	if cp.APIServer != nil {
+		cp.APIServer.Stop(10 * time.Second)
+	}
+	if cp.Etcd != nil {
+		cp.Etcd.Stop(10 * time.Second)
+	}
+	if cp.ownDir {
+		os.RemoveAll(cp.Dir)
+	}
+}
+
+// CAPool returns the cluster CA as a cert pool (for plain HTTPS checks).
+func (cp *ControlPlane) CAPool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(cp.PKI.CAPEM)
+	return pool
+}
+
+// TLSConfig for raw HTTPS requests to the API server as admin.
+func (cp *ControlPlane) TLSConfig() (*tls.Config, error) {
+	cert, err := tls.X509KeyPair(cp.AdminConfig.CertData, cp.AdminConfig.KeyData)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{RootCAs: cp.CAPool(), Certificates: []tls.Certificate{cert}}, nil
+}
+
+func poll(ctx context.Context, timeout time.Duration, proc *Process, ok func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if ok() {
+			return nil
+		}
+		if proc.Exited() {
+			return fmt.Errorf("%s exited while starting: %w; last log lines:\n%s", proc.Name, errExited, proc.Tail(30))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s; last log lines:\n%s", proc.Name, timeout, proc.Tail(30))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
