@@ -1,0 +1,108 @@
+package members
+
+import (
+	"sync"
+	"time"
+)
+
+// book is this process's memory of every node it has ever seen. Unlike
+// memberlist's own node list it never forgets: memberlist reaps dead nodes
+// after GossipToTheDead without telling anyone, and a reaped node must not
+// fall back to Unknown.
+type book struct {
+	mu    sync.Mutex
+	nodes map[string]entry
+}
+
+type entry struct {
+	state State
+	since time.Time
+}
+
+// transition is one change of one node's state, returned so the caller
+// can log it and count it outside the lock.
+type transition struct {
+	node     string
+	from, to State
+	at       time.Time
+}
+
+func newBook() *book {
+	return &book{nodes: make(map[string]entry)}
+}
+
+// alive records that the node is a member in good standing (joined,
+// rejoined after Dead or Left, updated, or refuted a suspicion).
+func (b *book) alive(node string) (transition, bool) {
+	return b.move(node, Alive, func(State) bool { return true })
+}
+
+// left records a graceful leave (announced, or the leave itself).
+func (b *book) left(node string) (transition, bool) {
+	return b.move(node, Left, func(State) bool { return true })
+}
+
+// dead records that memberlist declared the node gone without a leave
+// intent. A node that announced its leave stays Left.
+func (b *book) dead(node string) (transition, bool) {
+	return b.move(node, Dead, func(from State) bool { return from != Left })
+}
+
+// suspect records that this speaker's probe of an Alive node failed. It
+// never overrides Dead or Left: a late probe result must not resurrect a
+// node the cluster has already declared gone.
+func (b *book) suspect(node string) (transition, bool) {
+	return b.move(node, Suspect, func(from State) bool { return from == Alive })
+}
+
+// reachable records that this speaker's probe of the node succeeded; it
+// clears Suspect only.
+func (b *book) reachable(node string) (transition, bool) {
+	return b.move(node, Alive, func(from State) bool { return from == Suspect })
+}
+
+func (b *book) move(node string, to State, allowed func(from State) bool) (transition, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	from := b.nodes[node].state
+	if from == to || !allowed(from) {
+		return transition{}, false
+	}
+	now := time.Now()
+	b.nodes[node] = entry{state: to, since: now}
+	return transition{node: node, from: from, to: to, at: now}, true
+}
+
+func (b *book) state(node string) State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nodes[node].state
+}
+
+// since returns when the node entered its current state (zero if Unknown).
+func (b *book) since(node string) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.nodes[node].since
+}
+
+func (b *book) snapshot() map[string]State {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]State, len(b.nodes))
+	for name, e := range b.nodes {
+		out[name] = e.state
+	}
+	return out
+}
+
+// counts returns how many remembered nodes are in each state.
+func (b *book) counts() map[State]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[State]int, len(knownStates()))
+	for _, e := range b.nodes {
+		out[e.state]++
+	}
+	return out
+}

@@ -1,0 +1,97 @@
+package members
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+
+	"github.com/hashicorp/memberlist"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// memberLabel is authenticated with every packet (GCM additional data), so
+// a memberlist cluster of another program on the same port is ignored.
+const memberLabel = "herald"
+
+// Config is what New needs. NodeName, SecretKey and BindPort come from the
+// speaker's flags, Node object and Secret.
+type Config struct {
+	// NodeName is the Kubernetes node name; unique in the cluster.
+	NodeName string
+	// BindAddr is the address to listen on (UDP and TCP); empty means all.
+	BindAddr string
+	// BindPort is the port on every node; Join uses it for addresses
+	// given without a port. 0 picks a free port (tests only).
+	BindPort int
+	// AdvertiseAddr is the address other speakers reach this one at,
+	// normally the node's InternalIP; empty lets memberlist pick one.
+	AdvertiseAddr string
+	// SecretKey encrypts and authenticates all member traffic: 16, 24 or
+	// 32 bytes, read with ReadKeyFile from the Secret-mounted key file.
+	// Required.
+	SecretKey []byte
+	// Logger receives this package's and memberlist's logs; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the herald_speaker_member* collectors; nil
+	// leaves them unregistered.
+	Registerer prometheus.Registerer
+	// Timing tunes failure detection; the zero value means DefaultTiming.
+	Timing Timing
+	// OnChange is called after any node's state changes and once when the
+	// member list settles; see Members.
+	OnChange func()
+}
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Timing == (Timing{}) {
+		c.Timing = DefaultTiming()
+	}
+	if c.BindAddr == "" {
+		c.BindAddr = "0.0.0.0"
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.NodeName == "" {
+		errs = append(errs, errors.New("NodeName is empty: it must be the Kubernetes node name"))
+	}
+	if c.BindPort < 0 || c.BindPort > 65535 {
+		errs = append(errs, fmt.Errorf("BindPort %d is not a port number", c.BindPort))
+	}
+	if err := checkKey(c.SecretKey); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Timing.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// memberlistConfig starts from memberlist's LAN defaults (indirect probes,
+// TCP fallback, Lifeguard awareness, encryption enforced both ways) and
+// applies Herald's identity, key, hooks and timing.
+func (c Config) memberlistConfig(h *hooks, logger *log.Logger) *memberlist.Config {
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = c.NodeName
+	mc.BindAddr = c.BindAddr
+	mc.BindPort = c.BindPort
+	mc.AdvertiseAddr = c.AdvertiseAddr
+	mc.AdvertisePort = c.BindPort
+	mc.SecretKey = bytes.Clone(c.SecretKey)
+	mc.GossipVerifyIncoming = true
+	mc.GossipVerifyOutgoing = true
+	mc.Label = memberLabel
+	mc.Delegate = h
+	mc.Events = h
+	mc.Ping = h
+	mc.Logger = logger
+	c.Timing.apply(mc)
+	return mc
+}

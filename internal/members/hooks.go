@@ -1,0 +1,95 @@
+package members
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Node metadata carried by memberlist: a version byte and a flag byte. The
+// leaving flag is how a graceful leave is told apart from a failure, which
+// memberlist's EventDelegate reports the same way (NotifyLeave).
+const (
+	metaVersion  = 1
+	flagLeaving  = 1 << 0
+	metaByteSize = 2
+)
+
+func encodeMeta(leaving bool) []byte {
+	var flags byte
+	if leaving {
+		flags |= flagLeaving
+	}
+	return []byte{metaVersion, flags}
+}
+
+func metaLeaving(meta []byte) bool {
+	return len(meta) >= metaByteSize && meta[0] == metaVersion && meta[1]&flagLeaving != 0
+}
+
+// hooks receives memberlist's callbacks and turns them into book changes.
+// memberlist calls NotifyJoin/Leave/Update while holding its own node
+// lock, so nothing here may call back into memberlist.
+type hooks struct {
+	book    *book
+	observe func(transition, bool)
+	leaving atomic.Bool // this node announces a graceful leave
+}
+
+var (
+	_ memberlist.Delegate      = (*hooks)(nil)
+	_ memberlist.EventDelegate = (*hooks)(nil)
+	_ memberlist.PingDelegate  = (*hooks)(nil)
+)
+
+// NodeMeta publishes this node's leaving flag.
+func (h *hooks) NodeMeta(limit int) []byte {
+	if limit < metaByteSize {
+		return nil
+	}
+	return encodeMeta(h.leaving.Load())
+}
+
+// NotifyMsg, GetBroadcasts, LocalState, MergeRemoteState and AckPayload:
+// this package sends no user data over memberlist.
+func (h *hooks) NotifyMsg([]byte)                {}
+func (h *hooks) GetBroadcasts(int, int) [][]byte { return nil }
+func (h *hooks) LocalState(bool) []byte          { return nil }
+func (h *hooks) MergeRemoteState([]byte, bool)   {}
+func (h *hooks) AckPayload() []byte              { return nil }
+
+// NotifyJoin: a node became a member, or came back after Dead or Left.
+func (h *hooks) NotifyJoin(n *memberlist.Node) { h.seen(n) }
+
+// NotifyUpdate: a member changed its metadata (here: the leaving flag).
+func (h *hooks) NotifyUpdate(n *memberlist.Node) { h.seen(n) }
+
+// NotifyPingComplete: this node's direct probe of n was answered, which
+// clears a suspicion raised by an earlier probe.
+func (h *hooks) NotifyPingComplete(n *memberlist.Node, _ time.Duration, _ []byte) {
+	h.observe(h.book.reachable(n.Name))
+}
+
+// suspectedByProbe: this node's probe of node got no answer at all
+// (see newMemberlistLogger for where this comes from).
+func (h *hooks) suspectedByProbe(node string) { h.observe(h.book.suspect(node)) }
+
+// seen: a node is a member (joined, rejoined or updated its metadata);
+// with the leaving flag it is on its way out and counts as Left already.
+func (h *hooks) seen(n *memberlist.Node) {
+	if metaLeaving(n.Meta) {
+		h.observe(h.book.left(n.Name))
+		return
+	}
+	h.observe(h.book.alive(n.Name))
+}
+
+// NotifyLeave: memberlist marked the node dead or left.
+func (h *hooks) NotifyLeave(n *memberlist.Node) {
+	if metaLeaving(n.Meta) {
+		h.observe(h.book.left(n.Name))
+		return
+	}
+	h.observe(h.book.dead(n.Name))
+}

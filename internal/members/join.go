@@ -1,0 +1,173 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// joinParallelism bounds concurrent join attempts; the first success
+// brings in every live member by push/pull, so later ones mostly skip.
+const joinParallelism = 4
+
+// joiner keeps this node in one member list with every address it was
+// given: it joins those that are not live members, when the set changes
+// and again every RejoinInterval (which also heals partitions: memberlist
+// never probes dead members again on its own).
+type joiner struct {
+	ml          *memberlist.Memberlist
+	log         *slog.Logger
+	defaultPort uint16
+	interval    time.Duration
+	onSettled   func()
+	wake        chan struct{}
+	settled     atomic.Bool
+
+	mu        sync.Mutex
+	desired   []netip.AddrPort
+	requested bool
+	failing   map[netip.AddrPort]bool
+}
+
+func newJoiner(ml *memberlist.Memberlist, log *slog.Logger, defaultPort uint16, interval time.Duration, onSettled func()) *joiner {
+	return &joiner{
+		ml: ml, log: log, defaultPort: defaultPort, interval: interval, onSettled: onSettled,
+		wake:    make(chan struct{}, 1),
+		failing: make(map[netip.AddrPort]bool),
+	}
+}
+
+// request replaces the wanted address set and wakes the join loop.
+// Unparsable addresses are logged and skipped.
+func (j *joiner) request(addrs []string) {
+	parsed := make([]netip.AddrPort, 0, len(addrs))
+	for _, s := range addrs {
+		ap, err := parseJoinAddr(s, j.defaultPort)
+		if err != nil {
+			j.log.Warn("ignoring member address", "error", err)
+			continue
+		}
+		parsed = append(parsed, ap)
+	}
+	slices.SortFunc(parsed, netip.AddrPort.Compare)
+	j.mu.Lock()
+	j.desired, j.requested = slices.Compact(parsed), true
+	j.mu.Unlock()
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+func parseJoinAddr(s string, defaultPort uint16) (netip.AddrPort, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port()), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("member address %q: want an IP address or IP:port", s)
+	}
+	return netip.AddrPortFrom(a.Unmap(), defaultPort), nil
+}
+
+// run joins on every request and every interval until ctx ends.
+func (j *joiner) run(ctx context.Context) {
+	tick := time.NewTicker(j.interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-j.wake:
+		case <-tick.C:
+		}
+		j.round(ctx)
+	}
+}
+
+// round tries every wanted address that is not a live member. The first
+// round after the first request settles the joiner, whatever its outcome.
+func (j *joiner) round(ctx context.Context) {
+	j.mu.Lock()
+	desired, requested := j.desired, j.requested
+	for ap := range j.failing {
+		if _, found := slices.BinarySearchFunc(desired, ap, netip.AddrPort.Compare); !found {
+			delete(j.failing, ap)
+		}
+	}
+	j.mu.Unlock()
+	if !requested {
+		return
+	}
+	work := make(chan netip.AddrPort)
+	var wg sync.WaitGroup
+	for range min(joinParallelism, len(desired)) {
+		wg.Go(func() {
+			for ap := range work {
+				j.joinOne(ap)
+			}
+		})
+	}
+	for _, ap := range desired {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- ap
+	}
+	close(work)
+	wg.Wait()
+	if ctx.Err() == nil && j.settled.CompareAndSwap(false, true) {
+		j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers())
+		j.onSettled()
+	}
+}
+
+// joinOne joins one address unless it is this node or already a live
+// member. A failure is logged at Warn once, then at Debug until it heals.
+func (j *joiner) joinOne(ap netip.AddrPort) {
+	if j.isMember(ap) {
+		return
+	}
+	_, err := j.ml.Join([]string{ap.String()})
+	j.mu.Lock()
+	wasFailing := j.failing[ap]
+	j.failing[ap] = err != nil
+	j.mu.Unlock()
+	switch {
+	case err != nil && !wasFailing:
+		j.log.Warn("cannot join member", "address", ap.String(), "error", err)
+	case err != nil:
+		j.log.Debug("cannot join member", "address", ap.String(), "error", err)
+	default:
+		j.log.Info("joined member", "address", ap.String(), "members", j.ml.NumMembers())
+	}
+}
+
+// isMember: the address is this node or an alive or suspect member.
+func (j *joiner) isMember(ap netip.AddrPort) bool {
+	self := j.ml.LocalNode()
+	if nodeAddrPort(self) == ap {
+		return true
+	}
+	for _, n := range j.ml.Members() {
+		if nodeAddrPort(n) == ap {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeAddrPort(n *memberlist.Node) netip.AddrPort {
+	a, ok := netip.AddrFromSlice(n.Addr)
+	if !ok {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(a.Unmap(), n.Port)
+}

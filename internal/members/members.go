@@ -1,0 +1,201 @@
+package members
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// defaultLeaveTimeout bounds Leave when its context has no deadline.
+const defaultLeaveTimeout = 5 * time.Second
+
+// Members is this speaker's view of which nodes' speakers are alive. All
+// methods are safe for concurrent use.
+//
+// OnChange runs on a goroutine of its own, never while a lock of this
+// package is held and never concurrently with itself. Calls are coalesced:
+// a burst of changes may give one call, so OnChange should read Snapshot
+// (or State) rather than count calls.
+type Members struct {
+	name     string
+	log      *slog.Logger
+	ml       *memberlist.Memberlist
+	book     *book
+	hooks    *hooks
+	metrics  *metrics
+	joiner   *joiner
+	onChange func()
+
+	kick   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	life     sync.Mutex // serialises Leave and Shutdown
+	leaving  bool
+	shutdown bool
+}
+
+// New starts memberlist on cfg.BindAddr:cfg.BindPort. The node is alone
+// until Join is called with the other nodes' addresses.
+func New(cfg Config) (*Members, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("members %s: %w", cfg.NodeName, err)
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("members %s: %w", cfg.NodeName, err)
+	}
+	m := &Members{
+		name:     cfg.NodeName,
+		log:      cfg.Logger.With("component", "members"),
+		book:     newBook(),
+		metrics:  met,
+		onChange: cfg.OnChange,
+		kick:     make(chan struct{}, 1),
+	}
+	m.hooks = &hooks{book: m.book, observe: m.observe}
+	mlLog := newMemberlistLogger(cfg.Logger.With("component", "memberlist"), m.hooks.suspectedByProbe)
+	m.ml, err = memberlist.Create(cfg.memberlistConfig(m.hooks, mlLog))
+	if err != nil {
+		return nil, fmt.Errorf("members %s: start memberlist on %s:%d: %w", cfg.NodeName, cfg.BindAddr, cfg.BindPort, err)
+	}
+	port := m.ml.LocalNode().Port
+	m.joiner = newJoiner(m.ml, m.log, port, cfg.Timing.RejoinInterval, m.changed)
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	m.wg.Go(func() { m.joiner.run(ctx) })
+	m.wg.Go(func() { m.notifyLoop(ctx) })
+	m.log.Info("member list started", "node", m.name, "address", nodeAddrPort(m.ml.LocalNode()).String())
+	return m, nil
+}
+
+// Join asks to be a member together with these node addresses (IP, or
+// IP:port when not on BindPort). Call it with the full set whenever the set
+// of Node addresses changes; it returns at once, joins in the background
+// the addresses that are not live members, and logs failures. Addresses
+// that stay unreachable are retried every Timing.RejoinInterval.
+func (m *Members) Join(addrs []string) { m.joiner.request(addrs) }
+
+// State returns what this speaker knows about a node. A node seen Dead or
+// Left stays so until it is seen Alive again; Unknown means never seen.
+func (m *Members) State(node string) State { return m.book.state(node) }
+
+// Snapshot returns the state of every node ever seen, this one included.
+// Map order is random: sort the names before using them for anything
+// visible.
+func (m *Members) Snapshot() map[string]State { return m.book.snapshot() }
+
+// Settled reports whether the first Join has been carried out (every
+// address joined, already a member, or failed). Until then this speaker's
+// view of the others is incomplete and it must not claim addresses.
+func (m *Members) Settled() bool { return m.joiner.settled.Load() }
+
+// Leave announces a graceful leave and waits, bounded by ctx (5 s if ctx
+// has no deadline), until the announcement has been gossiped: first a
+// metadata update with the leaving flag, so every member records Left at
+// once (this node too, so it stops claiming), then memberlist's own leave.
+// Call it first on SIGTERM, then withdraw announcements, then Shutdown.
+func (m *Members) Leave(ctx context.Context) error {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.shutdown {
+		return fmt.Errorf("members %s: leave after shutdown", m.name)
+	}
+	if m.leaving {
+		return nil
+	}
+	m.leaving = true
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultLeaveTimeout)
+		defer cancel()
+	}
+	m.hooks.leaving.Store(true)
+	var errs []error
+	if err := withRemaining(ctx, m.ml.UpdateNode); err != nil {
+		errs = append(errs, fmt.Errorf("announce leaving: %w", err))
+	}
+	if err := withRemaining(ctx, m.ml.Leave); err != nil {
+		errs = append(errs, fmt.Errorf("leave: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("members %s: %w", m.name, err)
+	}
+	m.log.Info("left member list", "node", m.name)
+	return nil
+}
+
+// withRemaining calls a memberlist function that takes a timeout with the
+// time left on ctx; memberlist reads a zero timeout as "forever", so an
+// expired ctx is an error here instead.
+func withRemaining(ctx context.Context, f func(time.Duration) error) error {
+	deadline, _ := ctx.Deadline()
+	left := time.Until(deadline)
+	if err := ctx.Err(); err != nil || left <= 0 {
+		return fmt.Errorf("no time left: %w", context.Cause(ctx))
+	}
+	return f(left)
+}
+
+// Shutdown stops memberlist without leaving (others will see this node
+// Dead unless Leave ran first) and stops the background goroutines;
+// OnChange is not called after it returns. It is idempotent.
+func (m *Members) Shutdown() error {
+	m.life.Lock()
+	defer m.life.Unlock()
+	if m.shutdown {
+		return nil
+	}
+	m.shutdown = true
+	m.cancel()
+	err := m.ml.Shutdown()
+	m.wg.Wait()
+	if err != nil {
+		return fmt.Errorf("members %s: shutdown: %w", m.name, err)
+	}
+	return nil
+}
+
+// observe handles one book change: count a failure, log it, and wake the
+// notifier. It runs on memberlist's goroutines, so it only does quick work.
+func (m *Members) observe(tr transition, changed bool) {
+	if !changed {
+		return
+	}
+	level := slog.LevelInfo
+	if tr.to == Dead {
+		m.metrics.failures.Inc()
+		level = slog.LevelWarn
+	}
+	m.log.Log(context.Background(), level, "member state changed",
+		"node", tr.node, "from", tr.from.String(), "to", tr.to.String())
+	m.changed()
+}
+
+func (m *Members) changed() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// notifyLoop publishes the gauges and calls OnChange after each change.
+func (m *Members) notifyLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.kick:
+		}
+		m.metrics.setCounts(m.book.counts())
+		if m.onChange != nil {
+			m.onChange()
+		}
+	}
+}

@@ -1,0 +1,213 @@
+package members
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestThreeMembersSeeEachOtherAlive(t *testing.T) {
+	names := []string{"node-a", "node-b", "node-c"}
+	ms := startCluster(t, names)
+	for _, m := range ms {
+		if !m.Settled() {
+			t.Errorf("%s: not settled after joining", m.name)
+		}
+		snap := m.Snapshot()
+		if len(snap) != 3 {
+			t.Errorf("%s: snapshot %v, want the 3 nodes", m.name, snap)
+		}
+		waitFor(t, 5*time.Second, m.name+" gauge alive=3", func() bool {
+			return testutil.ToFloat64(m.metrics.members.WithLabelValues("alive")) == 3
+		})
+	}
+}
+
+func TestCrashIsDetectedAsDead(t *testing.T) {
+	ms := startCluster(t, []string{"node-a", "node-b", "node-c"})
+	survivors, victim := ms[:2], ms[2]
+
+	crashed := time.Now()
+	if err := victim.Shutdown(); err != nil { // no Leave: a crash
+		t.Fatal(err)
+	}
+	for _, m := range survivors {
+		waitState(t, m, "node-c", Dead, 10*time.Second)
+		t.Logf("%s saw node-c dead %v after the crash", m.name, m.book.since("node-c").Sub(crashed).Round(time.Millisecond))
+	}
+	sawSuspect := 0
+	for _, m := range survivors {
+		sawSuspect += len(m.logs.matching("member state changed", "node=node-c", "to=suspect"))
+		if got := testutil.ToFloat64(m.metrics.failures); got != 1 {
+			t.Errorf("%s: member_failures_total %v, want 1", m.name, got)
+		}
+		waitFor(t, 5*time.Second, m.name+" gauge dead=1", func() bool {
+			return testutil.ToFloat64(m.metrics.members.WithLabelValues("dead")) == 1
+		})
+	}
+	// The first suspicion of a crashed node always comes from a survivor's
+	// own failed probe, which this package sees through memberlist's log
+	// line: if memberlist rewords it, this fails.
+	if sawSuspect == 0 {
+		t.Errorf("no survivor reported node-c suspect before dead (memberlist's %q line changed?)",
+			"Suspect <node> has failed, no acks received")
+	}
+}
+
+func TestLeaveIsSeenAsLeft(t *testing.T) {
+	ms := startCluster(t, []string{"node-a", "node-b", "node-c"})
+	leaver := ms[2]
+
+	start := time.Now()
+	if err := leaver.Leave(leaveCtx(t)); err != nil {
+		t.Fatalf("leave: %v", err)
+	}
+	t.Logf("Leave returned after %v", time.Since(start).Round(time.Millisecond))
+	if got := leaver.State("node-c"); got != Left {
+		t.Errorf("leaver sees itself %v, want left", got)
+	}
+	for _, m := range ms[:2] {
+		waitState(t, m, "node-c", Left, 5*time.Second)
+		t.Logf("%s saw node-c left %v after Leave began", m.name, m.book.since("node-c").Sub(start).Round(time.Millisecond))
+	}
+	if err := leaver.Leave(leaveCtx(t)); err != nil {
+		t.Errorf("second Leave: %v, want nil", err)
+	}
+	if err := leaver.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaver.Leave(leaveCtx(t)); err == nil {
+		t.Error("Leave after Shutdown: no error")
+	}
+	for _, m := range ms[:2] {
+		if got := testutil.ToFloat64(m.metrics.failures); got != 0 {
+			t.Errorf("%s: member_failures_total %v after a graceful leave, want 0", m.name, got)
+		}
+		if got := m.State("node-c"); got != Left {
+			t.Errorf("%s: node-c is %v after the leaver shut down, want left", m.name, got)
+		}
+	}
+}
+
+func TestMemberWithAnotherKeyCannotJoin(t *testing.T) {
+	ms := startCluster(t, []string{"node-a", "node-b"})
+	intruder := startMember(t, "intruder", withKey([]byte("fedcba9876543210fedcba9876543210")))
+	intruder.Join([]string{ms[0].addr(), ms[1].addr()})
+
+	waitFor(t, 10*time.Second, "intruder to settle", intruder.Settled)
+	if got := intruder.logs.matching("cannot join member"); len(got) != 2 {
+		t.Errorf("intruder logged %d join failures, want 2:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	for _, m := range ms {
+		if got := m.State("intruder"); got != Unknown {
+			t.Errorf("%s sees intruder %v, want unknown", m.name, got)
+		}
+		if got := intruder.State(m.name); got != Unknown {
+			t.Errorf("intruder sees %s %v, want unknown", m.name, got)
+		}
+	}
+}
+
+func TestDeadIsRememberedAfterMemberlistForgets(t *testing.T) {
+	timing := DefaultTiming()
+	timing.GossipToTheDead = 300 * time.Millisecond
+	ms := startCluster(t, []string{"node-a", "node-b", "node-c"}, withTiming(timing))
+	observer := ms[0]
+	if err := ms[2].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, observer, "node-c", Dead, 10*time.Second)
+
+	// memberlist reaps a dead node at the first probe round after
+	// GossipToTheDead; keep checking well past that.
+	forgotten := observer.book.since("node-c").Add(timing.GossipToTheDead + 20*timing.ProbeInterval)
+	waitFor(t, 10*time.Second, "memberlist's reap window to pass", func() bool {
+		if got := observer.State("node-c"); got != Dead {
+			t.Fatalf("node-c became %v while memberlist reaped it, want dead", got)
+		}
+		return time.Now().After(forgotten)
+	})
+	if got := observer.State("node-never-seen"); got != Unknown {
+		t.Errorf("never seen node is %v, want unknown", got)
+	}
+
+	// Proof that memberlist really forgot node-c: a node-c on another
+	// port is accepted (while memberlist remembers a dead node-c, a new
+	// address for that name is refused as a conflict).
+	again := startMember(t, "node-c", withTiming(timing))
+	again.Join([]string{observer.addr()})
+	waitState(t, observer, "node-c", Alive, 10*time.Second)
+	waitState(t, ms[1], "node-c", Alive, 10*time.Second)
+}
+
+func TestSettled(t *testing.T) {
+	a := startMember(t, "node-a")
+	if a.Settled() {
+		t.Fatal("settled before any Join")
+	}
+	a.Join(nil)
+	waitFor(t, 5*time.Second, "settled after joining nobody", a.Settled)
+
+	// A closed port refuses at once: the join fails and still settles.
+	closed := startMember(t, "node-gone")
+	closedAddr := closed.addr()
+	if err := closed.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	b := startMember(t, "node-b")
+	b.Join([]string{closedAddr, "not-an-address"})
+	waitFor(t, 10*time.Second, "settled after every join failed", b.Settled)
+	if b.State("node-gone") != Unknown {
+		t.Errorf("node-gone is %v, want unknown", b.State("node-gone"))
+	}
+	if len(b.logs.matching("ignoring member address", "not-an-address")) != 1 {
+		t.Error("bad address not logged")
+	}
+
+	// Some joins fail, one succeeds: settled, and the live one is known.
+	c := startMember(t, "node-c")
+	c.Join([]string{closedAddr, a.addr(), c.addr()})
+	waitFor(t, 10*time.Second, "settled after a partial join", c.Settled)
+	if got := c.State("node-a"); got != Alive {
+		t.Errorf("node-c sees node-a %v once settled, want alive", got)
+	}
+}
+
+func TestOnChangeFires(t *testing.T) {
+	a := startMember(t, "node-a")
+	var self atomic.Pointer[testMember]
+	snaps := make(chan map[string]State, 1000)
+	b := startMember(t, "node-b", withOnChange(func() {
+		// Reading back from inside the callback must not deadlock:
+		// OnChange runs with no lock of this package held.
+		if m := self.Load(); m != nil {
+			snaps <- m.Snapshot()
+		}
+	}))
+	self.Store(b)
+	b.Join([]string{a.addr()})
+	waitSnapshot(t, snaps, "node-a", Alive)
+	if err := a.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitSnapshot(t, snaps, "node-a", Dead)
+}
+
+// waitSnapshot waits for an OnChange call that sees node in state want.
+func waitSnapshot(t *testing.T, snaps <-chan map[string]State, node string, want State) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case snap := <-snaps:
+			if snap[node] == want {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no OnChange call saw %s %v", node, want)
+		}
+	}
+}

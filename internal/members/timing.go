@@ -1,0 +1,137 @@
+package members
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// Timing holds the failure-detection and gossip knobs. The trade-offs are
+// described in the package comment; start from DefaultTiming (3–10 nodes on
+// one LAN) or LargeClusterTiming and change one field at a time.
+type Timing struct {
+	// ProbeInterval: each member probes one other member this often. It
+	// bounds how long a failure goes unnoticed and, with SuspicionMult,
+	// how long a suspect has to refute.
+	ProbeInterval time.Duration
+	// ProbeTimeout: wait this long for a direct ack before asking other
+	// members to probe indirectly (and trying TCP). Must leave room for the
+	// indirect round trip inside ProbeInterval; set it near the LAN's p99
+	// RTT plus scheduling delay on a busy node.
+	ProbeTimeout time.Duration
+	// SuspicionMult: a suspect is declared dead after
+	// SuspicionMult × max(1, log10(members)) × ProbeInterval, unless it
+	// refutes. Values of 2 or less mean no confirmations are awaited.
+	SuspicionMult int
+	// SuspicionMaxTimeoutMult: with more than SuspicionMult members,
+	// memberlist (Lifeguard) starts the suspicion timer at this multiple of
+	// the timeout above and shortens it as other members confirm.
+	SuspicionMaxTimeoutMult int
+	// GossipInterval: pending news (suspect, dead, leave, join) is sent
+	// to a few random members this often. Nothing is sent when there is
+	// no news, so a short interval is cheap when the cluster is quiet.
+	GossipInterval time.Duration
+	// RetransmitMult: each piece of news is sent
+	// RetransmitMult × ceil(log10(members+1)) times.
+	RetransmitMult int
+	// PushPullInterval: full state exchange with one random member over
+	// TCP (anti-entropy). Memberlist stretches it beyond 32 members.
+	PushPullInterval time.Duration
+	// GossipToTheDead: a dead member still receives gossip this long, so
+	// a node declared dead by mistake learns it and refutes; afterwards
+	// memberlist forgets it (this package still remembers it as Dead).
+	GossipToTheDead time.Duration
+	// StreamTimeout: TCP connect and I/O timeout for joins, push/pull and
+	// the TCP probe fallback. Joining an unreachable node address waits
+	// this long, which delays Settled.
+	StreamTimeout time.Duration
+	// RejoinInterval: addresses given to Join that are not live members
+	// (never reached, or dead) are tried again this often, which also
+	// re-merges the two sides of a healed network partition.
+	RejoinInterval time.Duration
+}
+
+// DefaultTiming is tuned for 3–10 nodes on one LAN: a SIGKILLed speaker
+// or a node whose link went down is declared dead in about 0.3–0.6 s
+// (see the package comment for the arithmetic and the measured figures).
+func DefaultTiming() Timing {
+	return Timing{
+		ProbeInterval:           100 * time.Millisecond,
+		ProbeTimeout:            50 * time.Millisecond,
+		SuspicionMult:           2,
+		SuspicionMaxTimeoutMult: 4,
+		GossipInterval:          30 * time.Millisecond,
+		RetransmitMult:          4,
+		PushPullInterval:        15 * time.Second,
+		GossipToTheDead:         30 * time.Second,
+		StreamTimeout:           2 * time.Second,
+		RejoinInterval:          10 * time.Second,
+	}
+}
+
+// LargeClusterTiming is for tens to hundreds of nodes, or LANs whose nodes
+// are often CPU-starved: slower (about 1.5–2.5 s at 100 nodes) but with
+// Lifeguard's confirmation-driven suspicion active and more time for a
+// busy node to refute before it is declared dead.
+func LargeClusterTiming() Timing {
+	return Timing{
+		ProbeInterval:           200 * time.Millisecond,
+		ProbeTimeout:            100 * time.Millisecond,
+		SuspicionMult:           4,
+		SuspicionMaxTimeoutMult: 4,
+		GossipInterval:          100 * time.Millisecond,
+		RetransmitMult:          4,
+		PushPullInterval:        30 * time.Second,
+		GossipToTheDead:         60 * time.Second,
+		StreamTimeout:           5 * time.Second,
+		RejoinInterval:          30 * time.Second,
+	}
+}
+
+// Validate reports every field that is out of range.
+func (t Timing) Validate() error {
+	var errs []error
+	positive := func(name string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("timing.%s is %v: must be positive", name, d))
+		}
+	}
+	atLeastOne := func(name string, n int) {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("timing.%s is %d: must be at least 1", name, n))
+		}
+	}
+	positive("ProbeInterval", t.ProbeInterval)
+	positive("ProbeTimeout", t.ProbeTimeout)
+	positive("GossipInterval", t.GossipInterval)
+	positive("PushPullInterval", t.PushPullInterval)
+	positive("GossipToTheDead", t.GossipToTheDead)
+	positive("StreamTimeout", t.StreamTimeout)
+	positive("RejoinInterval", t.RejoinInterval)
+	atLeastOne("SuspicionMult", t.SuspicionMult)
+	atLeastOne("SuspicionMaxTimeoutMult", t.SuspicionMaxTimeoutMult)
+	atLeastOne("RetransmitMult", t.RetransmitMult)
+	if t.ProbeTimeout >= t.ProbeInterval {
+		errs = append(errs, fmt.Errorf("timing.ProbeTimeout %v must be shorter than timing.ProbeInterval %v "+
+			"(indirect probes run in the time between)", t.ProbeTimeout, t.ProbeInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// apply copies the knobs onto a memberlist configuration. Indirect probes,
+// the TCP probe fallback and Lifeguard's awareness stay at memberlist's LAN
+// defaults (3 indirect checks, probe interval backing off up to 8× on a
+// degraded node): they are what keeps one lost packet from killing a node.
+func (t Timing) apply(c *memberlist.Config) {
+	c.ProbeInterval = t.ProbeInterval
+	c.ProbeTimeout = t.ProbeTimeout
+	c.SuspicionMult = t.SuspicionMult
+	c.SuspicionMaxTimeoutMult = t.SuspicionMaxTimeoutMult
+	c.GossipInterval = t.GossipInterval
+	c.RetransmitMult = t.RetransmitMult
+	c.PushPullInterval = t.PushPullInterval
+	c.GossipToTheDeadTime = t.GossipToTheDead
+	c.TCPTimeout = t.StreamTimeout
+}
