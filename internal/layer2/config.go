@@ -1,0 +1,105 @@
+package layer2
+
+import (
+	"fmt"
+	"log/slog"
+	"path"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults for GratuitousConfig: one announcement at once, then five more a
+// second apart. Linux ignores a neighbour update that arrives within its ARP
+// locktime (1 s) of the previous one, so a single gratuitous ARP right after
+// the old owner's last reply can be lost; the repeats cover that window.
+const (
+	DefaultGratuitousCount    = 6
+	DefaultGratuitousInterval = time.Second
+)
+
+// Config configures an Announcer.
+type Config struct {
+	// Logger receives one Info line per decision and packets at Debug.
+	// Nil discards logs.
+	Logger *slog.Logger
+	// Registerer receives the herald_l2_* counters. Nil registers nothing.
+	Registerer prometheus.Registerer
+	// ExcludeInterfaces lists interface name patterns (path.Match syntax,
+	// e.g. "veth*") that are never chosen by default. Nil means
+	// DefaultExcludeInterfaces(); an empty, non-nil slice excludes nothing
+	// but the rules that always apply (lo, bridge and bond members, down
+	// links). An explicit override (Announcement.Interfaces) is not subject
+	// to these patterns.
+	ExcludeInterfaces []string
+	// Gratuitous sets how a newly announced VIP is advertised.
+	Gratuitous GratuitousConfig
+}
+
+// GratuitousConfig sets the gratuitous ARP / unsolicited NA burst sent when a
+// VIP starts being announced on an interface.
+type GratuitousConfig struct {
+	// Count is the number of announcements in the burst, the first sent at
+	// once. 0 means DefaultGratuitousCount.
+	Count int
+	// Interval is the time between two announcements of the burst. 0 means
+	// DefaultGratuitousInterval.
+	Interval time.Duration
+}
+
+// DefaultExcludeInterfaces returns the name patterns of interfaces that
+// belong to the container runtime, the CNI or kube-proxy rather than to the
+// node's network. Interfaces are excluded by name, never by link type: in a
+// lab or in kind, the node's own uplink is a veth.
+func DefaultExcludeInterfaces() []string {
+	return []string{
+		"antrea-*",
+		"cali*",
+		"cilium*",
+		"cni*",
+		"datapath",
+		"docker*",
+		"flannel*",
+		"genev_sys_*",
+		"kube-bridge",
+		"kube-dummy-if",
+		"kube-ipvs0",
+		"lo",
+		"lxc*",
+		"nodelocaldns",
+		"ovs-system",
+		"tunl*",
+		"veth*",
+		"vxlan*",
+		"weave",
+	}
+}
+
+// withDefaults validates cfg and fills in its defaults.
+func (cfg Config) withDefaults() (Config, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.ExcludeInterfaces == nil {
+		cfg.ExcludeInterfaces = DefaultExcludeInterfaces()
+	}
+	for _, p := range cfg.ExcludeInterfaces {
+		if _, err := path.Match(p, ""); err != nil {
+			return cfg, fmt.Errorf("exclude interface pattern %q: %w", p, err)
+		}
+	}
+	g := &cfg.Gratuitous
+	switch {
+	case g.Count < 0:
+		return cfg, fmt.Errorf("gratuitous count %d: must not be negative", g.Count)
+	case g.Count == 0:
+		g.Count = DefaultGratuitousCount
+	}
+	switch {
+	case g.Interval < 0:
+		return cfg, fmt.Errorf("gratuitous interval %s: must not be negative", g.Interval)
+	case g.Interval == 0:
+		g.Interval = DefaultGratuitousInterval
+	}
+	return cfg, nil
+}
