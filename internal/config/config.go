@@ -1,0 +1,187 @@
+package config
+
+import (
+	"net/netip"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/internal/iprange"
+)
+
+// Config is one validated snapshot of Herald's configuration. Treat it as
+// read-only: it is shared between goroutines.
+type Config struct {
+	// Pools by name: valid, non-conflicting pools, including pools being
+	// deleted (Deleting), which keep their holders and hand out nothing.
+	Pools map[string]*Pool
+	// L2Advertisements sorted by name.
+	L2Advertisements []*L2Advertisement
+	// BGPAdvertisements sorted by name.
+	BGPAdvertisements []*BGPAdvertisement
+	// Peers sorted by name.
+	Peers []*Peer
+	// BFDProfiles by name.
+	BFDProfiles map[string]*BFDProfile
+}
+
+// PoolNames returns the pool names, sorted.
+func (c *Config) PoolNames() []string {
+	return sortedKeys(c.Pools)
+}
+
+// PoolFor returns the pool whose ranges contain addr.
+func (c *Config) PoolFor(addr netip.Addr) (*Pool, bool) {
+	for _, name := range c.PoolNames() {
+		if c.Pools[name].Contains(addr) {
+			return c.Pools[name], true
+		}
+	}
+	return nil, false
+}
+
+// Pool is an IPAddressPool in usable form.
+type Pool struct {
+	Name          string
+	Labels        labels.Set
+	Created       time.Time
+	Ranges        []iprange.Range // sorted, non-overlapping
+	AutoAssign    bool
+	AvoidBuggyIPs bool
+	Deleting      bool // deletion requested; the finalizer holds it while in use
+
+	Priority           *int32
+	Namespaces         []string
+	NamespaceSelectors []labels.Selector
+	ServiceSelectors   []labels.Selector
+}
+
+// Contains reports whether addr is in one of the pool's ranges.
+func (p *Pool) Contains(addr netip.Addr) bool {
+	for _, r := range p.Ranges {
+		if r.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasFamily reports whether the pool holds addresses of the family.
+func (p *Pool) HasFamily(ipv4 bool) bool {
+	for _, r := range p.Ranges {
+		if r.Is4() == ipv4 {
+			return true
+		}
+	}
+	return false
+}
+
+// Selection is the part common to both kinds of advertisement: which pools,
+// nodes and Services it applies to.
+type Selection struct {
+	// Pools are the names of the selected pools that exist, sorted.
+	Pools            []string
+	NodeSelectors    []labels.Selector // empty: every node
+	ServiceSelectors []labels.Selector // empty: every Service
+}
+
+// SelectsPool reports whether the selection covers the pool.
+func (s Selection) SelectsPool(name string) bool {
+	for _, p := range s.Pools {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// SelectsNode reports whether a node with these labels may announce.
+func (s Selection) SelectsNode(nodeLabels labels.Set) bool {
+	return anySelects(s.NodeSelectors, nodeLabels)
+}
+
+// SelectsService reports whether a Service with these labels is covered.
+func (s Selection) SelectsService(serviceLabels labels.Set) bool {
+	return anySelects(s.ServiceSelectors, serviceLabels)
+}
+
+// anySelects: an empty list selects everything, otherwise one must match.
+func anySelects(sels []labels.Selector, set labels.Set) bool {
+	if len(sels) == 0 {
+		return true
+	}
+	for _, s := range sels {
+		if s.Matches(set) {
+			return true
+		}
+	}
+	return false
+}
+
+// L2Advertisement announces pools with ARP/NDP.
+type L2Advertisement struct {
+	Name string
+	Selection
+	Interfaces []string // empty: the default choice
+}
+
+// BGPAdvertisement advertises pools to peers.
+type BGPAdvertisement struct {
+	Name string
+	Selection
+	// Peers names the peers that receive the routes; nil means every peer,
+	// an empty non-nil list means none (every named peer was missing).
+	Peers               []string
+	AggregationLength   int // IPv4 prefix length of the advertised route
+	AggregationLengthV6 int
+	LocalPref           *uint32
+	Communities         []uint32    // standard communities, sorted, unique
+	LargeCommunities    [][3]uint32 // sorted, unique
+}
+
+// SelectsPeer reports whether the advertisement's routes go to the peer.
+func (a *BGPAdvertisement) SelectsPeer(name string) bool {
+	if a.Peers == nil {
+		return true
+	}
+	for _, p := range a.Peers {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// Peer is a BGP session the selected nodes open.
+type Peer struct {
+	Name            string
+	MyASN, PeerASN  uint32
+	Address         netip.Addr
+	Port            uint16
+	SourceAddress   netip.Addr // zero: chosen by the node
+	RouterID        netip.Addr // zero: the node's IPv4 address
+	HoldTime        time.Duration
+	KeepaliveTime   time.Duration
+	ConnectTime     time.Duration
+	EBGPMultiHop    bool
+	Password        string
+	GracefulRestart bool
+	NodeSelectors   []labels.Selector
+	BFD             *BFDProfile // nil: no BFD
+}
+
+// IsEBGP reports whether the session is external BGP.
+func (p *Peer) IsEBGP() bool { return p.MyASN != p.PeerASN }
+
+// SelectsNode reports whether a node with these labels opens the session.
+func (p *Peer) SelectsNode(nodeLabels labels.Set) bool {
+	return anySelects(p.NodeSelectors, nodeLabels)
+}
+
+// BFDProfile holds BFD timers.
+type BFDProfile struct {
+	Name             string
+	ReceiveInterval  time.Duration
+	TransmitInterval time.Duration
+	DetectMultiplier uint32
+}

@@ -1,0 +1,143 @@
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+)
+
+const kindPeer = "BGPPeer"
+
+// Defaults of BGP sessions.
+const (
+	DefaultHoldTime    = 90 * time.Second
+	DefaultConnectTime = 5 * time.Second
+	// PasswordKey is the key of a BGPPeer's password Secret.
+	PasswordKey = "password"
+)
+
+func buildPeers(in []*v1beta1.BGPPeer, secrets []*corev1.Secret, cfg *Config, ps *problems) []*Peer {
+	byName := map[string]*corev1.Secret{}
+	for _, s := range secrets {
+		byName[s.Name] = s
+	}
+	sorted := append([]*v1beta1.BGPPeer(nil), in...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		ti, tj := sorted[i].CreationTimestamp.Time, sorted[j].CreationTimestamp.Time
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	var out []*Peer
+	seen := map[string]string{} // address + selectors -> peer name
+	for _, obj := range sorted {
+		p, ok := parsePeer(obj, byName, cfg, ps)
+		if !ok {
+			continue
+		}
+		key := p.Address.String() + "|" + fmt.Sprint(obj.Spec.NodeSelectors)
+		if prev, dup := seen[key]; dup {
+			ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: "spec.peerAddress", Reason: ReasonDuplicatePeer, Ignored: true,
+				Message: fmt.Sprintf("BGPPeer %s, which is older, already peers with %s from the same nodes; a node holds one session per address", prev, p.Address)})
+			continue
+		}
+		seen[key] = obj.Name
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Config, ps *problems) (*Peer, bool) {
+	s := obj.Spec
+	ignore := func(field, reason, msg string) (*Peer, bool) {
+		ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: field, Reason: reason, Message: msg, Ignored: true})
+		return nil, false
+	}
+	p := &Peer{
+		Name: obj.Name, MyASN: uint32(s.MyASN), PeerASN: uint32(s.PeerASN), Port: uint16(s.PeerPort),
+		EBGPMultiHop: s.EBGPMultiHop, GracefulRestart: s.GracefulRestart, Password: s.Password,
+		HoldTime: duration(s.HoldTime, DefaultHoldTime), ConnectTime: duration(s.ConnectTime, DefaultConnectTime),
+	}
+	if p.Port == 0 {
+		p.Port = 179
+	}
+	p.KeepaliveTime = duration(s.KeepaliveTime, p.HoldTime/3)
+	var err error
+	if p.Address, err = netip.ParseAddr(s.PeerAddress); err != nil {
+		return ignore("spec.peerAddress", ReasonInvalidField, fmt.Sprintf("%q is not an IP address", s.PeerAddress))
+	}
+	if s.SourceAddress != "" {
+		if p.SourceAddress, err = netip.ParseAddr(s.SourceAddress); err != nil || p.SourceAddress.Is4() != p.Address.Is4() {
+			return ignore("spec.sourceAddress", ReasonInvalidField, fmt.Sprintf("%q is not an address of the peer's family", s.SourceAddress))
+		}
+	}
+	if s.RouterID != "" {
+		if p.RouterID, err = netip.ParseAddr(s.RouterID); err != nil || !p.RouterID.Is4() {
+			return ignore("spec.routerID", ReasonInvalidField, fmt.Sprintf("%q is not an IPv4 address", s.RouterID))
+		}
+	}
+	if p.NodeSelectors, err = selectors(s.NodeSelectors, "spec.nodeSelectors"); err != nil {
+		return ignore(err.(fieldError).field, ReasonInvalidField, err.Error())
+	}
+	if s.PasswordSecret != "" {
+		secret, ok := secrets[s.PasswordSecret]
+		if !ok {
+			return ignore("spec.passwordSecret", ReasonSecretNotFound,
+				fmt.Sprintf("Secret %s does not exist in Herald's namespace; the session is not opened until it does", s.PasswordSecret))
+		}
+		pw, ok := secret.Data[PasswordKey]
+		if !ok || len(pw) == 0 {
+			return ignore("spec.passwordSecret", ReasonSecretNotFound,
+				fmt.Sprintf("Secret %s has no key %q; the session is not opened until it does", s.PasswordSecret, PasswordKey))
+		}
+		p.Password = string(pw)
+	}
+	if s.BFDProfile != "" {
+		if b, ok := cfg.BFDProfiles[s.BFDProfile]; ok {
+			p.BFD = b
+		} else {
+			ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: "spec.bfdProfile", Reason: ReasonBFDNotFound,
+				Message: fmt.Sprintf("BFDProfile %s does not exist; the session runs without BFD until it does", s.BFDProfile)})
+		}
+	}
+	return p, true
+}
+
+func duration(d *metav1.Duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return d.Duration
+}
+
+func buildBFDProfiles(in []*v1beta1.BFDProfile) map[string]*BFDProfile {
+	out := map[string]*BFDProfile{}
+	for _, obj := range in {
+		out[obj.Name] = &BFDProfile{
+			Name:             obj.Name,
+			ReceiveInterval:  millis(obj.Spec.ReceiveInterval, 300),
+			TransmitInterval: millis(obj.Spec.TransmitInterval, 300),
+			DetectMultiplier: uint32(intOr(obj.Spec.DetectMultiplier, 3)),
+		}
+	}
+	return out
+}
+
+func millis(v *int32, def int32) time.Duration {
+	return time.Duration(intOr(v, def)) * time.Millisecond
+}
+
+func intOr(v *int32, def int32) int32 {
+	if v == nil {
+		return def
+	}
+	return *v
+}
