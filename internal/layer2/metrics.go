@@ -1,0 +1,46 @@
+package layer2
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Protocol label values.
+const (
+	protoARP = "arp"
+	protoNDP = "ndp"
+)
+
+// metrics are the herald_l2_* counters, labelled by interface and protocol.
+type metrics struct {
+	requests   *prometheus.CounterVec
+	responses  *prometheus.CounterVec
+	gratuitous *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	labels := []string{"interface", "protocol"}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "herald", Subsystem: "l2", Name: name, Help: help,
+		}, labels)
+	}
+	m := &metrics{
+		requests: counter("requests_received_total",
+			"ARP requests and neighbour solicitations received for a VIP this node announces."),
+		responses: counter("responses_sent_total",
+			"ARP replies and solicited neighbour advertisements sent for a VIP."),
+		gratuitous: counter("gratuitous_sent_total",
+			"Gratuitous ARP replies and unsolicited neighbour advertisements sent for a VIP."),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register layer2 metrics: %w", err)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,196 @@
+package layer2
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mdlayher/ndp"
+	"github.com/mdlayher/packet"
+	"golang.org/x/net/ipv6"
+)
+
+// ndpProto answers neighbour solicitations for the VIPs announced on one
+// interface. Multicast solicitations (address resolution) arrive on an
+// ICMPv6 socket bound to the link-local address, once the solicited-node
+// group of the VIP is joined. Unicast ones (neighbour unreachability
+// detection, sent to the VIP itself) never reach that socket, because the
+// VIP is not a local address; a packet socket with a BPF filter catches them.
+type ndpProto struct {
+	spec responderSpec
+	conn *ndp.Conn
+	raw  *packet.Conn
+	mtu  int
+
+	mu     sync.Mutex
+	groups map[netip.Addr]int // solicited-node group -> VIPs needing it
+	joined map[netip.Addr]bool
+}
+
+func newNDPProto(spec responderSpec) *ndpProto {
+	return &ndpProto{spec: spec, groups: map[netip.Addr]int{}, joined: map[netip.Addr]bool{}}
+}
+
+func (p *ndpProto) open(ifi *net.Interface) error {
+	conn, _, err := ndp.Listen(ifi, ndp.LinkLocal)
+	if err != nil {
+		return fmt.Errorf("open NDP socket: %w", err)
+	}
+	var f ipv6.ICMPFilter
+	f.SetAll(true)
+	f.Accept(ipv6.ICMPTypeNeighborSolicitation)
+	if err := conn.SetICMPFilter(&f); err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("set ICMPv6 filter: %w", err)
+	}
+	prog, err := nsFilter()
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("assemble NS filter: %w", err)
+	}
+	raw, err := packet.Listen(ifi, packet.Raw, etherTypeIPv6, &packet.Config{Filter: prog})
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("open packet socket for unicast NS: %w", err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.conn, p.raw, p.mtu = conn, raw, max(ifi.MTU, 1280)
+	p.syncGroupsLocked()
+	return nil
+}
+
+func (p *ndpProto) close() {
+	// Closing ends the pending reads and drops the group memberships.
+	_ = p.conn.Close()
+	_ = p.raw.Close()
+}
+
+// setVIPs joins the solicited-node group of each VIP and leaves the groups
+// no VIP needs any more. VIPs sharing their low 24 bits share a group.
+func (p *ndpProto) setVIPs(vips []netip.Addr) {
+	groups := map[netip.Addr]int{}
+	for _, vip := range vips {
+		if g, err := ndp.SolicitedNodeMulticast(vip); err == nil {
+			groups[g]++
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.groups = groups
+	if p.conn != nil {
+		p.syncGroupsLocked()
+	}
+}
+
+func (p *ndpProto) syncGroupsLocked() {
+	for _, g := range slices.SortedFunc(maps.Keys(p.groups), netip.Addr.Compare) {
+		if p.joined[g] {
+			continue
+		}
+		if err := p.conn.JoinGroup(g); err != nil {
+			p.spec.log.Warn("joining solicited-node group failed", "group", g, "error", err)
+			continue
+		}
+		p.joined[g] = true
+		p.spec.log.Debug("joined solicited-node group", "group", g)
+	}
+	for _, g := range slices.SortedFunc(maps.Keys(p.joined), netip.Addr.Compare) {
+		if p.groups[g] > 0 {
+			continue
+		}
+		delete(p.joined, g)
+		if err := p.conn.LeaveGroup(g); err != nil {
+			p.spec.log.Warn("leaving solicited-node group failed", "group", g, "error", err)
+			continue
+		}
+		p.spec.log.Debug("left solicited-node group", "group", g)
+	}
+}
+
+func (p *ndpProto) serve(ctx context.Context, wg *sync.WaitGroup) {
+	wg.Go(func() { p.multicastLoop(ctx) })
+	wg.Go(func() { p.unicastLoop(ctx) })
+}
+
+func (p *ndpProto) multicastLoop(ctx context.Context) {
+	bo := newBackoff(10*time.Millisecond, time.Second)
+	for {
+		m, _, from, err := p.conn.ReadFrom()
+		if err != nil {
+			if !readFailed(ctx, p.spec.log, bo, err) {
+				return
+			}
+			continue
+		}
+		bo.reset()
+		ns, ok := m.(*ndp.NeighborSolicitation)
+		if !ok || !p.spec.owns(ns.TargetAddress) {
+			continue
+		}
+		p.answer(ctx, ns.TargetAddress, from, "multicast")
+	}
+}
+
+func (p *ndpProto) unicastLoop(ctx context.Context) {
+	bo := newBackoff(10*time.Millisecond, time.Second)
+	buf := make([]byte, p.mtu+ethHeaderLen)
+	for {
+		n, _, err := p.raw.ReadFrom(buf)
+		if err != nil {
+			if !readFailed(ctx, p.spec.log, bo, err) {
+				return
+			}
+			continue
+		}
+		bo.reset()
+		f, err := parseNSFrame(buf[:n])
+		if err != nil {
+			continue
+		}
+		if vip, ok := unicastNSFor(f, p.spec.mac, p.spec.owns); ok {
+			p.answer(ctx, vip, f.src, "unicast")
+		}
+	}
+}
+
+// answer sends a solicited NA for vip to the soliciting address, or to all
+// nodes when the solicitation came from the unspecified address (DAD).
+func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string) {
+	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoNDP).Inc()
+	dst, solicited := from, true
+	if !from.IsValid() || from.IsUnspecified() {
+		dst, solicited = netip.IPv6LinkLocalAllNodes(), false
+	}
+	if err := p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst); err != nil {
+		p.spec.log.Warn("sending neighbor advertisement failed", "vip", vip, "to", dst, "error", err)
+		return
+	}
+	p.spec.metrics.responses.WithLabelValues(p.spec.iface, protoNDP).Inc()
+	if p.spec.log.Enabled(ctx, slog.LevelDebug) {
+		p.spec.log.Debug("answered neighbor solicitation", "vip", vip, "from", from, "kind", kind)
+	}
+}
+
+// gratuitous sends an unsolicited NA with the override flag to all nodes.
+func (p *ndpProto) gratuitous(vip netip.Addr) error {
+	if err := p.conn.WriteTo(p.advertisement(vip, false), nil, netip.IPv6LinkLocalAllNodes()); err != nil {
+		return fmt.Errorf("unsolicited NA for %s: %w", vip, err)
+	}
+	return nil
+}
+
+func (p *ndpProto) advertisement(vip netip.Addr, solicited bool) *ndp.NeighborAdvertisement {
+	return &ndp.NeighborAdvertisement{
+		Solicited:     solicited,
+		Override:      true,
+		TargetAddress: vip,
+		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: p.spec.mac}},
+	}
+}

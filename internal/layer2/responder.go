@@ -1,0 +1,212 @@
+package layer2
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// protocol is the ARP or NDP half of a responder: its sockets and packets.
+type protocol interface {
+	// open opens the sockets on ifi.
+	open(ifi *net.Interface) error
+	// serve starts the read loops on wg; they end when the sockets close.
+	serve(ctx context.Context, wg *sync.WaitGroup)
+	// close closes the sockets.
+	close()
+	// gratuitous sends one gratuitous ARP / unsolicited NA for vip.
+	gratuitous(vip netip.Addr) error
+	// setVIPs tells which VIPs are announced on the interface.
+	setVIPs(vips []netip.Addr)
+}
+
+// responderHandle is what the announcer needs of a responder.
+type responderHandle interface {
+	setVIPs(vips []netip.Addr)
+	announce(vip netip.Addr)
+	nudge()
+	close()
+}
+
+// responderSpec says which responder to start.
+type responderSpec struct {
+	iface   string
+	index   int
+	mac     net.HardwareAddr
+	proto   string // protoARP or protoNDP
+	owns    func(vip netip.Addr) bool
+	log     *slog.Logger
+	metrics *metrics
+	grat    GratuitousConfig
+}
+
+// responder answers one protocol on one interface. Its goroutine opens the
+// sockets (retrying while the interface is not ready), serves until closed,
+// and sends gratuitous bursts for newly announced VIPs.
+type responder struct {
+	spec   responderSpec
+	p      protocol
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	nudges chan struct{}
+	ready  chan struct{}
+
+	mu     sync.Mutex
+	bursts map[netip.Addr]*burst
+}
+
+type burst struct{ cancel context.CancelFunc }
+
+// startResponder starts the responder described by spec under parent.
+func startResponder(parent context.Context, spec responderSpec) responderHandle {
+	spec.log = spec.log.With("interface", spec.iface, "protocol", spec.proto)
+	var p protocol
+	if spec.proto == protoARP {
+		p = newARPProto(spec)
+	} else {
+		p = newNDPProto(spec)
+	}
+	r := &responder{
+		spec:   spec,
+		p:      p,
+		log:    spec.log,
+		nudges: make(chan struct{}, 1),
+		ready:  make(chan struct{}),
+		bursts: map[netip.Addr]*burst{},
+	}
+	r.ctx, r.cancel = context.WithCancel(parent)
+	r.wg.Go(r.run)
+	return r
+}
+
+func (r *responder) run() {
+	if !r.openWithRetry() {
+		return
+	}
+	close(r.ready)
+	r.log.Info("responder opened")
+	r.p.serve(r.ctx, &r.wg)
+	<-r.ctx.Done()
+	r.p.close()
+	r.log.Info("responder closed")
+}
+
+// openWithRetry opens the sockets, retrying with backoff (or at once when
+// nudged) until it works or the responder is closed. An IPv6 link-local
+// address stays tentative for a second or two after link-up, and binding to
+// it fails until then.
+func (r *responder) openWithRetry() bool {
+	bo := newBackoff(50*time.Millisecond, 2*time.Second)
+	for attempt := 1; ; attempt++ {
+		err := r.open()
+		if err == nil {
+			return true
+		}
+		if attempt == 1 {
+			r.log.Info("responder not ready, retrying", "error", err)
+		} else {
+			r.log.Debug("responder still not ready", "attempt", attempt, "error", err)
+		}
+		if !wait(r.ctx, bo.next(), r.nudges) {
+			return false
+		}
+	}
+}
+
+func (r *responder) open() error {
+	ifi, err := net.InterfaceByIndex(r.spec.index)
+	if err != nil {
+		return fmt.Errorf("interface %s: %w", r.spec.iface, err)
+	}
+	if ifi.Name != r.spec.iface || !bytes.Equal(ifi.HardwareAddr, r.spec.mac) {
+		return fmt.Errorf("interface %s: index %d is now %s %s", r.spec.iface, r.spec.index, ifi.Name, ifi.HardwareAddr)
+	}
+	if err := r.p.open(ifi); err != nil {
+		return fmt.Errorf("interface %s: %w", r.spec.iface, err)
+	}
+	return nil
+}
+
+func (r *responder) setVIPs(vips []netip.Addr) { r.p.setVIPs(vips) }
+
+// nudge asks a responder that is still opening to retry now.
+func (r *responder) nudge() {
+	select {
+	case r.nudges <- struct{}{}:
+	default:
+	}
+}
+
+// close stops the responder and waits for its goroutines.
+func (r *responder) close() {
+	r.cancel()
+	r.wg.Wait()
+}
+
+// announce starts a gratuitous burst for vip, replacing one in progress.
+func (r *responder) announce(vip netip.Addr) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	b := &burst{cancel: cancel}
+	r.mu.Lock()
+	if old := r.bursts[vip]; old != nil {
+		old.cancel()
+	}
+	r.bursts[vip] = b
+	r.mu.Unlock()
+	r.wg.Go(func() {
+		defer r.endBurst(vip, b)
+		r.sendBurst(ctx, vip)
+	})
+}
+
+func (r *responder) endBurst(vip netip.Addr, b *burst) {
+	b.cancel()
+	r.mu.Lock()
+	if r.bursts[vip] == b {
+		delete(r.bursts, vip)
+	}
+	r.mu.Unlock()
+}
+
+// sendBurst sends grat.Count announcements, the first as soon as the
+// sockets are open, and stops early when vip is no longer announced here.
+func (r *responder) sendBurst(ctx context.Context, vip netip.Addr) {
+	select {
+	case <-r.ready:
+	case <-ctx.Done():
+		return
+	}
+	for i := range r.spec.grat.Count {
+		if i > 0 && !wait(ctx, r.spec.grat.Interval, nil) {
+			return
+		}
+		if !r.spec.owns(vip) {
+			return
+		}
+		if err := r.p.gratuitous(vip); err != nil {
+			r.log.Warn("sending gratuitous announcement failed", "vip", vip, "error", err)
+			continue
+		}
+		r.spec.metrics.gratuitous.WithLabelValues(r.spec.iface, r.spec.proto).Inc()
+		r.log.Debug("sent gratuitous announcement", "vip", vip, "n", i+1)
+	}
+}
+
+// readFailed handles an error from a read loop's socket. It returns false
+// when the responder is closing (the error is the socket being closed: the
+// libraries' errors for that are not errors.Is net.ErrClosed); otherwise it
+// logs and pauses, so a persistent error does not spin.
+func readFailed(ctx context.Context, log *slog.Logger, bo *backoff, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	log.Warn("reading packets failed", "error", err)
+	return wait(ctx, bo.next(), nil)
+}

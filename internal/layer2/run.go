@@ -1,0 +1,163 @@
+package layer2
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+var errSubscriptionClosed = errors.New("netlink subscription closed")
+
+// stableAfter is how long a subscription must last for the resubscribe
+// backoff to start again from its minimum.
+const stableAfter = time.Minute
+
+// Run follows the node's links, addresses and default routes through
+// netlink and keeps the responders in step with them and with
+// SetAnnouncements, until ctx ends. Then it closes every socket and returns
+// nil. It returns an error only when it cannot subscribe at all; a
+// subscription that fails later (for example on a receive buffer overrun)
+// is renewed, followed by a full relist.
+func (a *Announcer) Run(ctx context.Context) error {
+	if err := a.begin(ctx); err != nil {
+		return err
+	}
+	defer a.end()
+	t := newLinkTable()
+	bo := newBackoff(100*time.Millisecond, 30*time.Second)
+	for first := true; ; first = false {
+		began := time.Now()
+		err := a.follow(ctx, t)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if first && !t.listed {
+			return fmt.Errorf("layer2: follow interfaces: %w", err)
+		}
+		if time.Since(began) > stableAfter {
+			bo.reset()
+		}
+		d := bo.next()
+		a.log.Warn("netlink subscription failed, resubscribing", "error", err, "after", d)
+		if !wait(ctx, d, nil) {
+			return nil
+		}
+	}
+}
+
+func (a *Announcer) begin(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.runCtx != nil {
+		return errors.New("layer2: Run is already running")
+	}
+	a.runCtx = ctx
+	return nil
+}
+
+// end closes every responder and forgets the interfaces.
+func (a *Announcer) end() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.runCtx = nil
+	a.net = netState{}
+	a.reconcileLocked()
+}
+
+// follow subscribes, relists, and applies netlink updates in batches until
+// a subscription fails or ctx ends.
+func (a *Announcer) follow(ctx context.Context, t *linkTable) error {
+	sub, err := subscribe()
+	if err != nil {
+		return err
+	}
+	defer sub.stop()
+	if err := relist(t); err != nil {
+		return err
+	}
+	a.publish(t.snapshot())
+	for {
+		ev, err := sub.receive(ctx, true)
+		for err == nil && ev != nil {
+			a.apply(t, ev)
+			ev, err = sub.receive(ctx, false)
+		}
+		if err != nil {
+			return err
+		}
+		if t.refreshRoutes {
+			t.refreshRoutes = false
+			if t.defaults, err = dumpDefaultRoutes(); err != nil {
+				return err
+			}
+		}
+		a.publish(t.snapshot())
+	}
+}
+
+// receive returns the next netlink update. Without wait it returns nil at
+// once when none is pending.
+func (s *subscription) receive(ctx context.Context, wait bool) (any, error) {
+	var idle chan struct{}
+	if !wait {
+		idle = make(chan struct{})
+		close(idle)
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case err := <-s.failed:
+		return nil, err
+	case u, ok := <-s.links:
+		return orClosed(u, ok)
+	case u, ok := <-s.addrs:
+		return orClosed(u, ok)
+	case u, ok := <-s.routes:
+		return orClosed(u, ok)
+	case <-idle:
+		return nil, nil
+	}
+}
+
+func orClosed(u any, ok bool) (any, error) {
+	if !ok {
+		return nil, errSubscriptionClosed
+	}
+	return u, nil
+}
+
+// apply records one netlink update in t.
+func (a *Announcer) apply(t *linkTable, ev any) {
+	switch u := ev.(type) {
+	case netlink.LinkUpdate:
+		info := linkInfoOf(u.Link)
+		if u.Header.Type == unix.RTM_DELLINK {
+			t.deleteLink(info.index)
+			t.refreshRoutes = true
+			return
+		}
+		if t.setLink(info) {
+			t.refreshRoutes = true
+		}
+	case netlink.AddrUpdate:
+		if p, ok := prefixOf(u.LinkAddress); ok {
+			t.setAddr(u.LinkIndex, p, u.NewAddr && usableAddr(u.Flags))
+		}
+	case netlink.RouteUpdate:
+		if isDefaultRoute(u.Route) {
+			t.refreshRoutes = true
+		}
+	}
+}
+
+// publish hands a new view of the links to the announcer and reconciles.
+func (a *Announcer) publish(s netState) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.net = s
+	a.reconcileLocked()
+}
