@@ -36,6 +36,9 @@ type Options struct {
 	ServiceCIDRs string
 	// ExtraArgs are appended to kube-apiserver's command line.
 	ExtraArgs []string
+	// Detached starts etcd and kube-apiserver as processes that outlive
+	// the caller (StartDetachedProcess); the caller records their PIDs.
+	Detached bool
 }
 
 // ControlPlane is a running etcd + kube-apiserver.
@@ -86,18 +89,18 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 	if cp.PKI, err = newPKI(pkiDir); err != nil {
 		return err
 	}
-	etcdURL, err := cp.startEtcd(ctx, etcdBin)
+	etcdURL, err := cp.startEtcd(ctx, etcdBin, opts.Detached)
 	if err != nil {
 		return err
 	}
 	return cp.startAPIServer(ctx, apiBin, etcdURL, opts)
 }
 
-func (cp *ControlPlane) startEtcd(ctx context.Context, bin string) (string, error) {
+func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, detached bool) (string, error) {
 	clientPort, peerPort, err := freePort(), freePort(), error(nil)
 	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-	cp.Etcd, err = StartProcess("etcd", filepath.Join(cp.Dir, "etcd.log"), bin,
+	cp.Etcd, err = startProcess("etcd", filepath.Join(cp.Dir, "etcd.log"), detached, bin,
 		"--name=test", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
 		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
@@ -170,7 +173,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		args = append(args, "--advertise-address="+bind.String())
 	}
 	args = append(args, opts.ExtraArgs...)
-	if cp.APIServer, err = StartProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"), bin, args...); err != nil {
+	if cp.APIServer, err = startProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"), opts.Detached, bin, args...); err != nil {
 		return err
 	}
 	cp.URL = "https://" + net.JoinHostPort(bind.String(), strconv.Itoa(port))

@@ -24,6 +24,18 @@ type Process struct {
 // child gets SIGKILL if the test process dies, so a crashed test leaves
 // nothing running.
 func StartProcess(name, logPath string, path string, args ...string) (*Process, error) {
+	return startProcess(name, logPath, false, path, args...)
+}
+
+// StartDetachedProcess starts path like StartProcess, but the child
+// outlives the caller: it runs in a session of its own and gets no signal
+// when the caller dies. Whoever started it records its PID and stops it by
+// that PID (e2e/lab does so for the lab that `make lab-up` leaves running).
+func StartDetachedProcess(name, logPath string, path string, args ...string) (*Process, error) {
+	return startProcess(name, logPath, true, path, args...)
+}
+
+func startProcess(name, logPath string, detached bool, path string, args ...string) (*Process, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -31,6 +43,9 @@ func StartProcess(name, logPath string, path string, args ...string) (*Process, 
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if detached {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
