@@ -1,0 +1,169 @@
+package allocator
+
+import (
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Allocator is the controller's address book. It is safe for concurrent
+// use; every method is O(log n) in the number of held addresses (times the
+// number of pools, for the methods that choose a pool).
+type Allocator struct {
+	mu     sync.Mutex
+	pools  *poolSet
+	book   *book
+	counts counts
+}
+
+// New returns an Allocator with no pools and no assignments.
+func New() *Allocator {
+	pools, _ := newPoolSet(nil)
+	return &Allocator{pools: pools, book: newBook(), counts: counts{}}
+}
+
+// SetPools replaces the pool configuration. Every assignment stays: an
+// address whose pool shrank, changed or went away stays held (counted as
+// outside its pool's ranges) and is handed to nobody else. On error
+// (unnamed or duplicate pools, invalid ranges or selectors) the previous
+// configuration stays.
+func (a *Allocator) SetPools(pools []Pool) error {
+	set, err := newPoolSet(pools)
+	if err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pools = set
+	a.counts = counts{}
+	for ip, ha := range a.book.addrs { // sums only: order does not matter
+		a.counts.addressTaken(ip, ha.pool, set, +1)
+	}
+	for _, h := range a.book.byKey {
+		a.counts.of(h.pool).holders++
+	}
+	return nil
+}
+
+// Assign gives req's Service its addresses. It is idempotent: when the
+// Service already holds addresses that still satisfy what it explicitly
+// asks for (families, requested addresses, named pool, sharing key, and
+// compatibility with the Services sharing them), it gets them back
+// unchanged, whatever happened to the pools since. Otherwise its addresses
+// are released and new ones allocated; when that fails the error is an
+// *Error and the old assignment stays in place (Lookup still returns it).
+func (a *Allocator) Assign(req Request) (Assignment, error) {
+	pl, err := makePlan(&req)
+	if err != nil {
+		return Assignment{}, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h := newHolder(&req)
+	old, had := a.book.byKey[req.Key]
+	if had && a.satisfies(old, &req, pl, h) {
+		old.refresh(h)
+		return old.assignment(), nil
+	}
+	if had {
+		a.unhold(old)
+	}
+	if err := a.allocate(&req, pl, h); err != nil {
+		if had {
+			a.hold(old)
+		}
+		return Assignment{}, err
+	}
+	a.hold(h)
+	return h.assignment(), nil
+}
+
+// Release frees the addresses key holds; an address shared with other
+// Services stays theirs. Releasing an unknown key does nothing.
+func (a *Allocator) Release(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if h, ok := a.book.byKey[key]; ok {
+		a.unhold(h)
+	}
+}
+
+// Lookup returns what key holds.
+func (a *Allocator) Lookup(key string) (Assignment, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, ok := a.book.byKey[key]
+	if !ok {
+		return Assignment{}, false
+	}
+	return h.assignment(), true
+}
+
+// Usage returns the address counts of a pool. A pool that is no longer
+// configured reports only what its holders keep, as OutsideRanges.
+func (a *Allocator) Usage(pool string) Usage {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.counts.usage(pool, a.pools)
+}
+
+// Holders returns how many Services hold addresses attributed to pool
+// (a deleted pool's finalizer may go when this is 0).
+func (a *Allocator) Holders(pool string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if pc := a.counts[pool]; pc != nil {
+		return pc.holders
+	}
+	return 0
+}
+
+// hold records h's addresses in the book and the counts.
+func (a *Allocator) hold(h *holder) {
+	for _, ip := range h.ips {
+		if a.book.add(ip, h) {
+			a.counts.addressTaken(ip, h.pool, a.pools, +1)
+		}
+	}
+	a.book.byKey[h.key] = h
+	a.counts.of(h.pool).holders++
+}
+
+// unhold forgets h.
+func (a *Allocator) unhold(h *holder) {
+	for _, ip := range h.ips {
+		if a.book.drop(ip, h) {
+			a.counts.addressTaken(ip, h.pool, a.pools, -1)
+		}
+	}
+	delete(a.book.byKey, h.key)
+	pc := a.counts.of(h.pool)
+	pc.holders--
+	if *pc == (poolCounts{}) {
+		if _, configured := a.pools.byName[h.pool]; !configured {
+			delete(a.counts, h.pool)
+		}
+	}
+}
+
+// satisfies reports whether old still answers req (see Assign); h is the
+// holder req would make.
+func (a *Allocator) satisfies(old *holder, req *Request, pl plan, h *holder) bool {
+	switch {
+	case len(pl.requested) > 0 && !slices.Equal(old.ips, pl.requested):
+		return false
+	case req.Pool != "" && old.pool != req.Pool:
+		return false
+	case old.sharingKey != req.SharingKey:
+		return false
+	case !slices.ContainsFunc(pl.choices, func(fams []corev1.IPFamily) bool { return slices.Equal(fams, familiesOf(old.ips)) }):
+		return false
+	}
+	for _, ip := range old.ips {
+		if ok, _, _ := joinable(a.book.addrs[ip], h); !ok {
+			return false
+		}
+	}
+	return true
+}

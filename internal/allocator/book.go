@@ -1,0 +1,116 @@
+package allocator
+
+import (
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// holder is one Service's hold on its addresses, with what sharing needs
+// to know about it.
+type holder struct {
+	key        string
+	pool       string
+	ips        []netip.Addr // primary family first
+	sharingKey string
+	ports      []Port // normalized
+	etpLocal   bool
+	selector   map[string]string
+}
+
+func newHolder(req *Request) *holder {
+	return &holder{
+		key:        req.Key,
+		sharingKey: req.SharingKey,
+		ports:      normalizePorts(req.Ports),
+		etpLocal:   req.ETPLocal,
+		selector:   req.Selector,
+	}
+}
+
+// refresh copies what may change without moving an address (ports,
+// traffic policy, selector) from a newer holder of the same Service.
+func (h *holder) refresh(from *holder) {
+	h.ports, h.etpLocal, h.selector = from.ports, from.etpLocal, from.selector
+}
+
+func (h *holder) assignment() Assignment {
+	return Assignment{Key: h.key, Pool: h.pool, IPs: slices.Clone(h.ips)}
+}
+
+// heldAddr is one held address: the pool it is attributed to, the sharing
+// key all its holders carry ("" when it has one holder that shares
+// nothing) and its holders, sorted by key.
+type heldAddr struct {
+	pool       string
+	sharingKey string
+	holders    []*holder
+}
+
+// book is the address book: which Service holds which address, and which
+// addresses are held under each sharing key.
+type book struct {
+	addrs  map[netip.Addr]*heldAddr
+	byKey  map[string]*holder
+	shared map[string][]netip.Addr // sharing key -> addresses, sorted
+	taken  taken
+}
+
+func newBook() *book {
+	return &book{
+		addrs:  map[netip.Addr]*heldAddr{},
+		byKey:  map[string]*holder{},
+		shared: map[string][]netip.Addr{},
+		taken:  newTaken(),
+	}
+}
+
+func (b *book) held(a netip.Addr) bool {
+	_, ok := b.addrs[a]
+	return ok
+}
+
+// add makes h a holder of a and reports whether a was free before.
+func (b *book) add(a netip.Addr, h *holder) bool {
+	if ha, ok := b.addrs[a]; ok {
+		i, _ := slices.BinarySearchFunc(ha.holders, h.key, holderKeyCmp)
+		ha.holders = slices.Insert(ha.holders, i, h)
+		return false
+	}
+	b.addrs[a] = &heldAddr{pool: h.pool, sharingKey: h.sharingKey, holders: []*holder{h}}
+	b.taken.add(a)
+	if h.sharingKey != "" {
+		list := b.shared[h.sharingKey]
+		i, _ := slices.BinarySearchFunc(list, a, netip.Addr.Compare)
+		b.shared[h.sharingKey] = slices.Insert(list, i, a)
+	}
+	return true
+}
+
+// drop removes h from the holders of a and reports whether a is free now.
+func (b *book) drop(a netip.Addr, h *holder) bool {
+	ha, ok := b.addrs[a]
+	if !ok {
+		return false
+	}
+	ha.holders = slices.DeleteFunc(ha.holders, func(o *holder) bool { return o == h })
+	if len(ha.holders) > 0 {
+		return false
+	}
+	delete(b.addrs, a)
+	b.taken.remove(a, b.held)
+	if ha.sharingKey != "" {
+		list := b.shared[ha.sharingKey]
+		if i, found := slices.BinarySearchFunc(list, a, netip.Addr.Compare); found {
+			list = slices.Delete(list, i, i+1)
+		}
+		if len(list) == 0 {
+			delete(b.shared, ha.sharingKey)
+		} else {
+			b.shared[ha.sharingKey] = list
+		}
+	}
+	return true
+}
+
+func holderKeyCmp(h *holder, key string) int { return strings.Compare(h.key, key) }

@@ -1,0 +1,45 @@
+// Package allocator is the controller's address book: which Service holds
+// which load-balancer address, from which pool. It owns pool choice
+// (admission, priority, families), address choice inside a pool, requested
+// addresses, sharing keys, dual-stack, and the per-pool counts shown in
+// IPAddressPool status.
+//
+// It never talks to Kubernetes, never touches the network, never logs and
+// never reads a clock: it is pure code on net/netip values, driven by the
+// controller (SetPools, Restore at start, Assign and Release on each
+// Service change), and its answers depend only on the calls made, never on
+// map order.
+//
+// Guarantees:
+//   - No address is held by two Services unless both carry the same
+//     sharing key, their protocol/port pairs are disjoint and, with
+//     externalTrafficPolicy Local, both use it with identical selectors.
+//   - Nothing but a change of a Service's own request moves its address:
+//     Assign is idempotent, and changing, shrinking, closing or deleting a
+//     pool never drops or moves an assignment (the address counts as
+//     outside the pool's ranges and is handed to nobody else).
+//   - A failed Assign or Restore changes nothing.
+//
+// Files, one store per concern: pool.go and pools.go (the configured pools,
+// ordered), choose.go (which pools may serve a request), book.go (address
+// to holders, sharing-key index), runs.go and taken.go (the set of held
+// addresses), sharing.go (may two Services share), assign.go and
+// requested.go (choosing addresses), restore.go, usage.go (counts),
+// allocator.go (the public API), errors.go (typed failures).
+//
+// Data structure. Held addresses are kept in a map (address to holders)
+// and, for choosing, as a B-tree (github.com/google/btree) of maximal runs
+// of consecutive held addresses. The lowest free address of a range is
+// then the end of the run containing the range's start, plus one: two tree
+// look-ups, O(log r) for r runs (r <= held addresses), whatever the size
+// of the range, so a /64 pool is never enumerated. Assign, Release and
+// Restore insert or delete one address in the map and split or join at
+// most two runs. Pools with avoidBuggyIPs use a second IPv4 run tree in
+// which unheld .0 and .255 addresses between runs are bridged, so that
+// their runs do not break every 256 addresses. A bitmap would need memory
+// in proportion to the pool (impossible for IPv6); a sorted set of single
+// addresses would make "lowest free" walk every held address of a dense
+// pool. Counts per pool and family are kept up to date on each change
+// (recomputed only on SetPools), so Usage is O(1) and exact, with IPv6
+// sizes computed as big integers and saturated to uint64.
+package allocator

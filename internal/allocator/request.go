@@ -1,0 +1,110 @@
+package allocator
+
+import (
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Port is one protocol and port of a Service. An empty Protocol means TCP,
+// the API server's default.
+type Port struct {
+	Protocol corev1.Protocol
+	Port     int32
+}
+
+// Request is what one Service asks for.
+type Request struct {
+	// Key is "namespace/name".
+	Key             string
+	Namespace       string
+	NamespaceLabels labels.Set
+	// Labels are the Service's labels.
+	Labels labels.Set
+	// Families is spec.ipFamilies, primary first, as the API server resolved
+	// it against the cluster.
+	Families     []corev1.IPFamily
+	FamilyPolicy corev1.IPFamilyPolicy
+	// RequestedIPs come from herald.dev/loadBalancerIPs or
+	// spec.loadBalancerIP: at most one per family.
+	RequestedIPs []netip.Addr
+	// Pool is herald.dev/address-pool; "" lets the allocator choose.
+	Pool string
+	// SharingKey is herald.dev/allow-shared-ip; "" means no sharing.
+	SharingKey string
+	Ports      []Port
+	// ETPLocal is externalTrafficPolicy: Local.
+	ETPLocal bool
+	// Selector is spec.selector; Services sharing an address with
+	// ETPLocal must have identical selectors.
+	Selector map[string]string
+}
+
+// Assignment is what a Service holds.
+type Assignment struct {
+	Key string
+	// Pool is the pool the addresses are attributed to ("" for a restored
+	// assignment no pool contained).
+	Pool string
+	// IPs are in the Service's family order, primary first.
+	IPs []netip.Addr
+}
+
+// familyOf returns the Kubernetes IP family of an address.
+func familyOf(a netip.Addr) corev1.IPFamily {
+	if a.Is4() {
+		return corev1.IPv4Protocol
+	}
+	return corev1.IPv6Protocol
+}
+
+// familyIndex is 0 for IPv4 and 1 for IPv6, for per-family counters.
+func familyIndex(f corev1.IPFamily) int {
+	if f == corev1.IPv4Protocol {
+		return 0
+	}
+	return 1
+}
+
+func familiesOf(ips []netip.Addr) []corev1.IPFamily {
+	out := make([]corev1.IPFamily, len(ips))
+	for i, ip := range ips {
+		out[i] = familyOf(ip)
+	}
+	return out
+}
+
+// orderByFamilies sorts ips into the order of families (primary first).
+func orderByFamilies(ips []netip.Addr, families []corev1.IPFamily) []netip.Addr {
+	out := slices.Clone(ips)
+	slices.SortStableFunc(out, func(a, b netip.Addr) int {
+		return slices.Index(families, familyOf(a)) - slices.Index(families, familyOf(b))
+	})
+	return out
+}
+
+// normalizePorts returns the ports with TCP for an empty protocol, sorted
+// and without duplicates.
+func normalizePorts(ports []Port) []Port {
+	out := make([]Port, 0, len(ports))
+	for _, p := range ports {
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, comparePorts)
+	return slices.Compact(out)
+}
+
+func comparePorts(a, b Port) int {
+	if a.Protocol != b.Protocol {
+		if a.Protocol < b.Protocol {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Port) - int(b.Port)
+}

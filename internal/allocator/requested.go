@@ -1,0 +1,140 @@
+package allocator
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+)
+
+// allocateRequested gives h exactly the requested addresses, from the one
+// pool that holds them all and admits the Service.
+func (a *Allocator) allocateRequested(req *Request, ips []netip.Addr, h *holder) error {
+	p, err := a.pools.poolForRequested(req, ips)
+	if err != nil {
+		return err
+	}
+	for _, ip := range ips {
+		if err := a.mayHold(p.Name, ip, h); err != nil {
+			return err
+		}
+	}
+	h.pool, h.ips = p.Name, ips
+	return nil
+}
+
+// poolForRequested returns the pool the requested addresses come from.
+func (s *poolSet) poolForRequested(req *Request, ips []netip.Addr) (*poolState, error) {
+	if req.Pool != "" {
+		return s.namedPoolForRequested(req, ips)
+	}
+	var holding []*poolState
+	for _, p := range s.ordered {
+		if containsAll(p, ips) {
+			holding = append(holding, p)
+		}
+	}
+	if len(holding) == 0 {
+		return nil, fail(RequestedIPNotInPool, s.notInPoolMessage(req, ips))
+	}
+	for _, p := range holding {
+		if ok, _ := p.admits(req); ok {
+			return p, nil
+		}
+	}
+	_, why := holding[0].admits(req)
+	return nil, fail(RequestedIPNotAllowed, fmt.Sprintf("Service %s requests %s, but address pool %s, which holds it, does not admit it: %s",
+		req.Key, ipList(ips), holding[0].Name, why))
+}
+
+func (s *poolSet) namedPoolForRequested(req *Request, ips []netip.Addr) (*poolState, error) {
+	p, ok := s.byName[req.Pool]
+	if !ok {
+		return nil, fail(PoolNotFound, fmt.Sprintf("Service %s names address pool %s, which does not exist", req.Key, req.Pool))
+	}
+	for _, ip := range ips {
+		if !p.contains(ip) {
+			return nil, fail(RequestedIPNotInPool, fmt.Sprintf("Service %s requests %s, which is not in address pool %s%s",
+				req.Key, ip, p.Name, s.whereIs(ip)))
+		}
+	}
+	if ok, why := p.admits(req); !ok {
+		return nil, fail(RequestedIPNotAllowed, fmt.Sprintf("Service %s requests %s from address pool %s, which does not admit it: %s",
+			req.Key, ipList(ips), p.Name, why))
+	}
+	return p, nil
+}
+
+func containsAll(p *poolState, ips []netip.Addr) bool {
+	for _, ip := range ips {
+		if !p.contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// notInPoolMessage explains why no single pool holds ips.
+func (s *poolSet) notInPoolMessage(req *Request, ips []netip.Addr) string {
+	parts := make([]string, len(ips))
+	for i, ip := range ips {
+		parts[i] = ip.String() + s.whereIs(ip)
+	}
+	if len(ips) == 1 {
+		return fmt.Sprintf("Service %s requests %s, which is in no address pool", req.Key, ips[0])
+	}
+	return fmt.Sprintf("Service %s requests %s, but no single address pool holds them all; a Service's addresses come from one pool",
+		req.Key, strings.Join(parts, " and "))
+}
+
+// whereIs names the pools holding ip, for messages.
+func (s *poolSet) whereIs(ip netip.Addr) string {
+	var names []string
+	for _, p := range s.ordered {
+		if p.contains(ip) {
+			names = append(names, p.Name)
+		}
+	}
+	if len(names) == 0 {
+		return " (it is in no pool)"
+	}
+	return " (it is in pool " + strings.Join(names, ", ") + ")"
+}
+
+// mayHold checks that h may hold ip, attributed to pool, next to whoever
+// holds it now.
+func (a *Allocator) mayHold(pool string, ip netip.Addr, h *holder) error {
+	ha, ok := a.book.addrs[ip]
+	if !ok {
+		return nil
+	}
+	first := ha.holders[0]
+	if ha.pool != pool {
+		return fail(RequestedIPInUse, fmt.Sprintf("%s is held by Service %s from %s, not from %s", ip, first.key, poolWords(ha.pool), poolWords(pool)))
+	}
+	ok, other, why := joinable(ha, h)
+	switch {
+	case ok:
+		return nil
+	case ha.sharingKey != "" && ha.sharingKey == h.sharingKey:
+		return fail(IncompatibleSharing, fmt.Sprintf("%s is shared under key %q by Service %s, but Service %s cannot join: %s",
+			ip, ha.sharingKey, other.key, h.key, why))
+	default:
+		return fail(RequestedIPInUse, fmt.Sprintf("%s is held by Service %s and cannot be shared with Service %s: %s", ip, other.key, h.key, why))
+	}
+}
+
+func ipList(ips []netip.Addr) string {
+	parts := make([]string, len(ips))
+	for i, ip := range ips {
+		parts[i] = ip.String()
+	}
+	return strings.Join(parts, " and ")
+}
+
+// poolWords names a pool attribution in a message.
+func poolWords(pool string) string {
+	if pool == "" {
+		return "no address pool"
+	}
+	return "address pool " + pool
+}

@@ -1,0 +1,59 @@
+package allocator
+
+import (
+	"fmt"
+	"maps"
+)
+
+// compatible reports whether two Services may hold one address together
+// and, when they may not, why (in words for the Service's events): both
+// carry the same non-empty sharing key, no protocol and port is used by
+// both, and with externalTrafficPolicy Local on either side both use it
+// with identical selectors.
+func compatible(a, b *holder) (bool, string) {
+	switch {
+	case a.sharingKey == "" || b.sharingKey == "":
+		return false, "sharing needs the herald.dev/allow-shared-ip annotation on both Services"
+	case a.sharingKey != b.sharingKey:
+		return false, fmt.Sprintf("their sharing keys differ (%q and %q)", a.sharingKey, b.sharingKey)
+	}
+	if p, clash := commonPort(a.ports, b.ports); clash {
+		return false, fmt.Sprintf("both use %s/%d", p.Protocol, p.Port)
+	}
+	if a.etpLocal != b.etpLocal {
+		return false, "only one of them has externalTrafficPolicy Local"
+	}
+	if a.etpLocal && !maps.Equal(a.selector, b.selector) {
+		return false, "with externalTrafficPolicy Local both need the same spec.selector"
+	}
+	return true, ""
+}
+
+// commonPort returns a port both sorted, normalized lists hold.
+func commonPort(a, b []Port) (Port, bool) {
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch c := comparePorts(a[i], b[j]); {
+		case c == 0:
+			return a[i], true
+		case c < 0:
+			i++
+		default:
+			j++
+		}
+	}
+	return Port{}, false
+}
+
+// joinable reports whether h may become one more holder of ha. If not, it
+// returns the first holder in the way and why.
+func joinable(ha *heldAddr, h *holder) (bool, *holder, string) {
+	for _, o := range ha.holders {
+		if o.key == h.key {
+			continue
+		}
+		if ok, why := compatible(o, h); !ok {
+			return false, o, why
+		}
+	}
+	return true, nil, ""
+}
