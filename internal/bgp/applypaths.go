@@ -1,0 +1,124 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+)
+
+// applyPaths brings GoBGP's RIB and export policy to the desired paths:
+// withdraw, install the policy, announce, refresh (see pathDiff).
+func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
+	sessions := make([]Session, 0, len(s.configured))
+	for _, n := range sortedKeys(s.configured) {
+		sessions = append(sessions, s.configured[n])
+	}
+	plan := planPaths(d.Paths, sessions, d.NodeIPv4, d.NodeIPv6)
+	s.status.setWarnings(plan.warnings)
+	errs := plan.errs
+	if s.srv == nil {
+		return errs
+	}
+	diff := diffPaths(s.rib, plan.rib, s.deliveries, plan.deliveries)
+	if err := s.withdraw(diff.withdraw); err != nil {
+		errs = append(errs, err)
+	}
+	if err := s.srv.setPolicies(ctx, buildPolicies(plan.deliveries)); err != nil {
+		return append(errs, err) // announcing now would go out under the old policy
+	}
+	s.deliveries = plan.deliveries
+	errs = append(errs, s.announce(diff.announce, plan.rib)...)
+	errs = append(errs, s.refresh(ctx, diff.refresh)...)
+	if len(diff.withdraw)+len(diff.announce)+len(diff.refresh) > 0 {
+		s.log.Info("BGP paths applied", "announced", len(diff.announce), "withdrawn", len(diff.withdraw),
+			"refreshedPeers", len(diff.refresh), "total", len(s.rib))
+	}
+	return errs
+}
+
+// withdraw removes prefixes from the RIB; GoBGP sends the withdrawals to
+// the peers the current export policy gave them to.
+func (s *Speaker) withdraw(prefixes []netip.Prefix) error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	paths := make([]*apiutil.Path, 0, len(prefixes))
+	for _, p := range prefixes {
+		rp, err := ribPath(p, s.rib[p], true)
+		if err != nil {
+			return err
+		}
+		paths = append(paths, rp)
+		s.log.Debug("BGP path withdrawn", "prefix", p)
+	}
+	if err := s.srv.srv.DeletePath(apiutil.DeletePathRequest{Paths: paths}); err != nil {
+		return fmt.Errorf("withdraw %d paths: %w", len(paths), err)
+	}
+	for _, p := range prefixes {
+		delete(s.rib, p)
+	}
+	return nil
+}
+
+// announce adds or replaces prefixes in the RIB. One batch call; when it
+// fails, each path is retried alone so one bad path does not hold back the
+// others, and the error names it.
+func (s *Speaker) announce(prefixes []netip.Prefix, rib map[netip.Prefix]netip.Addr) []error {
+	if len(prefixes) == 0 {
+		return nil
+	}
+	paths := make([]*apiutil.Path, 0, len(prefixes))
+	for _, p := range prefixes {
+		rp, err := ribPath(p, rib[p], false)
+		if err != nil {
+			return []error{err}
+		}
+		paths = append(paths, rp)
+	}
+	if _, err := s.srv.srv.AddPath(apiutil.AddPathRequest{Paths: paths}); err == nil {
+		for _, p := range prefixes {
+			s.rib[p] = rib[p]
+			s.log.Debug("BGP path announced", "prefix", p, "nextHop", rib[p])
+		}
+		return nil
+	}
+	var errs []error
+	for i, p := range prefixes {
+		if _, err := s.srv.srv.AddPath(apiutil.AddPathRequest{Paths: paths[i : i+1]}); err != nil {
+			errs = append(errs, fmt.Errorf("announce path %s: %w", p, err))
+			continue
+		}
+		s.rib[p] = rib[p]
+	}
+	return errs
+}
+
+// refresh re-sends a peer's whole share under the current policy (soft
+// reset out): it gets new attributes, and withdrawals for what it lost.
+func (s *Speaker) refresh(ctx context.Context, peers []netip.Addr) []error {
+	var errs []error
+	for _, a := range peers {
+		if !s.holds(a) {
+			continue
+		}
+		err := s.srv.srv.ResetPeer(ctx, &api.ResetPeerRequest{
+			Address: a.String(), Soft: true, Direction: api.ResetPeerRequest_DIRECTION_OUT,
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("refresh routes sent to %s: %w", a, err))
+		}
+	}
+	return errs
+}
+
+func (s *Speaker) holds(a netip.Addr) bool {
+	for _, ss := range s.configured {
+		if ss.PeerAddress == a {
+			return true
+		}
+	}
+	return false
+}

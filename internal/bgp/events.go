@@ -1,0 +1,91 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+)
+
+// onPeerEvent runs on GoBGP's watch goroutine for every FSM state change.
+func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent) {
+	if ev.Type != apiutil.PEER_EVENT_STATE && ev.Type != apiutil.PEER_EVENT_INIT {
+		return
+	}
+	st := ev.Peer.State
+	addr := st.NeighborAddress.Unmap()
+	reason := downReason(st.DisconnectReason, st.DisconnectMessage)
+	tr, changed := s.status.peerState(addr, stateName(st.SessionState), reason, time.Now())
+	if !changed {
+		return
+	}
+	if !tr.up && tr.session.BFD != nil {
+		if bfd := s.bfdState(addr); bfd != "" && bfd != "Up" {
+			reason = "BFD down (" + reason + ")"
+			s.status.setDownReason(addr, reason)
+		}
+	}
+	s.emit(tr.session, tr.up, reason)
+}
+
+// downReason words GoBGP's disconnect reason for an operator.
+func downReason(r api.PeerState_DisconnectReason, msg string) string {
+	if msg == "" {
+		msg = strings.ToLower(strings.TrimPrefix(r.String(), "DISCONNECT_REASON_"))
+	}
+	// A router's BFD tearing the session down: Cease subcode 10 (RFC 9384),
+	// which GoBGP v4.8.0 does not name.
+	if strings.HasPrefix(msg, "notification-received cease") && strings.HasSuffix(msg, "10(undefined)") {
+		return "BFD down on the peer (notification-received cease/BFD down)"
+	}
+	return msg
+}
+
+// bfdState asks GoBGP for a neighbor's BFD session state.
+func (s *Speaker) bfdState(addr netip.Addr) string {
+	g := s.currentServer()
+	if g == nil {
+		return ""
+	}
+	var state string
+	_ = g.srv.ListPeer(context.Background(), &api.ListPeerRequest{Address: addr.String()}, func(p *api.Peer) {
+		state = bfdStateName(p.GetState().GetBfdState().GetSessionState())
+	})
+	return state
+}
+
+func bfdStateName(st api.BfdSessionState) string {
+	switch st {
+	case api.BfdSessionState_BFD_SESSION_STATE_UP:
+		return "Up"
+	case api.BfdSessionState_BFD_SESSION_STATE_DOWN:
+		return "Down"
+	case api.BfdSessionState_BFD_SESSION_STATE_INIT:
+		return "Init"
+	case api.BfdSessionState_BFD_SESSION_STATE_ADMIN_DOWN:
+		return "AdminDown"
+	}
+	return ""
+}
+
+// onConnectError records why GoBGP could not dial a neighbor.
+func (s *Speaker) onConnectError(neighbor, err string) {
+	addr, perr := netip.ParseAddr(neighbor)
+	if perr != nil {
+		return
+	}
+	s.status.connError(addr.Unmap(), err)
+}
+
+// connectHint explains a connect error when a password is set: a router
+// with another (or no) TCP MD5 key drops the SYN, so the dial just times out.
+func connectHint(err string, password bool) string {
+	if err == "" || !password || !strings.Contains(err, "timeout") {
+		return err
+	}
+	return fmt.Sprintf("%s (TCP MD5 password set: a router with a different password, or none, drops the connection silently)", err)
+}

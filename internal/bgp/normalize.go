@@ -1,0 +1,126 @@
+package bgp
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Defaults applied to a Session's zero fields.
+const (
+	defaultPort        = 179
+	defaultHoldTime    = 90 * time.Second
+	defaultConnectTime = 5 * time.Second
+	defaultBFDInterval = 300 * time.Millisecond
+	defaultBFDMult     = 3
+	grRestartTime      = 120 // seconds announced in the graceful-restart capability
+)
+
+// normalize fills a session's defaults and checks what GoBGP would refuse or
+// silently change. The result compares equal to another normalized session
+// exactly when GoBGP needs no change.
+func normalize(s Session) (Session, error) {
+	if s.Name == "" {
+		return s, errors.New("session has no name")
+	}
+	if !s.PeerAddress.IsValid() {
+		return s, errors.New("peerAddress is not set")
+	}
+	s.PeerAddress = s.PeerAddress.Unmap()
+	if s.MyASN == 0 || s.PeerASN == 0 {
+		return s, errors.New("myASN and peerASN must be set")
+	}
+	if s.PeerPort == 0 {
+		s.PeerPort = defaultPort
+	}
+	if s.SourceAddress.IsValid() {
+		s.SourceAddress = s.SourceAddress.Unmap()
+		if s.SourceAddress.Is4() != s.PeerAddress.Is4() {
+			return s, fmt.Errorf("sourceAddress %s and peerAddress %s are of different families", s.SourceAddress, s.PeerAddress)
+		}
+	}
+	if s.RouterID.IsValid() && !s.RouterID.Unmap().Is4() {
+		return s, fmt.Errorf("routerID %s is not an IPv4 address", s.RouterID)
+	}
+	s.RouterID = s.RouterID.Unmap()
+	if err := normalizeTimers(&s); err != nil {
+		return s, err
+	}
+	if err := normalizeBFD(&s); err != nil {
+		return s, err
+	}
+	for _, f := range s.Families {
+		if f != IPv4Unicast && f != IPv6Unicast {
+			return s, fmt.Errorf("unknown address family %d", f)
+		}
+	}
+	s.Families = normalizeFamilies(s)
+	return s, nil
+}
+
+func normalizeTimers(s *Session) error {
+	if s.HoldTime == 0 {
+		s.HoldTime = defaultHoldTime
+	}
+	if s.HoldTime < 3*time.Second || s.HoldTime%time.Second != 0 {
+		return fmt.Errorf("holdTime %s: must be whole seconds, at least 3s", s.HoldTime)
+	}
+	if s.KeepaliveTime == 0 {
+		s.KeepaliveTime = (s.HoldTime / 3).Truncate(time.Second)
+	}
+	if s.KeepaliveTime < time.Second || s.KeepaliveTime%time.Second != 0 || s.KeepaliveTime > s.HoldTime {
+		return fmt.Errorf("keepaliveTime %s: must be whole seconds, between 1s and holdTime %s", s.KeepaliveTime, s.HoldTime)
+	}
+	if s.ConnectTime == 0 {
+		s.ConnectTime = defaultConnectTime
+	}
+	if s.ConnectTime < time.Second || s.ConnectTime%time.Second != 0 {
+		return fmt.Errorf("connectTime %s: must be whole seconds, at least 1s", s.ConnectTime)
+	}
+	return nil
+}
+
+func normalizeBFD(s *Session) error {
+	if s.BFD == nil {
+		return nil
+	}
+	b := *s.BFD
+	if b.ReceiveInterval == 0 {
+		b.ReceiveInterval = defaultBFDInterval
+	}
+	if b.TransmitInterval == 0 {
+		b.TransmitInterval = defaultBFDInterval
+	}
+	if b.DetectMultiplier == 0 {
+		b.DetectMultiplier = defaultBFDMult
+	}
+	for _, d := range []time.Duration{b.ReceiveInterval, b.TransmitInterval} {
+		if d < 10*time.Millisecond || d > 60*time.Second {
+			return fmt.Errorf("bfd interval %s: must be between 10ms and 60s", d)
+		}
+	}
+	if b.DetectMultiplier < 2 || b.DetectMultiplier > 255 {
+		return fmt.Errorf("bfd detectMultiplier %d: must be between 2 and 255", b.DetectMultiplier)
+	}
+	s.BFD = &b
+	return nil
+}
+
+// normalizeFamilies returns the sorted, deduplicated families, defaulting to
+// the family of the peer address.
+func normalizeFamilies(s Session) []Family {
+	fams := slices.Clone(s.Families)
+	if len(fams) == 0 {
+		if s.PeerAddress.Is4() {
+			return []Family{IPv4Unicast}
+		}
+		return []Family{IPv6Unicast}
+	}
+	slices.Sort(fams)
+	return slices.Compact(fams)
+}
+
+func (s Session) ibgp() bool { return s.MyASN == s.PeerASN }
+
+func (s Session) carries(f Family) bool { return slices.Contains(s.Families, f) }

@@ -1,0 +1,151 @@
+package bgp
+
+import (
+	"cmp"
+	"fmt"
+	"net/netip"
+	"slices"
+)
+
+// attrs is what one session receives with one prefix, on top of the path in
+// GoBGP's RIB (origin IGP and the next hop). Export policy adds them.
+type attrs struct {
+	communities  []uint32 // sorted, unique
+	large        [][3]uint32
+	localPref    uint32
+	hasLocalPref bool
+	nextHop      netip.Addr // set only to override the RIB next hop
+}
+
+// delivery says which sessions, by peer address, receive one prefix and
+// with which attributes.
+type delivery map[netip.Addr]attrs
+
+// pathPlan is the desired RIB and export policy input.
+type pathPlan struct {
+	rib        map[netip.Prefix]netip.Addr // next hop in GoBGP's RIB per prefix
+	deliveries map[netip.Prefix]delivery
+	warnings   *warnings
+	errs       []error
+}
+
+// planPaths resolves the desired paths against the configured sessions.
+// IPv4 paths carry the unspecified next hop, which GoBGP replaces with the
+// session's local address; IPv6 paths carry the node's IPv6 address, since
+// "::" over an IPv4 session would be sent as an IPv4 next hop.
+func planPaths(paths []Path, sessions []Session, nodeV4, nodeV6 netip.Addr) pathPlan {
+	p := pathPlan{rib: map[netip.Prefix]netip.Addr{}, deliveries: map[netip.Prefix]delivery{}, warnings: newWarnings()}
+	byName := map[string]Session{}
+	for _, s := range sessions {
+		byName[s.Name] = s
+	}
+	for _, path := range paths {
+		prefix := path.Prefix.Masked()
+		if !prefix.IsValid() {
+			p.errs = append(p.errs, fmt.Errorf("path %q: invalid prefix", path.Prefix))
+			continue
+		}
+		prefix = netip.PrefixFrom(prefix.Addr().Unmap(), prefix.Bits()).Masked()
+		nh, err := ribNextHop(prefix, nodeV6)
+		if err != nil {
+			p.errs = append(p.errs, err)
+			continue
+		}
+		for _, s := range targets(path, sessions, byName) {
+			p.deliver(prefix, nh, path, s, nodeV4)
+		}
+	}
+	return p
+}
+
+func ribNextHop(prefix netip.Prefix, nodeV6 netip.Addr) (netip.Addr, error) {
+	if prefix.Addr().Is4() {
+		return netip.IPv4Unspecified(), nil
+	}
+	v6 := nodeV6.Unmap()
+	if !v6.Is6() || !v6.IsGlobalUnicast() {
+		return netip.Addr{}, fmt.Errorf("path %s: no IPv6 next hop: the node has no global IPv6 address", prefix)
+	}
+	return v6, nil
+}
+
+// targets lists the sessions a path goes to: the named ones that exist, or
+// all of them. A name with no configured session is skipped: an
+// advertisement may name peers this node does not hold.
+func targets(path Path, sessions []Session, byName map[string]Session) []Session {
+	if len(path.Peers) == 0 {
+		return sessions
+	}
+	var out []Session
+	for _, n := range path.Peers {
+		if s, ok := byName[n]; ok && !slices.ContainsFunc(out, func(o Session) bool { return o.Name == n }) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// deliver merges one path into what session s receives for prefix.
+func (p *pathPlan) deliver(prefix netip.Prefix, nh netip.Addr, path Path, s Session, nodeV4 netip.Addr) {
+	fam := familyOf(prefix)
+	if !s.carries(fam) {
+		p.warnings.add(s.Name, fmt.Sprintf("the session does not carry %s: not advertised", fam), prefix)
+		return
+	}
+	del := p.deliveries[prefix]
+	if del == nil {
+		del = delivery{}
+	}
+	a, seen := del[s.PeerAddress]
+	if fam == IPv4Unicast && s.PeerAddress.Is6() {
+		if v4 := nodeV4.Unmap(); v4.Is4() {
+			a.nextHop = v4
+		} else {
+			p.warnings.add(s.Name, "no IPv4 next hop for an IPv6 session (the node has no IPv4 address): not advertised", prefix)
+			return
+		}
+	}
+	a.communities = mergeSorted(a.communities, path.Communities, cmp.Compare[uint32])
+	a.large = mergeSorted(a.large, path.LargeCommunities, cmpLarge)
+	p.mergeLocalPref(&a, path.LocalPref, s, prefix, seen)
+	del[s.PeerAddress] = a
+	p.deliveries[prefix] = del
+	p.rib[prefix] = nh
+}
+
+func (p *pathPlan) mergeLocalPref(a *attrs, lp *uint32, s Session, prefix netip.Prefix, seen bool) {
+	if lp == nil {
+		return
+	}
+	if !s.ibgp() {
+		p.warnings.add(s.Name, fmt.Sprintf("localPref %d is not sent: LOCAL_PREF goes to iBGP peers only and this session is eBGP", *lp), prefix)
+		return
+	}
+	if seen && a.hasLocalPref && a.localPref != *lp {
+		p.warnings.add(s.Name, "advertisements disagree on localPref: the highest is sent", prefix)
+	}
+	if !a.hasLocalPref || *lp > a.localPref {
+		a.localPref, a.hasLocalPref = *lp, true
+	}
+}
+
+func familyOf(p netip.Prefix) Family {
+	if p.Addr().Is4() {
+		return IPv4Unicast
+	}
+	return IPv6Unicast
+}
+
+func cmpLarge(a, b [3]uint32) int {
+	return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]), cmp.Compare(a[2], b[2]))
+}
+
+// mergeSorted returns the sorted union of a (already sorted and unique) and b.
+func mergeSorted[T any](a, b []T, c func(x, y T) int) []T {
+	if len(b) == 0 {
+		return a
+	}
+	out := append(slices.Clone(a), b...)
+	slices.SortFunc(out, c)
+	return slices.CompactFunc(out, func(x, y T) bool { return c(x, y) == 0 })
+}

@@ -1,0 +1,162 @@
+package bgp
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"google.golang.org/protobuf/proto"
+)
+
+// statementText renders a statement in one line for comparisons.
+func statementText(st *api.Statement) string {
+	c, a := st.GetConditions(), st.GetActions()
+	s := fmt.Sprintf("%s&%s->%s", c.GetPrefixSet().GetName(), c.GetNeighborSet().GetName(), a.GetRouteAction())
+	if a.GetCommunity() != nil {
+		s += " comm=" + strings.Join(a.GetCommunity().GetCommunities(), ",")
+	}
+	if a.GetLargeCommunity() != nil {
+		s += " large=" + strings.Join(a.GetLargeCommunity().GetCommunities(), ",")
+	}
+	if a.GetLocalPref() != nil {
+		s += fmt.Sprintf(" lp=%d", a.GetLocalPref().GetValue())
+	}
+	if a.GetNexthop() != nil {
+		s += " nh=" + a.GetNexthop().GetAddress()
+	}
+	return s
+}
+
+func setText(ds *api.DefinedSet) string {
+	items := ds.GetList()
+	for _, p := range ds.GetPrefixes() {
+		items = append(items, fmt.Sprintf("%s[%d..%d]", p.GetIpPrefix(), p.GetMaskLengthMin(), p.GetMaskLengthMax()))
+	}
+	return ds.GetName() + "=" + strings.Join(items, ",")
+}
+
+func TestBuildPolicies(t *testing.T) {
+	comm := attrs{communities: []uint32{64512<<16 | 7}}
+	ibgp := attrs{communities: []uint32{64512<<16 | 8}, large: [][3]uint32{{64512, 1, 2}}, localPref: 250, hasLocalPref: true}
+	deliveries := map[netip.Prefix]delivery{
+		vip4:  {peerA: comm, peerB: ibgp},
+		vip4b: {peerA: comm, peerB: ibgp}, // same delivery as vip4: same prefix set
+		vip6:  {peerA: {}, peerC6: {}},
+		netip.MustParsePrefix("198.51.100.140/32"): {peerC6: {nextHop: nodeV4}},
+	}
+	req := buildPolicies(deliveries)
+	var sets []string
+	for _, ds := range req.GetDefinedSets() {
+		sets = append(sets, setText(ds))
+	}
+	wantSets := []string{
+		"herald-p0-v4=198.51.100.130/32[32..32],198.51.100.131/32[32..32]",
+		"herald-n0-0=198.51.100.1", "herald-n0-1=198.51.100.2",
+		"herald-p1-v6=2001:db8:ff::10/128[128..128]",
+		"herald-n1-0=198.51.100.1,2001:db8:1::1",
+		"herald-p2-v4=198.51.100.140/32[32..32]",
+		"herald-n2-0=2001:db8:1::1",
+	}
+	if got := strings.Join(sets, "\n"); got != strings.Join(wantSets, "\n") {
+		t.Errorf("defined sets:\n%s\nwant:\n%s", got, strings.Join(wantSets, "\n"))
+	}
+	export := req.GetPolicies()[0]
+	var sts []string
+	for _, st := range export.GetStatements() {
+		sts = append(sts, statementText(st))
+	}
+	wantSts := []string{
+		"herald-p0-v4&herald-n0-0->ROUTE_ACTION_ACCEPT comm=64512:7",
+		"herald-p0-v4&herald-n0-1->ROUTE_ACTION_ACCEPT comm=64512:8 large=64512:1:2 lp=250",
+		"herald-p1-v6&herald-n1-0->ROUTE_ACTION_ACCEPT",
+		"herald-p2-v4&herald-n2-0->ROUTE_ACTION_ACCEPT nh=198.51.100.11",
+	}
+	if export.GetName() != exportPolicyName || strings.Join(sts, "\n") != strings.Join(wantSts, "\n") {
+		t.Errorf("export statements:\n%s\nwant:\n%s", strings.Join(sts, "\n"), strings.Join(wantSts, "\n"))
+	}
+	imp := req.GetPolicies()[1]
+	if imp.GetName() != importPolicyName || len(imp.GetStatements()) != 1 ||
+		imp.GetStatements()[0].GetConditions().GetRouteType() != api.Conditions_ROUTE_TYPE_LOCAL {
+		t.Errorf("import policy must accept local paths only: %v", imp)
+	}
+	for range 20 { // map order must not leak into the output
+		if !proto.Equal(req, buildPolicies(deliveries)) {
+			t.Fatal("buildPolicies is not deterministic")
+		}
+	}
+}
+
+func TestBuildPoliciesEmpty(t *testing.T) {
+	req := buildPolicies(nil)
+	if len(req.GetDefinedSets()) != 0 || len(req.GetPolicies()) != 2 || len(req.GetPolicies()[0].GetStatements()) != 0 {
+		t.Errorf("no deliveries: an empty export policy (default reject) and the import policy: %v", req)
+	}
+	as := globalAssignments()
+	for _, a := range as {
+		if a.GetDefaultAction() != api.RouteAction_ROUTE_ACTION_REJECT {
+			t.Errorf("assignment %v must default to reject", a)
+		}
+	}
+}
+
+func TestPeerConfig(t *testing.T) {
+	s := norm(t, sess("rtr1", "198.51.100.1", func(s *Session) {
+		s.PeerPort = 1179
+		s.SourceAddress = netip.MustParseAddr("198.51.100.11")
+		s.Password = "secret"
+		s.EBGPMultiHop = true
+		s.GracefulRestart = true
+		s.HoldTime = 9 * time.Second
+		s.BFD = &BFD{ReceiveInterval: 100 * time.Millisecond, TransmitInterval: 200 * time.Millisecond, DetectMultiplier: 4}
+		s.Families = []Family{IPv4Unicast, IPv6Unicast}
+	}))
+	p := peerConfig(s)
+	c := p.GetConf()
+	if c.GetNeighborAddress() != "198.51.100.1" || c.GetPeerAsn() != 64513 || c.GetLocalAsn() != 64512 ||
+		c.GetAuthPassword() != "secret" || c.GetDescription() != "rtr1" {
+		t.Errorf("conf: %v", c)
+	}
+	if tr := p.GetTransport(); tr.GetRemotePort() != 1179 || tr.GetLocalAddress() != "198.51.100.11" || tr.GetPassiveMode() {
+		t.Errorf("transport: %v", tr)
+	}
+	tm := p.GetTimers().GetConfig()
+	if tm.GetHoldTime() != 9 || tm.GetKeepaliveInterval() != 3 || tm.GetConnectRetry() != 5 || tm.GetIdleHoldTimeAfterReset() != 5 {
+		t.Errorf("timers: %v", tm)
+	}
+	if mh := p.GetEbgpMultihop(); !mh.GetEnabled() || mh.GetMultihopTtl() != 255 {
+		t.Errorf("multihop: %v", mh)
+	}
+	if gr := p.GetGracefulRestart(); !gr.GetEnabled() || !gr.GetNotificationEnabled() || gr.GetRestartTime() != 120 {
+		t.Errorf("graceful restart: %v", gr)
+	}
+	if len(p.GetAfiSafis()) != 2 || p.GetAfiSafis()[1].GetConfig().GetFamily().GetAfi() != api.Family_AFI_IP6 ||
+		!p.GetAfiSafis()[1].GetMpGracefulRestart().GetConfig().GetEnabled() {
+		t.Errorf("afi-safis: %v", p.GetAfiSafis())
+	}
+	b := p.GetBfd()
+	if !b.GetEnabled() || b.GetRequiredMinimumReceive() != 100000 || b.GetDesiredMinimumTxInterval() != 200000 || b.GetDetectionMultiplier() != 4 {
+		t.Errorf("bfd (microseconds): %v", b)
+	}
+	plain := peerConfig(norm(t, sess("r", "198.51.100.1")))
+	if plain.GetBfd().GetEnabled() || plain.GetEbgpMultihop() != nil || plain.GetGracefulRestart() != nil || plain.GetTransport().GetLocalAddress() != "" {
+		t.Errorf("defaults must leave BFD, multihop, GR and the source address off: %v", plain)
+	}
+}
+
+func TestStateNames(t *testing.T) {
+	if got := downReason(api.PeerState_DISCONNECT_REASON_HOLD_TIMER_EXPIRED, ""); got != "hold_timer_expired" {
+		t.Errorf("reason without message: %q", got)
+	}
+	if got := downReason(api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received cease 10(undefined)"); !strings.HasPrefix(got, "BFD down on the peer") {
+		t.Errorf("router BFD cease: %q", got)
+	}
+	if got := connectHint("dial tcp 198.51.100.1:179: i/o timeout", true); !strings.Contains(got, "TCP MD5") {
+		t.Errorf("hint: %q", got)
+	}
+	if got := connectHint("connect: connection refused", true); strings.Contains(got, "MD5") {
+		t.Errorf("no hint for a refused connection: %q", got)
+	}
+}

@@ -1,0 +1,98 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	"github.com/osrg/gobgp/v4/pkg/server"
+	"google.golang.org/protobuf/proto"
+)
+
+// gobgp is one running embedded GoBGP server: no gRPC listener, no BGP
+// listener (ListenPort -1: the speaker always dials), one router ID.
+type gobgp struct {
+	srv         *server.BgpServer
+	routerID    netip.Addr
+	stopWatch   context.CancelFunc
+	policy      *api.SetPoliciesRequest // last installed
+	policyReady bool                    // global assignments installed
+}
+
+// startGobgp starts a server and its peer watch. onPeer runs on GoBGP's
+// watch goroutine.
+func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn uint32,
+	onPeer func(*apiutil.WatchEventMessage_PeerEvent)) (*gobgp, error) {
+	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), nil))
+	go srv.Serve() // never returns: GoBGP keeps one goroutine per server
+	err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
+		Asn: asn, RouterId: routerID.String(), ListenPort: -1,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("start GoBGP (router ID %s, AS %d): %w", routerID, asn, err)
+	}
+	wctx, cancel := context.WithCancel(context.Background())
+	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{
+		OnPeerUpdate: func(ev *apiutil.WatchEventMessage_PeerEvent, _ time.Time) { onPeer(ev) },
+	}, server.WatchPeer())
+	if err != nil {
+		cancel()
+		srv.Stop()
+		return nil, fmt.Errorf("watch GoBGP peers: %w", err)
+	}
+	g := &gobgp{srv: srv, routerID: routerID, stopWatch: cancel}
+	// Install the policies before any peer exists: nothing learned from a
+	// router enters the RIB, and nothing is exported by default.
+	if err := g.setPolicies(ctx, buildPolicies(nil)); err != nil {
+		g.stop()
+		return nil, err
+	}
+	return g, nil
+}
+
+// stop sends a Cease to every peer and stops the server.
+func (g *gobgp) stop() {
+	g.srv.Stop()
+	g.stopWatch()
+}
+
+// setPolicies installs the export and import policies when they changed.
+// Policy changes do not reach routes already sent: the caller refreshes
+// the peers concerned.
+func (g *gobgp) setPolicies(ctx context.Context, req *api.SetPoliciesRequest) error {
+	if g.policyReady && proto.Equal(g.policy, req) {
+		return nil
+	}
+	if err := g.srv.SetPolicies(ctx, req); err != nil {
+		return fmt.Errorf("set export policy: %w", err)
+	}
+	g.policy = req
+	if g.policyReady {
+		return nil
+	}
+	for _, a := range globalAssignments() {
+		if err := g.srv.AddPolicyAssignment(ctx, &api.AddPolicyAssignmentRequest{Assignment: a}); err != nil {
+			return fmt.Errorf("assign global %s policy: %w", a.Direction, err)
+		}
+	}
+	g.policyReady = true
+	return nil
+}
+
+// listPeers returns GoBGP's view of every neighbor, by address.
+func (g *gobgp) listPeers(ctx context.Context, advertised bool) (map[netip.Addr]*api.Peer, error) {
+	out := map[netip.Addr]*api.Peer{}
+	err := g.srv.ListPeer(ctx, &api.ListPeerRequest{EnableAdvertised: advertised}, func(p *api.Peer) {
+		if a, err := netip.ParseAddr(p.GetState().GetNeighborAddress()); err == nil {
+			out[a] = p
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list GoBGP peers: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,168 @@
+package bgp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Speaker owns one embedded GoBGP server and applies desired state to it.
+type Speaker struct {
+	log     *slog.Logger
+	gobgpH  slog.Handler
+	events  *eventQueue
+	status  *statusTable
+	metrics *metrics
+
+	mu         sync.Mutex // serializes Apply and Shutdown; guards the fields below
+	srv        *gobgp
+	configured map[string]Session          // in GoBGP, normalized, by name
+	rib        map[netip.Prefix]netip.Addr // in GoBGP's RIB, with next hop
+	deliveries map[netip.Prefix]delivery   // as rendered in the export policy
+	closed     bool
+	srvRef     sync.Mutex // guards srvNow, read by Sessions and metrics
+	srvNow     *gobgp
+}
+
+// New returns a Speaker. It starts nothing: the GoBGP server starts at the
+// first Apply that has a session. It fails only when the metrics cannot be
+// registered.
+func New(cfg Config) (*Speaker, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Speaker{
+		log:        log,
+		events:     newEventQueue(cfg.OnSessionChange),
+		status:     newStatusTable(),
+		configured: map[string]Session{},
+		rib:        map[netip.Prefix]netip.Addr{},
+		deliveries: map[netip.Prefix]delivery{},
+	}
+	s.gobgpH = newGobgpHandler(log.Handler(), s.onConnectError)
+	m, err := newMetrics(cfg.Registerer, s.snapshot)
+	if err != nil {
+		s.events.close()
+		return nil, err
+	}
+	s.metrics = m
+	return s, nil
+}
+
+// Apply makes GoBGP hold exactly the desired sessions and paths, changing
+// only what differs from the last Apply: a new path never resets a session,
+// a changed session never disturbs the others. Sessions that cannot be
+// configured are reported (Sessions().Error) and in the returned error;
+// the rest is applied anyway.
+func (s *Speaker) Apply(ctx context.Context, d Desired) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("bgp speaker is shut down")
+	}
+	routerID := routerIDFor(d)
+	if s.srv != nil && routerID.IsValid() && routerID != s.srv.routerID {
+		s.log.Info("router ID changed: restarting the BGP server", "old", s.srv.routerID, "new", routerID)
+		s.stopServer("router ID changed")
+	}
+	plan := planSessions(s.configured, d.Sessions, s.effectiveRouterID(routerID))
+	if err := s.ensureServer(ctx, plan, routerID); err != nil {
+		return err
+	}
+	errs := s.applySessions(ctx, plan)
+	errs = append(errs, s.applyPaths(ctx, d)...)
+	s.pruneStatus(d.Sessions)
+	return errors.Join(errs...)
+}
+
+// effectiveRouterID is the router ID sessions must match: the running
+// server's, unless it is about to be (re)started with the desired one.
+func (s *Speaker) effectiveRouterID(desired netip.Addr) netip.Addr {
+	if s.srv != nil {
+		return s.srv.routerID
+	}
+	return desired
+}
+
+// ensureServer starts GoBGP when there is a session to hold.
+func (s *Speaker) ensureServer(ctx context.Context, plan sessionPlan, routerID netip.Addr) error {
+	if s.srv != nil || len(plan.add) == 0 {
+		return nil
+	}
+	first := slices.MinFunc(plan.add, func(a, b Session) int { return cmp.Compare(a.Name, b.Name) })
+	// Every neighbor sets its own local AS; the global AS only has to be
+	// valid, so the first session's is used.
+	g, err := startGobgp(ctx, s.gobgpH, routerID, first.MyASN, s.onPeerEvent)
+	if err != nil {
+		return err
+	}
+	s.log.Info("BGP server started", "routerID", routerID, "asn", first.MyASN)
+	s.srv = g
+	s.setSrvNow(g)
+	return nil
+}
+
+// stopServer stops GoBGP and forgets everything it held.
+func (s *Speaker) stopServer(reason string) {
+	for _, n := range sortedKeys(s.configured) {
+		s.forgetSession(s.configured[n], reason)
+	}
+	s.srv.stop()
+	s.srv = nil
+	s.setSrvNow(nil)
+	s.configured = map[string]Session{}
+	s.rib = map[netip.Prefix]netip.Addr{}
+	s.deliveries = map[netip.Prefix]delivery{}
+}
+
+func (s *Speaker) setSrvNow(g *gobgp) {
+	s.srvRef.Lock()
+	s.srvNow = g
+	s.srvRef.Unlock()
+}
+
+func (s *Speaker) currentServer() *gobgp {
+	s.srvRef.Lock()
+	defer s.srvRef.Unlock()
+	return s.srvNow
+}
+
+// pruneStatus forgets the status of sessions no longer desired.
+func (s *Speaker) pruneStatus(desired []Session) {
+	keep := map[string]bool{}
+	for _, ss := range desired {
+		keep[ss.Name] = true
+	}
+	s.status.prune(keep)
+}
+
+// forgetSession records that a session left GoBGP and reports Down if it
+// was up.
+func (s *Speaker) forgetSession(ss Session, reason string) {
+	old := s.status.forget(ss)
+	if old.up {
+		s.emit(ss, false, reason)
+	}
+}
+
+func (s *Speaker) emit(ss Session, up bool, reason string) {
+	ev := SessionEvent{Name: ss.Name, Peer: ss.PeerAddress, Up: up, Reason: reason, Time: time.Now()}
+	if up {
+		s.log.Info("BGP session established", "session", ss.Name, "peer", ss.PeerAddress)
+	} else {
+		s.log.Info("BGP session down", "session", ss.Name, "peer", ss.PeerAddress, "reason", reason)
+	}
+	s.events.push(ev)
+}
+
+func wrapSession(name string, err error) error {
+	return fmt.Errorf("bgp session %s: %w", name, err)
+}

@@ -1,0 +1,110 @@
+package bgp
+
+import (
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Family is an address family a session carries.
+type Family uint8
+
+// The address families a session can carry. Both may ride on one session
+// (MP-BGP), whatever the family of the session's transport address.
+const (
+	IPv4Unicast Family = iota + 1
+	IPv6Unicast
+)
+
+func (f Family) String() string {
+	switch f {
+	case IPv4Unicast:
+		return "ipv4-unicast"
+	case IPv6Unicast:
+		return "ipv6-unicast"
+	}
+	return "unknown-family"
+}
+
+// BFD asks for GoBGP's native single-hop BFD on a session.
+// Zero fields take the defaults: 300 ms and a multiplier of 3.
+type BFD struct {
+	ReceiveInterval  time.Duration
+	TransmitInterval time.Duration
+	DetectMultiplier uint32
+}
+
+// Session is one BGP session this node should hold.
+type Session struct {
+	Name          string // the BGPPeer's name: key for status, events and metrics
+	PeerAddress   netip.Addr
+	PeerPort      uint16 // 179 when 0
+	MyASN         uint32
+	PeerASN       uint32     // iBGP when equal to MyASN
+	SourceAddress netip.Addr // zero: the kernel picks the source on the route to the peer at each connect
+	RouterID      netip.Addr // IPv4; zero: the speaker's router ID (the node's IPv4 address)
+
+	HoldTime      time.Duration // 90 s when 0; else 0 < x < 3 s is refused
+	KeepaliveTime time.Duration // HoldTime/3 when 0
+	ConnectTime   time.Duration // 5 s when 0; GoBGP's floor is 2 s
+
+	EBGPMultiHop    bool
+	Password        string // TCP MD5
+	GracefulRestart bool
+	BFD             *BFD     // nil: no BFD
+	Families        []Family // empty: the family of PeerAddress
+}
+
+// Path is one prefix to advertise, to some or all sessions, with attributes.
+// Several Paths may carry the same prefix with different Peers and attributes.
+type Path struct {
+	Prefix           netip.Prefix // /32, /128 or an aggregate; masked before use
+	Peers            []string     // session names; empty: every session
+	Communities      []uint32     // standard a:b = a<<16 | b
+	LargeCommunities [][3]uint32
+	LocalPref        *uint32 // sent to iBGP sessions only; a warning for eBGP ones
+}
+
+// Desired is everything this node should announce. Apply takes the whole
+// desired state every time and applies only the difference.
+type Desired struct {
+	NodeIPv4 netip.Addr // router ID default; next hop of IPv4 paths on IPv6 sessions
+	NodeIPv6 netip.Addr // next hop of every IPv6 path (global unicast)
+	Sessions []Session
+	Paths    []Path
+}
+
+// SessionEvent reports that a session reached or left Established.
+type SessionEvent struct {
+	Name   string
+	Peer   netip.Addr
+	Up     bool
+	Reason string // why it went down; empty when Up
+	Time   time.Time
+}
+
+// SessionState is what Sessions reports for one desired session.
+type SessionState struct {
+	Name            string
+	Peer            netip.Addr
+	State           string // Idle, Connect, Active, OpenSent, OpenConfirm, Established; NotConfigured when refused
+	BFD             string // Up, Down, Init, AdminDown; empty without BFD
+	LocalAddress    netip.Addr
+	PathsAdvertised int
+	Since           time.Time // last change of State as seen by the speaker
+	LastDownReason  string    // why it last left Established
+	LastError       string    // last connect error (e.g. "i/o timeout"), with a hint when a password is set
+	Error           string    // why the session is not configured; empty when it is
+	Warnings        []string  // configured, but not everything asked for is sent
+}
+
+// Config wires a Speaker to the rest of the process.
+type Config struct {
+	Logger     *slog.Logger          // nil: discard
+	Registerer prometheus.Registerer // nil: no metrics
+	// OnSessionChange is called on every Established/left-Established
+	// transition, in order, from one goroutine. It must not block for long.
+	OnSessionChange func(SessionEvent)
+}
