@@ -132,7 +132,7 @@ func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return tr
 
 func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
 	var b bytes.Buffer
-	b.WriteString(r.Level.String() + " " + r.Message)
+	b.WriteString(r.Time.Format("15:04:05.000") + " " + r.Level.String() + " " + r.Message)
 	write := func(a slog.Attr) bool {
 		b.WriteString(" " + a.Key + "=" + a.Value.String())
 		return true

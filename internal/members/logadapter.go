@@ -26,7 +26,7 @@ type logWriter struct {
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	level, msg := parseMemberlistLine(string(p))
-	w.logger.Log(context.Background(), level, msg, "component", "memberlist")
+	w.logger.Log(context.Background(), level, msg)
 	if node, ok := suspectedNode(msg); ok && w.onSuspect != nil {
 		w.onSuspect(node)
 	}

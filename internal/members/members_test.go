@@ -13,9 +13,7 @@ func TestThreeMembersSeeEachOtherAlive(t *testing.T) {
 	names := []string{"node-a", "node-b", "node-c"}
 	ms := startCluster(t, names)
 	for _, m := range ms {
-		if !m.Settled() {
-			t.Errorf("%s: not settled after joining", m.name)
-		}
+		waitFor(t, 5*time.Second, m.name+" to settle", m.Settled)
 		snap := m.Snapshot()
 		if len(snap) != 3 {
 			t.Errorf("%s: snapshot %v, want the 3 nodes", m.name, snap)

@@ -1,0 +1,72 @@
+package members
+
+import (
+	"bytes"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestReadKeyFile(t *testing.T) {
+	key32 := bytes.Repeat([]byte{0xa5}, 32)
+	key16 := []byte("0123456789abcdef")
+	rawWithNewline := append(bytes.Repeat([]byte{0x01}, 31), '\n') // a binary key may end in 0x0a
+	cases := []struct {
+		name    string
+		content []byte
+		want    []byte
+		wantErr string
+	}{
+		{"raw 16", key16, key16, ""},
+		{"raw 32 ending in a newline byte", rawWithNewline, rawWithNewline, ""},
+		{"base64 32", []byte(base64.StdEncoding.EncodeToString(key32)), key32, ""},
+		{"base64 32 with newline", []byte(base64.StdEncoding.EncodeToString(key32) + "\n"), key32, ""},
+		{"base64 24", []byte(base64.StdEncoding.EncodeToString(key32[:24])), key32[:24], ""},
+		{"raw 16 with newline", append(bytes.Clone(key16), '\n'), nil, "holds 17 bytes"},
+		{"empty", nil, nil, "holds 0 bytes"},
+		{"base64 of 20 bytes", []byte(base64.StdEncoding.EncodeToString(key32[:20])), nil, "want a 16, 24 or 32-byte key"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "key")
+			if err := os.WriteFile(path, tc.content, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadKeyFile(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("error %v, want one naming %s and saying %q", err, path, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got, tc.want) {
+				t.Fatalf("got %x, %v; want %x", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadKeyFileMissing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent")
+	if _, err := ReadKeyFile(path); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("error %v, want one naming %s", err, path)
+	}
+}
+
+func TestNewRefusesMissingOrBadKey(t *testing.T) {
+	cases := []struct {
+		key     []byte
+		wantErr string
+	}{
+		{nil, "Secret"},
+		{[]byte("short"), "5 bytes"},
+	}
+	for _, tc := range cases {
+		_, err := New(Config{NodeName: "n1", BindAddr: "127.0.0.1", SecretKey: tc.key})
+		if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("key %q: error %v, want one mentioning %q", tc.key, err, tc.wantErr)
+		}
+	}
+}

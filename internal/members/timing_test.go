@@ -1,0 +1,53 @@
+package members
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTimingPresetsAreValid(t *testing.T) {
+	for name, tm := range map[string]Timing{"default": DefaultTiming(), "large": LargeClusterTiming()} {
+		if err := tm.Validate(); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestTimingValidateNamesEveryBadField(t *testing.T) {
+	tm := DefaultTiming()
+	tm.ProbeTimeout = tm.ProbeInterval
+	tm.GossipInterval = 0
+	tm.SuspicionMult = 0
+	tm.StreamTimeout = -time.Second
+	err := tm.Validate()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, field := range []string{"timing.ProbeTimeout", "timing.GossipInterval", "timing.SuspicionMult", "timing.StreamTimeout"} {
+		if !strings.Contains(err.Error(), field) {
+			t.Errorf("error %q does not name %s", err, field)
+		}
+	}
+}
+
+func TestNewRefusesBadConfig(t *testing.T) {
+	tm := DefaultTiming()
+	tm.PushPullInterval = 0
+	cases := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{"no node name", Config{SecretKey: testKey()}, "NodeName is empty"},
+		{"bad port", Config{NodeName: "n1", BindPort: 70000, SecretKey: testKey()}, "BindPort 70000"},
+		{"bad timing", Config{NodeName: "n1", SecretKey: testKey(), Timing: tm}, "timing.PushPullInterval"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
