@@ -160,6 +160,12 @@ func (a *Allocator) satisfies(old *holder, req *Request, pl plan, h *holder) boo
 	case !slices.ContainsFunc(pl.choices, func(fams []corev1.IPFamily) bool { return slices.Equal(fams, familiesOf(old.ips)) }):
 		return false
 	}
+	return a.sharesWith(old, h)
+}
+
+// sharesWith reports whether h, a newer holder for old's Service, is
+// compatible with everyone else holding old's addresses.
+func (a *Allocator) sharesWith(old, h *holder) bool {
 	for _, ip := range old.ips {
 		if ok, _, _ := joinable(a.book.addrs[ip], h); !ok {
 			return false

@@ -33,7 +33,7 @@ func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
 	h := newHolder(&req)
 	h.pool, h.ips = pool, ordered
 	old, had := a.book.byKey[req.Key]
-	if had && old.pool == pool && slices.Equal(old.ips, ordered) && old.sharingKey == h.sharingKey {
+	if had && old.pool == pool && slices.Equal(old.ips, ordered) && old.sharingKey == h.sharingKey && a.sharesWith(old, h) {
 		old.refresh(h)
 		return nil
 	}

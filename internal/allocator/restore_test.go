@@ -56,6 +56,19 @@ func TestRestore(t *testing.T) {
 		wantAssignment(t, got, "p", "198.51.100.1")
 		checkBook(t, a)
 	})
+	t.Run("the same addresses with clashing ports", func(t *testing.T) {
+		a := newAlloc(t, pool("p", "198.51.100.0/28"))
+		if err := a.Restore(svc("ns/a", sharing("k")), "p", addrs("198.51.100.3")); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Restore(svc("ns/b", sharing("k"), ports("UDP/53")), "p", addrs("198.51.100.3")); err != nil {
+			t.Fatal(err)
+		}
+		wantFail(t, a.Restore(svc("ns/b", sharing("k")), "p", addrs("198.51.100.3")), IncompatibleSharing, "both use TCP/80")
+		checkBook(t, a)
+		got, _ := a.Lookup("ns/b")
+		wantAssignment(t, got, "p", "198.51.100.3")
+	})
 	t.Run("idempotent", func(t *testing.T) {
 		a := newAlloc(t, pool("p", "198.51.100.0/28"))
 		for range 2 {

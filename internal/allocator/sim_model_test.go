@@ -1,0 +1,280 @@
+package allocator
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"math/big"
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/internal/iprange"
+)
+
+// The model: what the rules say should happen, computed by brute force
+// from the configuration, the requests and a snapshot of assignments.
+
+func modelOrdered(pools []Pool) []Pool {
+	out := slices.Clone(pools)
+	slices.SortStableFunc(out, func(a, b Pool) int {
+		if (a.Priority == nil) != (b.Priority == nil) {
+			if a.Priority == nil {
+				return 1
+			}
+			return -1
+		}
+		if a.Priority != nil && *a.Priority != *b.Priority {
+			return cmp.Compare(*a.Priority, *b.Priority)
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func modelAdmits(p Pool, req Request) bool {
+	if p.Closed || (len(p.Namespaces) > 0 && !slices.Contains(p.Namespaces, req.Namespace)) {
+		return false
+	}
+	if len(p.NamespaceSelectors) > 0 && !slices.ContainsFunc(p.NamespaceSelectors, func(s labels.Selector) bool { return s.Matches(req.NamespaceLabels) }) {
+		return false
+	}
+	return len(p.ServiceSelectors) == 0 || slices.ContainsFunc(p.ServiceSelectors, func(s labels.Selector) bool { return s.Matches(req.Labels) })
+}
+
+func modelContains(p Pool, ip netip.Addr) bool {
+	return slices.ContainsFunc(p.Ranges, func(r iprange.Range) bool { return r.Contains(ip) })
+}
+
+func modelRanges(p Pool, f corev1.IPFamily) []iprange.Range {
+	var out []iprange.Range
+	for _, r := range iprange.Merge(p.Ranges) {
+		if familyOf(r.First) == f {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// modelValid says whether the request's addresses make sense.
+func modelValid(req Request) bool {
+	seen := map[corev1.IPFamily]bool{}
+	for _, ip := range req.RequestedIPs {
+		f := familyOf(ip)
+		if seen[f] || !slices.Contains(req.Families, f) {
+			return false
+		}
+		seen[f] = true
+	}
+	return !(len(req.RequestedIPs) == 1 && req.FamilyPolicy == corev1.IPFamilyPolicyRequireDualStack)
+}
+
+// modelChoices are the family lists that satisfy req.
+func modelChoices(req Request) [][]corev1.IPFamily {
+	if len(req.RequestedIPs) > 0 {
+		return [][]corev1.IPFamily{familiesOf(orderByFamilies(req.RequestedIPs, req.Families))}
+	}
+	switch {
+	case req.FamilyPolicy == corev1.IPFamilyPolicySingleStack:
+		return [][]corev1.IPFamily{req.Families[:1]}
+	case req.FamilyPolicy == corev1.IPFamilyPolicyPreferDualStack && len(req.Families) == 2:
+		return [][]corev1.IPFamily{req.Families, req.Families[:1]}
+	default:
+		return [][]corev1.IPFamily{req.Families}
+	}
+}
+
+// othersHolding returns the keys other than key holding each address.
+func othersHolding(before map[string]Assignment, key string) map[netip.Addr][]string {
+	others := maps.Clone(before)
+	delete(others, key)
+	return heldBy(others)
+}
+
+// modelSatisfies says whether old still answers req (Assign must keep it).
+func (s *sim) modelSatisfies(old Assignment, req Request, before map[string]Assignment) bool {
+	fams := familiesOf(old.IPs)
+	switch {
+	case !slices.ContainsFunc(modelChoices(req), func(c []corev1.IPFamily) bool { return slices.Equal(c, fams) }):
+		return false
+	case len(req.RequestedIPs) > 0 && !slices.Equal(old.IPs, orderByFamilies(req.RequestedIPs, req.Families)):
+		return false
+	case req.Pool != "" && old.Pool != req.Pool:
+		return false
+	case s.reqs[req.Key].SharingKey != req.SharingKey:
+		return false
+	}
+	others := othersHolding(before, req.Key)
+	for _, ip := range old.IPs {
+		for _, k := range others[ip] {
+			if !s.modelCompatible(req, s.reqs[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (s *sim) modelCompatible(x, y Request) bool {
+	ok, _ := compatible(newHolder(&x), newHolder(&y))
+	return ok
+}
+
+// expectNew is where a request without a sharing key must land when it
+// gets new addresses.
+func (s *sim) expectNew(req Request, before map[string]Assignment) (string, []netip.Addr, bool) {
+	held := othersHolding(before, req.Key)
+	ordered := modelOrdered(s.pools)
+	if len(req.RequestedIPs) > 0 {
+		return s.expectRequested(req, ordered, held)
+	}
+	for _, fams := range modelChoices(req) {
+		for _, p := range ordered {
+			if (req.Pool != "" && p.Name != req.Pool) || (req.Pool == "" && !p.AutoAssign) || !modelAdmits(p, req) {
+				continue
+			}
+			if ips, ok := modelOffer(p, fams, held); ok {
+				return p.Name, ips, true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+func (s *sim) expectRequested(req Request, ordered []Pool, held map[netip.Addr][]string) (string, []netip.Addr, bool) {
+	ips := orderByFamilies(req.RequestedIPs, req.Families)
+	for _, ip := range ips {
+		if len(held[ip]) > 0 {
+			return "", nil, false
+		}
+	}
+	for _, p := range ordered {
+		if req.Pool != "" && p.Name != req.Pool {
+			continue
+		}
+		if !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !modelContains(p, ip) }) {
+			if modelAdmits(p, req) {
+				return p.Name, ips, true
+			}
+			if req.Pool != "" {
+				return "", nil, false
+			}
+		}
+	}
+	return "", nil, false
+}
+
+// modelOffer walks p's ranges for the lowest free address of each family.
+func modelOffer(p Pool, fams []corev1.IPFamily, held map[netip.Addr][]string) ([]netip.Addr, bool) {
+	var out []netip.Addr
+	for _, f := range fams {
+		ip, ok := modelLowestFree(p, f, held)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, ip)
+	}
+	return out, true
+}
+
+func modelLowestFree(p Pool, f corev1.IPFamily, held map[netip.Addr][]string) (netip.Addr, bool) {
+	for _, r := range modelRanges(p, f) {
+		for z := r.First; r.Contains(z); z = z.Next() {
+			if len(held[z]) == 0 && !(p.AvoidBuggyIPs && isBuggy(z)) {
+				return z, true
+			}
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// restoreExpected says whether Restore must succeed, and with which pool.
+func (s *sim) restoreExpected(req Request, pool string, ips []netip.Addr, before map[string]Assignment) (bool, string) {
+	probe := req
+	probe.RequestedIPs, probe.FamilyPolicy = ips, corev1.IPFamilyPolicyPreferDualStack
+	if len(ips) == 0 || !modelValid(probe) {
+		return false, ""
+	}
+	if pool == "" {
+		for _, p := range modelOrdered(s.pools) {
+			if !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !modelContains(p, ip) }) {
+				pool = p.Name
+				break
+			}
+		}
+	}
+	others := othersHolding(before, req.Key)
+	for _, ip := range ips {
+		for _, k := range others[ip] {
+			if before[k].Pool != pool || !s.modelCompatible(req, s.reqs[k]) {
+				return false, ""
+			}
+		}
+	}
+	return true, pool
+}
+
+// modelUsage counts a pool's addresses from a snapshot.
+func (s *sim) modelUsage(name string, snap map[string]Assignment) Usage {
+	var u Usage
+	var p *Pool
+	if i := slices.IndexFunc(s.pools, func(p Pool) bool { return p.Name == name }); i >= 0 {
+		p = &s.pools[i]
+	}
+	fam := func(u *Usage, ip netip.Addr) *FamilyUsage {
+		if ip.Is4() {
+			return &u.IPv4
+		}
+		return &u.IPv6
+	}
+	held := heldBy(snap)
+	for ip, keys := range held {
+		if snap[keys[0]].Pool == name {
+			if p != nil && modelContains(*p, ip) {
+				fam(&u, ip).Assigned++
+			} else {
+				u.OutsideRanges++
+			}
+		}
+	}
+	if p == nil {
+		return u
+	}
+	for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
+		free := new(big.Int)
+		for _, r := range modelRanges(*p, f) {
+			free.Add(free, modelEligible(r, p.AvoidBuggyIPs))
+		}
+		for ip := range held {
+			if familyOf(ip) == f && modelContains(*p, ip) && !(p.AvoidBuggyIPs && isBuggy(ip)) {
+				free.Sub(free, big.NewInt(1))
+			}
+		}
+		fu := &u.IPv4
+		if f == corev1.IPv6Protocol {
+			fu = &u.IPv6
+		}
+		fu.Available = math.MaxUint64
+		if free.IsUint64() {
+			fu.Available = free.Uint64()
+		}
+	}
+	return u
+}
+
+// modelEligible counts by enumeration (IPv4 ranges in the simulation are
+// small; IPv6 has no .0/.255 rule).
+func modelEligible(r iprange.Range, avoid bool) *big.Int {
+	if !r.Is4() {
+		return r.Size()
+	}
+	n := int64(0)
+	for z := r.First; r.Contains(z); z = z.Next() {
+		if !(avoid && isBuggy(z)) {
+			n++
+		}
+	}
+	return big.NewInt(n)
+}

@@ -1,0 +1,218 @@
+package allocator
+
+import (
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The simulation drives an Allocator with random operations and checks,
+// after each one, what the allocator promises against a model built only
+// from its public answers and the requests made. TestRandomOperations
+// feeds it from a seeded generator, FuzzOperations from fuzz bytes.
+
+// source is where the simulation draws its choices from.
+type source interface {
+	intn(n int) int
+	more() bool
+}
+
+// sim is one run: the allocator, the configuration it was given and the
+// request behind each assignment.
+type sim struct {
+	t      testing.TB
+	src    source
+	a      *Allocator
+	pools  []Pool
+	reqs   map[string]Request // the request that produced each assignment
+	byAuto map[string]bool    // whether it came from Assign (not Restore)
+	trail  []string           // recent operations, for failure messages
+	label  string             // "seed N" or "fuzz input", for failure messages
+	stats  map[string]int     // outcomes, to show the run explored the rules
+}
+
+func newSim(t testing.TB, src source, label string) *sim {
+	s := &sim{t: t, src: src, a: New(), reqs: map[string]Request{}, byAuto: map[string]bool{}, label: label, stats: map[string]int{}}
+	s.setPools(s.genPools())
+	return s
+}
+
+func (s *sim) fatalf(format string, args ...any) {
+	s.t.Helper()
+	start := max(0, len(s.trail)-8)
+	s.t.Fatalf("%s, after %d operations (last: %s): %s", s.label, len(s.trail),
+		strings.Join(s.trail[start:], " | "), fmt.Sprintf(format, args...))
+}
+
+// run performs up to n operations (fewer when the source runs dry).
+func (s *sim) run(n int) {
+	for i := 0; i < n && s.src.more(); i++ {
+		s.step()
+	}
+}
+
+func (s *sim) step() {
+	s.t.Helper()
+	before := s.snapshot()
+	switch op := s.src.intn(20); {
+	case op < 11:
+		s.assign(s.genRequest(), before)
+	case op < 15:
+		key := s.genKey()
+		s.trail = append(s.trail, "Release "+key)
+		s.a.Release(key)
+		s.expectUnchanged(before, key)
+		if _, ok := s.a.Lookup(key); ok {
+			s.fatalf("%s still holds addresses after Release", key)
+		}
+		delete(s.reqs, key)
+	case op < 19:
+		s.restore(before)
+	default:
+		s.setPools(s.genPools())
+		s.expectUnchanged(before, "")
+	}
+	s.checkAll()
+}
+
+// snapshot is every assignment, by key.
+func (s *sim) snapshot() map[string]Assignment {
+	out := map[string]Assignment{}
+	for _, key := range s.allKeys() {
+		if asg, ok := s.a.Lookup(key); ok {
+			out[key] = asg
+		}
+	}
+	return out
+}
+
+func sameAssignment(x, y Assignment) bool {
+	return x.Key == y.Key && x.Pool == y.Pool && slices.Equal(x.IPs, y.IPs)
+}
+
+// expectUnchanged checks that no assignment but except's changed.
+func (s *sim) expectUnchanged(before map[string]Assignment, except string) {
+	s.t.Helper()
+	after := s.snapshot()
+	for _, m := range []map[string]Assignment{before, after} {
+		for key := range m {
+			if key == except {
+				continue
+			}
+			if b, a := before[key], after[key]; !sameAssignment(b, a) {
+				s.fatalf("%s changed from %v to %v", key, b, a)
+			}
+		}
+	}
+}
+
+func (s *sim) setPools(pools []Pool) {
+	s.trail = append(s.trail, fmt.Sprintf("SetPools(%s)", describePools(pools)))
+	if err := s.a.SetPools(pools); err != nil {
+		s.fatalf("SetPools: %v", err)
+	}
+	s.pools = pools
+}
+
+func describePools(pools []Pool) string {
+	parts := make([]string, len(pools))
+	for i, p := range pools {
+		parts[i] = fmt.Sprintf("%s%v auto=%v avoid=%v closed=%v", p.Name, p.Ranges, p.AutoAssign, p.AvoidBuggyIPs, p.Closed)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (s *sim) assign(req Request, before map[string]Assignment) {
+	s.t.Helper()
+	s.trail = append(s.trail, "Assign "+describeRequest(req))
+	asg, err := s.a.Assign(req)
+	if err != nil {
+		if ReasonOf(err) == "" {
+			s.fatalf("Assign returned an untyped error: %v", err)
+		}
+		s.expectUnchanged(before, "")
+		s.checkAssignFailure(req, before, err)
+		s.stats["Assign failed: "+string(ReasonOf(err))]++
+		return
+	}
+	s.countSuccess(before, asg)
+	s.expectUnchanged(before, req.Key)
+	if got, _ := s.a.Lookup(req.Key); !sameAssignment(got, asg) {
+		s.fatalf("Assign returned %v but Lookup says %v", asg, got)
+	}
+	s.checkAssignSuccess(req, before, asg)
+	s.reqs[req.Key], s.byAuto[req.Key] = req, true
+}
+
+func (s *sim) restore(before map[string]Assignment) {
+	s.t.Helper()
+	req := s.genRequest()
+	pool := s.genPoolName()
+	ips := s.genAddrs(req.Families, 1+s.src.intn(2))
+	if cur, ok := before[req.Key]; ok && s.src.intn(3) == 0 {
+		pool, ips = cur.Pool, cur.IPs // the same addresses, new ports or policy
+		req.SharingKey = s.reqs[req.Key].SharingKey
+	}
+	s.trail = append(s.trail, fmt.Sprintf("Restore %s pool=%q %v", describeRequest(req), pool, ips))
+	err := s.a.Restore(req, pool, ips)
+	wantOK, wantPool := s.restoreExpected(req, pool, ips, before)
+	if (err == nil) != wantOK {
+		s.fatalf("Restore: error %v, want success=%v", err, wantOK)
+	}
+	if err != nil {
+		s.expectUnchanged(before, "")
+		s.stats["Restore failed: "+string(ReasonOf(err))]++
+		return
+	}
+	s.stats["Restore ok"]++
+	s.expectUnchanged(before, req.Key)
+	got, _ := s.a.Lookup(req.Key)
+	if got.Pool != wantPool || !slices.Equal(got.IPs, orderByFamilies(ips, req.Families)) {
+		s.fatalf("restored %v, want pool %q and %v", got, wantPool, ips)
+	}
+	s.reqs[req.Key], s.byAuto[req.Key] = req, false
+}
+
+func describeRequest(r Request) string {
+	return fmt.Sprintf("%s %s%v ips=%v pool=%q key=%q ports=%v etp=%v sel=%v labels=%v",
+		r.Key, r.FamilyPolicy, r.Families, r.RequestedIPs, r.Pool, r.SharingKey, r.Ports, r.ETPLocal, r.Selector, r.Labels)
+}
+
+// heldBy returns, from a snapshot, the keys holding each address.
+func heldBy(snap map[string]Assignment) map[netip.Addr][]string {
+	out := map[netip.Addr][]string{}
+	for _, key := range slices.Sorted(maps.Keys(snap)) {
+		for _, ip := range snap[key].IPs {
+			out[ip] = append(out[ip], key)
+		}
+	}
+	return out
+}
+
+func (s *sim) countSuccess(before map[string]Assignment, asg Assignment) {
+	old, had := before[asg.Key]
+	switch {
+	case had && sameAssignment(old, asg):
+		s.stats["Assign kept"]++
+	case had:
+		s.stats["Assign moved"]++
+	default:
+		s.stats["Assign new"]++
+	}
+	others := othersHolding(before, asg.Key)
+	for _, ip := range asg.IPs {
+		if len(others[ip]) > 0 {
+			s.stats["Assign joined a shared address"]++
+		}
+	}
+	s.stats[fmt.Sprintf("Assign got %d addresses", len(asg.IPs))]++
+}
+
+func (s *sim) logStats() {
+	for _, k := range slices.Sorted(maps.Keys(s.stats)) {
+		s.t.Logf("%6d %s", s.stats[k], k)
+	}
+}
