@@ -20,7 +20,8 @@ const defaultLeaveTimeout = 5 * time.Second
 // OnChange runs on a goroutine of its own, never while a lock of this
 // package is held and never concurrently with itself. Calls are coalesced:
 // a burst of changes may give one call, so OnChange should read Snapshot
-// (or State) rather than count calls.
+// (or State) rather than count calls. It must not call Leave or Shutdown,
+// which wait for it.
 type Members struct {
 	name     string
 	log      *slog.Logger
@@ -31,9 +32,10 @@ type Members struct {
 	joiner   *joiner
 	onChange func()
 
-	kick   chan struct{}
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	kick       chan struct{}
+	stopJoins  context.CancelFunc
+	stopNotify context.CancelFunc
+	wg         sync.WaitGroup
 
 	life     sync.Mutex // serialises Leave and Shutdown
 	leaving  bool
@@ -67,10 +69,11 @@ func New(cfg Config) (*Members, error) {
 	}
 	port := m.ml.LocalNode().Port
 	m.joiner = newJoiner(m.ml, m.log, port, cfg.Timing.RejoinInterval, m.changed)
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cancel = cancel
-	m.wg.Go(func() { m.joiner.run(ctx) })
-	m.wg.Go(func() { m.notifyLoop(ctx) })
+	joinCtx, stopJoins := context.WithCancel(context.Background())
+	notifyCtx, stopNotify := context.WithCancel(context.Background())
+	m.stopJoins, m.stopNotify = stopJoins, stopNotify
+	m.wg.Go(func() { m.joiner.run(joinCtx) })
+	m.wg.Go(func() { m.notifyLoop(notifyCtx) })
 	m.log.Info("member list started", "node", m.name, "address", nodeAddrPort(m.ml.LocalNode()).String())
 	return m, nil
 }
@@ -99,8 +102,13 @@ func (m *Members) Settled() bool { return m.joiner.settled.Load() }
 // Leave announces a graceful leave and waits, bounded by ctx (5 s if ctx
 // has no deadline), until the announcement has been gossiped: first a
 // metadata update with the leaving flag, so every member records Left at
-// once (this node too, so it stops claiming), then memberlist's own leave.
-// Call it first on SIGTERM, then withdraw announcements, then Shutdown.
+// once (this node too, so it stops claiming), then memberlist's own leave,
+// which is queued even when ctx has run out. If ctx runs out before the
+// flag has been gossiped, the leave supersedes it and members that missed
+// it record Dead instead of Left (the handover is just as fast, but they
+// count a failure). Joining stops. Call it first on
+// SIGTERM, then withdraw announcements, then Shutdown; a Members that left
+// cannot join again (start a new one).
 func (m *Members) Leave(ctx context.Context) error {
 	m.life.Lock()
 	defer m.life.Unlock()
@@ -111,6 +119,7 @@ func (m *Members) Leave(ctx context.Context) error {
 		return nil
 	}
 	m.leaving = true
+	m.stopJoins()
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, defaultLeaveTimeout)
@@ -118,10 +127,10 @@ func (m *Members) Leave(ctx context.Context) error {
 	}
 	m.hooks.leaving.Store(true)
 	var errs []error
-	if err := withRemaining(ctx, m.ml.UpdateNode); err != nil {
+	if err := m.ml.UpdateNode(remaining(ctx)); err != nil {
 		errs = append(errs, fmt.Errorf("announce leaving: %w", err))
 	}
-	if err := withRemaining(ctx, m.ml.Leave); err != nil {
+	if err := m.ml.Leave(remaining(ctx)); err != nil {
 		errs = append(errs, fmt.Errorf("leave: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -131,16 +140,15 @@ func (m *Members) Leave(ctx context.Context) error {
 	return nil
 }
 
-// withRemaining calls a memberlist function that takes a timeout with the
-// time left on ctx; memberlist reads a zero timeout as "forever", so an
-// expired ctx is an error here instead.
-func withRemaining(ctx context.Context, f func(time.Duration) error) error {
-	deadline, _ := ctx.Deadline()
-	left := time.Until(deadline)
-	if err := ctx.Err(); err != nil || left <= 0 {
-		return fmt.Errorf("no time left: %w", context.Cause(ctx))
+// remaining is the time left on ctx, at least 1 ms: memberlist reads a
+// zero timeout as "wait forever", and a late call should still queue its
+// message and return at once.
+func remaining(ctx context.Context) time.Duration {
+	if ctx.Err() != nil {
+		return time.Millisecond
 	}
-	return f(left)
+	deadline, _ := ctx.Deadline()
+	return max(time.Until(deadline), time.Millisecond)
 }
 
 // Shutdown stops memberlist without leaving (others will see this node
@@ -153,7 +161,8 @@ func (m *Members) Shutdown() error {
 		return nil
 	}
 	m.shutdown = true
-	m.cancel()
+	m.stopJoins()
+	m.stopNotify()
 	err := m.ml.Shutdown()
 	m.wg.Wait()
 	if err != nil {

@@ -1,6 +1,7 @@
 package members
 
 import (
+	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -208,4 +209,25 @@ func waitSnapshot(t *testing.T, snaps <-chan map[string]State, node string, want
 			t.Fatalf("no OnChange call saw %s %v", node, want)
 		}
 	}
+}
+
+func TestLeaveWithExpiredContextStillAnnounces(t *testing.T) {
+	ms := startCluster(t, []string{"node-a", "node-b"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	// Both steps get 1 ms, far less than the gossip rounds they wait for.
+	if err := ms[1].Leave(ctx); err == nil {
+		t.Error("Leave with a cancelled context returned no error")
+	} else {
+		t.Logf("Leave: %v", err)
+	}
+	// The leave message was queued and gossip delivers it while the
+	// member keeps running. The leaving flag, queued just before it, may be
+	// superseded (memberlist keeps one pending message per node), so the
+	// other side may record Dead rather than Left: either way, not Alive.
+	waitFor(t, 5*time.Second, "node-a to see node-b gone", func() bool {
+		s := ms[0].State("node-b")
+		return s == Left || s == Dead
+	})
+	t.Logf("node-a sees node-b %v", ms[0].State("node-b"))
 }
