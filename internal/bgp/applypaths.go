@@ -39,8 +39,8 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	return errs
 }
 
-// withdraw removes prefixes from the RIB; GoBGP sends the withdrawals to
-// the peers the current export policy gave them to.
+// withdraw removes prefixes from the RIB; GoBGP sends the withdrawals at
+// once, to every established peer of the family.
 func (s *Speaker) withdraw(prefixes []netip.Prefix) error {
 	if len(prefixes) == 0 {
 		return nil

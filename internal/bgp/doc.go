@@ -59,11 +59,13 @@
 // never re-advertised to other routers.
 //
 // Policy changes do not reach routes already sent, so Apply withdraws
-// removed prefixes first (under the old policy, reaching exactly the
-// peers that had them), then installs the new policy, then adds new
+// removed prefixes first, then installs the new policy, then adds new
 // prefixes, then soft-resets outbound only the peers whose share of an
-// existing prefix changed. Adding a Service therefore sends only its new
-// prefixes and never resets a session.
+// existing prefix changed (they get new attributes, and withdrawals for
+// what they lost). Adding a Service therefore sends only its new prefixes
+// and never resets a session. GoBGP exempts withdrawals from export policy:
+// a removed prefix is withdrawn toward every session of its family, also
+// those that never received it, which routers ignore (RFC 4271 §9).
 //
 // LOCAL_PREF is sent to iBGP sessions only (GoBGP strips it toward eBGP).
 // Asking for it on an eBGP session is not silently dropped: the session

@@ -7,9 +7,10 @@ import (
 )
 
 // pathDiff is what Apply must do to GoBGP's RIB and peers, in this order:
-// withdraw (under the old export policy, so exactly the peers that had a
-// prefix get the withdrawal), install the new policy, announce, then
-// refresh the peers whose share of unchanged prefixes changed.
+// withdraw, install the new policy, announce, then refresh the peers whose
+// share of unchanged prefixes changed. (GoBGP exempts withdrawals from
+// export policy: every peer of the family gets them, and a router ignores
+// the withdrawal of a route it never received, RFC 4271 §9.)
 type pathDiff struct {
 	withdraw []netip.Prefix
 	announce []netip.Prefix // new prefixes and prefixes whose RIB next hop changed
