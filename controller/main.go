@@ -1,0 +1,150 @@
+// Command controller is Herald's controller: it gives LoadBalancer
+// Services their addresses from IPAddressPools. One replica is active at a
+// time (Lease leader election); the logic lives in internal/controller.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	"github.com/herald-lb/herald/internal/controller"
+	"github.com/herald-lb/herald/internal/daemon"
+	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/service"
+)
+
+type flags struct {
+	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName string
+	lbClassOnly, leaderElect                                                     bool
+	workers, burst                                                               int
+	qps                                                                          float64
+	leaseDuration, renewDeadline, retryPeriod                                    time.Duration
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
+	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
+	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass herald.dev/herald (default: also Services without a class)")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
+	fs.StringVar(&f.leaseName, "lease-name", "herald-controller", "name of the leader-election Lease")
+	fs.StringVar(&f.identity, "identity", envOr("POD_NAME", host), "this replica's identity in the Lease (default: $POD_NAME, else the host name)")
+	fs.DurationVar(&f.leaseDuration, "lease-duration", 15*time.Second, "how long a follower waits before taking over a Lease that is not renewed")
+	fs.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leadership")
+	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "interval between leader-election attempts")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
+	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.IntVar(&f.workers, "workers", 16, "Services synced in parallel")
+	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
+	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to the API server")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return f, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	f, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+	if err := run(f); err != nil {
+		fmt.Fprintln(os.Stderr, "controller:", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	log, err := daemon.NewLogger(f.logLevel)
+	if err != nil {
+		return err
+	}
+	ctx, stop := daemon.SignalContext()
+	defer stop()
+	cfg, err := k8s.RESTConfig(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: float32(f.qps), Burst: f.burst, UserAgent: "herald-controller"})
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	herald, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	scheme, err := k8s.NewScheme()
+	if err != nil {
+		return err
+	}
+	reg := daemon.NewRegistry()
+	leader := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "leader",
+		Help: "1 while this replica is the active (leader) controller."})
+	reg.MustRegister(leader)
+	health := &daemon.Health{}
+	if err := daemon.Serve(ctx, log, reg, health, f.metricsAddr, f.healthAddr); err != nil {
+		return err
+	}
+	rec, stopEvents := k8s.NewRecorder(ctx, kube, scheme, "herald-controller")
+	defer stopEvents()
+	c, err := controller.New(kube, herald, controller.Options{
+		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers,
+		Logger: log, Registerer: reg, Recorder: rec,
+	})
+	if err != nil {
+		return err
+	}
+	health.SetReady(true)
+	log.Info("starting", "namespace", f.namespace, "lbClassOnly", f.lbClassOnly, "leaderElect", f.leaderElect, "identity", f.identity)
+	if !f.leaderElect {
+		leader.Set(1)
+		return c.Run(ctx)
+	}
+	var runErr error
+	err = k8s.RunAsLeader(ctx, kube, k8s.LeaderOptions{
+		Namespace: f.namespace, Name: f.leaseName, Identity: f.identity,
+		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
+		OnLeading: func(b bool) { leader.Set(boolFloat(b)) },
+	}, log, func(ctx context.Context) { runErr = c.Run(ctx) })
+	if err != nil {
+		return err
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if ctx.Err() == nil {
+		return fmt.Errorf("lost leadership of Lease %s/%s; exiting so a fresh process can compete again", f.namespace, f.leaseName)
+	}
+	return nil
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

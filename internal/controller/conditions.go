@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+)
+
+// condition is a desired condition, before its transition time is known.
+type condition struct {
+	Type    string
+	Status  bool
+	Reason  string
+	Message string
+}
+
+func statusOf(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+// sameConditions reports whether the existing conditions already say what
+// want says (ignoring transition times), for the generation given.
+func sameConditions(existing []metav1.Condition, want []condition, generation int64) bool {
+	for _, w := range want {
+		e := findCondition(existing, w.Type)
+		if e == nil || e.Status != statusOf(w.Status) || e.Reason != w.Reason || e.Message != w.Message || e.ObservedGeneration != generation {
+			return false
+		}
+	}
+	return true
+}
+
+// applyConditions builds apply configurations, keeping the transition time
+// of a condition whose status did not change.
+func applyConditions(existing []metav1.Condition, want []condition, generation int64, now time.Time) []*metav1ac.ConditionApplyConfiguration {
+	out := make([]*metav1ac.ConditionApplyConfiguration, 0, len(want))
+	for _, w := range want {
+		t := metav1.NewTime(now)
+		if e := findCondition(existing, w.Type); e != nil && e.Status == statusOf(w.Status) {
+			t = e.LastTransitionTime
+		}
+		out = append(out, metav1ac.Condition().WithType(w.Type).WithStatus(statusOf(w.Status)).
+			WithReason(w.Reason).WithMessage(truncate(w.Message, 32768)).WithObservedGeneration(generation).WithLastTransitionTime(t))
+	}
+	return out
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,113 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/internal/allocator"
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// rebuildConfig reads every Herald object and Secret from the listers,
+// builds a new snapshot, hands its pools to the allocator (which never drops
+// an assignment), reports new problems, and requeues what may change.
+func (c *Controller) rebuildConfig(ctx context.Context) {
+	in, err := c.configInput()
+	if err != nil {
+		c.log.Error("listing configuration", "error", err)
+		c.configQueue.AddRateLimited(configKey)
+		return
+	}
+	cfg, problems := config.Build(in)
+	c.mu.Lock()
+	err = c.alloc.SetPools(allocatorPools(cfg))
+	c.cfg = cfg
+	old := c.problems
+	c.problems = problems
+	c.mu.Unlock()
+	if err != nil {
+		c.log.Error("configuring the allocator", "error", err)
+	}
+	c.log.Debug("configuration rebuilt", "pools", len(cfg.Pools), "problems", len(problems))
+	c.reportProblems(old, problems, in)
+	c.writeConfigStatuses(ctx, in, problems)
+	c.enqueueAllServices()
+	c.enqueueAllPools()
+}
+
+func (c *Controller) configInput() (config.Input, error) {
+	var in config.Input
+	var err error
+	all := labels.Everything()
+	if in.Pools, err = c.listers.pools.List(all); err != nil {
+		return in, err
+	}
+	if in.L2Advertisements, err = c.listers.l2Adverts.List(all); err != nil {
+		return in, err
+	}
+	if in.BGPAdvertisements, err = c.listers.bgpAdverts.List(all); err != nil {
+		return in, err
+	}
+	if in.Peers, err = c.listers.peers.List(all); err != nil {
+		return in, err
+	}
+	if in.Communities, err = c.listers.communities.List(all); err != nil {
+		return in, err
+	}
+	if in.BFDProfiles, err = c.listers.bfdProfiles.List(all); err != nil {
+		return in, err
+	}
+	in.Secrets, err = c.secrets.Secrets(c.opts.Namespace).List(all)
+	return in, err
+}
+
+// allocatorPools converts the snapshot's pools, sorted by name.
+func allocatorPools(cfg *config.Config) []allocator.Pool {
+	out := make([]allocator.Pool, 0, len(cfg.Pools))
+	for _, name := range cfg.PoolNames() {
+		p := cfg.Pools[name]
+		out = append(out, allocator.Pool{
+			Name: p.Name, Ranges: p.Ranges, AutoAssign: p.AutoAssign, AvoidBuggyIPs: p.AvoidBuggyIPs,
+			Priority: p.Priority, Namespaces: p.Namespaces, NamespaceSelectors: p.NamespaceSelectors,
+			ServiceSelectors: p.ServiceSelectors, Closed: p.Deleting,
+		})
+	}
+	return out
+}
+
+// reportProblems emits one Warning event per problem that was not there
+// before, on the object it names, and logs it.
+func (c *Controller) reportProblems(old, now []config.Problem, in config.Input) {
+	seen := map[string]bool{}
+	for _, p := range old {
+		seen[p.Error()] = true
+	}
+	for _, p := range now {
+		if seen[p.Error()] {
+			continue
+		}
+		c.log.Warn("configuration problem", "kind", p.Kind, "name", p.Name, "field", p.Field, "reason", p.Reason, "message", p.Message)
+		if obj := findObject(in, p.Kind, p.Name); obj != nil {
+			c.rec.Eventf(obj, corev1.EventTypeWarning, p.Reason, "%s: %s", p.Field, p.Message)
+		}
+	}
+}
+
+// conditionFromProblems summarises an object's problems as its Valid
+// condition.
+func validCondition(problems []config.Problem) (status bool, reason, message string) {
+	if len(problems) == 0 {
+		return true, "Valid", "the object is valid and in use"
+	}
+	msg := ""
+	for i, p := range problems {
+		if i > 0 {
+			msg += "; "
+		}
+		msg += fmt.Sprintf("%s: %s", p.Field, p.Message)
+	}
+	return false, problems[0].Reason, msg
+}

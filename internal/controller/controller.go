@@ -1,0 +1,198 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
+	"github.com/herald-lb/herald/internal/allocator"
+	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/service"
+)
+
+// FieldManager is the server-side apply field manager of the controller.
+const FieldManager = "herald-controller"
+
+// Options configure the controller.
+type Options struct {
+	// Class says which Services are Herald's.
+	Class service.Class
+	// Namespace is Herald's own namespace (BGP password Secrets live there).
+	Namespace string
+	// Workers is the number of Services synced in parallel (default 16).
+	Workers    int
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
+}
+
+// Controller allocates addresses to Services.
+type Controller struct {
+	opts    Options
+	log     *slog.Logger
+	kube    kubernetes.Interface
+	herald  versioned.Interface
+	rec     record.EventRecorder
+	metrics *metrics
+
+	kubeInformers   informers.SharedInformerFactory
+	secretInformers informers.SharedInformerFactory
+	heraldInformers heraldinformers.SharedInformerFactory
+	services        corelisters.ServiceLister
+	namespaces      corelisters.NamespaceLister
+	secrets         corelisters.SecretLister
+	listers         heraldListers
+	synced          []cache.InformerSynced
+
+	serviceQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	configQueue  workqueue.TypedRateLimitingInterface[string]
+	poolQueue    workqueue.TypedRateLimitingInterface[string]
+
+	mu         sync.Mutex // guards the fields below
+	alloc      *allocator.Allocator
+	cfg        *config.Config
+	problems   []config.Problem
+	pending    map[cache.ObjectName]bool // Services waiting for an address
+	tombstones map[cache.ObjectName]*corev1.Service
+}
+
+type heraldListers struct {
+	pools       heraldlisters.IPAddressPoolLister
+	l2Adverts   heraldlisters.L2AdvertisementLister
+	bgpAdverts  heraldlisters.BGPAdvertisementLister
+	peers       heraldlisters.BGPPeerLister
+	communities heraldlisters.CommunityLister
+	bfdProfiles heraldlisters.BFDProfileLister
+}
+
+// New wires the controller's informers and queues; Run starts it.
+func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*Controller, error) {
+	if opts.Workers <= 0 {
+		opts.Workers = 16
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registerer == nil {
+		opts.Registerer = prometheus.NewRegistry()
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		opts: opts, log: opts.Logger, kube: kube, herald: herald, rec: opts.Recorder, metrics: m,
+		alloc: allocator.New(), cfg: &config.Config{Pools: map[string]*config.Pool{}},
+		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{},
+		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "services"}),
+		configQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "config"}),
+		poolQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"}),
+	}
+	if c.rec == nil {
+		c.rec = &record.FakeRecorder{}
+	}
+	if err := c.setupInformers(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// serviceRateLimiter retries a failing Service with exponential backoff
+// from 1 s up to 5 minutes. Things that could help (a pool added or grown,
+// an address released) requeue pending Services at once anyway.
+func serviceRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[cache.ObjectName](time.Second, 5*time.Minute)
+}
+
+// Run starts the informers, restores existing assignments, then serves
+// until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.serviceQueue.ShutDown()
+	defer c.configQueue.ShutDown()
+	defer c.poolQueue.ShutDown()
+	c.kubeInformers.Start(ctx.Done())
+	c.secretInformers.Start(ctx.Done())
+	c.heraldInformers.Start(ctx.Done())
+	defer c.kubeInformers.Shutdown()
+	defer c.secretInformers.Shutdown()
+	defer c.heraldInformers.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("caches did not sync: %w", ctx.Err())
+	}
+	start := time.Now()
+	c.rebuildConfig(ctx)
+	restored, conflicts := c.restore()
+	c.log.Info("restored existing assignments", "services", restored, "conflicts", conflicts,
+		"duration", time.Since(start).Round(time.Millisecond))
+	c.enqueueAllServices()
+
+	var wg sync.WaitGroup
+	run := func(n int, f func(context.Context)) {
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); wait.UntilWithContext(ctx, f, time.Second) }()
+		}
+	}
+	run(c.opts.Workers, c.serviceWorker)
+	run(1, c.configWorker)
+	run(2, c.poolWorker)
+	<-ctx.Done()
+	c.serviceQueue.ShutDown()
+	c.configQueue.ShutDown()
+	c.poolQueue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+func (c *Controller) serviceWorker(ctx context.Context) {
+	for processNext(ctx, c.serviceQueue, c.syncService) {
+	}
+}
+
+func (c *Controller) configWorker(ctx context.Context) {
+	for processNext(ctx, c.configQueue, func(ctx context.Context, _ string) error {
+		c.rebuildConfig(ctx)
+		return nil
+	}) {
+	}
+}
+
+func (c *Controller) poolWorker(ctx context.Context) {
+	for processNext(ctx, c.poolQueue, c.syncPool) {
+	}
+}
+
+// processNext handles one key: Forget on success, rate-limited requeue on
+// error. It returns false when the queue shuts down.
+func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], sync func(context.Context, T) error) bool {
+	key, shutdown := q.Get()
+	if shutdown {
+		return false
+	}
+	defer q.Done(key)
+	if err := sync(ctx, key); err != nil {
+		q.AddRateLimited(key)
+		return true
+	}
+	q.Forget(key)
+	return true
+}

@@ -1,0 +1,25 @@
+// Package controller is Herald's service controller: it gives LoadBalancer
+// Services their addresses from IPAddressPools, the way the cloud
+// service controller gives them a cloud load balancer.
+//
+// It follows Kubernetes' sample-controller pattern: shared informers and
+// listers, typed rate-limited work queues, one sync function per queue that
+// reads from listers, decides, and writes only differences (server-side
+// apply with the field manager "herald-controller", so other writers'
+// fields are never clobbered).
+//
+// Three queues:
+//   - services: one key per Service; assign or release addresses and
+//     publish status.loadBalancer.ingress (ipMode VIP), the
+//     herald.dev/ip-allocated-from-pool annotation, the herald.dev/Allocated
+//     and herald.dev/Announced conditions and events;
+//   - config: a single key; rebuild the configuration snapshot
+//     (internal/config) when a Herald object or Secret changes, report its
+//     problems on the objects, and requeue everything that could change;
+//   - pools: one key per IPAddressPool; usage counts, conditions and the
+//     herald.dev/pool-protection finalizer.
+//
+// Addresses are never lost: at start, before any new allocation, every
+// assignment found in Service status is restored (oldest Service first);
+// configuration changes never take an address from a running Service.
+package controller

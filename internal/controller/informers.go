@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+
+	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+)
+
+// configKey is the only key of the config queue.
+const configKey = "config"
+
+func (c *Controller) setupInformers() error {
+	c.kubeInformers = informers.NewSharedInformerFactory(c.kube, 0)
+	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.opts.Namespace))
+	c.heraldInformers = heraldinformers.NewSharedInformerFactory(c.herald, 0)
+
+	svcInf := c.kubeInformers.Core().V1().Services()
+	nsInf := c.kubeInformers.Core().V1().Namespaces()
+	secretInf := c.secretInformers.Core().V1().Secrets()
+	h := c.heraldInformers.Herald().V1beta1()
+	c.services, c.namespaces, c.secrets = svcInf.Lister(), nsInf.Lister(), secretInf.Lister()
+	c.listers = heraldListers{
+		pools: h.IPAddressPools().Lister(), l2Adverts: h.L2Advertisements().Lister(),
+		bgpAdverts: h.BGPAdvertisements().Lister(), peers: h.BGPPeers().Lister(),
+		communities: h.Communities().Lister(), bfdProfiles: h.BFDProfiles().Lister(),
+	}
+
+	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onService(nil, obj) },
+		UpdateFunc: func(old, obj any) { c.onService(old, obj) },
+		DeleteFunc: c.onServiceDeleted,
+	}); err != nil {
+		return err
+	}
+	if _, err := nsInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(old, obj any) {
+			if !maps.Equal(old.(*corev1.Namespace).Labels, obj.(*corev1.Namespace).Labels) {
+				c.requeuePending()
+			}
+		},
+	}); err != nil {
+		return err
+	}
+	configChanged := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.configQueue.Add(configKey) },
+		UpdateFunc: func(any, any) { c.configQueue.Add(configKey) },
+		DeleteFunc: func(any) { c.configQueue.Add(configKey) },
+	}
+	poolChanged := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueuePool(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueuePool(obj) },
+		DeleteFunc: func(obj any) { c.enqueuePool(obj) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		h.IPAddressPools().Informer(), h.L2Advertisements().Informer(), h.BGPAdvertisements().Informer(),
+		h.BGPPeers().Informer(), h.Communities().Informer(), h.BFDProfiles().Informer(), secretInf.Informer(),
+	} {
+		if _, err := inf.AddEventHandler(configChanged); err != nil {
+			return err
+		}
+	}
+	if _, err := h.IPAddressPools().Informer().AddEventHandler(poolChanged); err != nil {
+		return err
+	}
+	c.synced = []cache.InformerSynced{
+		svcInf.Informer().HasSynced, nsInf.Informer().HasSynced, secretInf.Informer().HasSynced,
+		h.IPAddressPools().Informer().HasSynced, h.L2Advertisements().Informer().HasSynced,
+		h.BGPAdvertisements().Informer().HasSynced, h.BGPPeers().Informer().HasSynced,
+		h.Communities().Informer().HasSynced, h.BFDProfiles().Informer().HasSynced,
+	}
+	return nil
+}
+
+// onService queues a Service that is, or was, Herald's. Services of other
+// classes never enter the queue.
+func (c *Controller) onService(old, obj any) {
+	svc := obj.(*corev1.Service)
+	var oldSvc *corev1.Service
+	if old != nil {
+		oldSvc = old.(*corev1.Service)
+	}
+	if c.opts.Class.IsOurs(svc) || c.opts.Class.IsOurs(oldSvc) || c.holds(cache.MetaObjectToName(svc)) {
+		c.serviceQueue.Add(cache.MetaObjectToName(svc))
+	}
+}
+
+func (c *Controller) onServiceDeleted(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return
+	}
+	key := cache.MetaObjectToName(svc)
+	c.mu.Lock()
+	c.tombstones[key] = svc
+	c.mu.Unlock()
+	c.serviceQueue.Add(key)
+}
+
+func (c *Controller) enqueuePool(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if m, ok := obj.(interface{ GetName() string }); ok {
+		c.poolQueue.Add(m.GetName())
+	}
+}
+
+func (c *Controller) holds(key cache.ObjectName) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.alloc.Lookup(key.String())
+	return ok
+}
+
+// enqueueAllServices queues every Service Herald handles or holds an
+// address for.
+func (c *Controller) enqueueAllServices() {
+	svcs, _ := c.services.List(labels.Everything())
+	for _, s := range svcs {
+		if c.opts.Class.IsOurs(s) {
+			c.serviceQueue.Add(cache.MetaObjectToName(s))
+		}
+	}
+}
+
+// requeuePending queues every Service waiting for an address: something
+// that could help has changed.
+func (c *Controller) requeuePending() {
+	c.mu.Lock()
+	keys := make([]cache.ObjectName, 0, len(c.pending))
+	for k := range c.pending {
+		keys = append(keys, k)
+	}
+	c.mu.Unlock()
+	for _, k := range keys {
+		c.serviceQueue.Add(k)
+	}
+}
+
+func (c *Controller) enqueueAllPools() {
+	pools, _ := c.listers.pools.List(labels.Everything())
+	for _, p := range pools {
+		c.poolQueue.Add(p.Name)
+	}
+}

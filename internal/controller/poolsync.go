@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+	heraldac "github.com/herald-lb/herald/api/generated/applyconfiguration/api/v1beta1"
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// syncPool keeps a pool's finalizer, usage counts and conditions in step.
+func (c *Controller) syncPool(ctx context.Context, name string) error {
+	pool, err := c.listers.pools.Get(name)
+	if apierrors.IsNotFound(err) {
+		c.metrics.forgetPool(name)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	usage := c.alloc.Usage(name)
+	holders := c.alloc.Holders(name)
+	problems := config.ProblemsOf(c.problems, "IPAddressPool", name)
+	c.mu.Unlock()
+	c.metrics.setPool(name, usage)
+	if err := c.syncFinalizer(ctx, pool, holders); err != nil {
+		return err
+	}
+	st := v1beta1.IPAddressPoolStatus{
+		AssignedIPv4: sat(usage.IPv4.Assigned), AvailableIPv4: sat(usage.IPv4.Available),
+		AssignedIPv6: sat(usage.IPv6.Assigned), AvailableIPv6: sat(usage.IPv6.Available),
+		OutsideRanges: sat(usage.OutsideRanges), ObservedGeneration: pool.Generation,
+	}
+	conds := poolConditions(problems, usage.OutsideRanges, pool.DeletionTimestamp != nil, holders)
+	cur := pool.Status
+	if cur.AssignedIPv4 == st.AssignedIPv4 && cur.AvailableIPv4 == st.AvailableIPv4 && cur.AssignedIPv6 == st.AssignedIPv6 &&
+		cur.AvailableIPv6 == st.AvailableIPv6 && cur.OutsideRanges == st.OutsideRanges && cur.ObservedGeneration == st.ObservedGeneration &&
+		sameConditions(cur.Conditions, conds, pool.Generation) {
+		return nil
+	}
+	ac := heraldac.IPAddressPool(name).WithStatus(heraldac.IPAddressPoolStatus().
+		WithAssignedIPv4(st.AssignedIPv4).WithAvailableIPv4(st.AvailableIPv4).
+		WithAssignedIPv6(st.AssignedIPv6).WithAvailableIPv6(st.AvailableIPv6).
+		WithOutsideRanges(st.OutsideRanges).WithObservedGeneration(st.ObservedGeneration).
+		WithConditions(applyConditions(cur.Conditions, conds, pool.Generation, time.Now())...))
+	if _, err := c.herald.HeraldV1beta1().IPAddressPools().ApplyStatus(ctx, ac, applyOpts); err != nil {
+		return fmt.Errorf("pool %s status: %w", name, err)
+	}
+	return nil
+}
+
+// syncFinalizer holds every pool with herald.dev/pool-protection while it
+// exists, and lets a deleted pool go once no Service holds its addresses.
+func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressPool, holders int) error {
+	has := slices.Contains(pool.Finalizers, v1beta1.PoolProtectionFinalizer)
+	deleting := pool.DeletionTimestamp != nil
+	switch {
+	case !deleting && !has:
+		ac := heraldac.IPAddressPool(pool.Name).WithFinalizers(v1beta1.PoolProtectionFinalizer)
+		if _, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, ac, applyOpts); err != nil {
+			return fmt.Errorf("pool %s finalizer: %w", pool.Name, err)
+		}
+	case deleting && has && holders == 0:
+		if _, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, heraldac.IPAddressPool(pool.Name), applyOpts); err != nil {
+			return fmt.Errorf("pool %s finalizer removal: %w", pool.Name, err)
+		}
+		c.log.Info("pool released", "pool", pool.Name, "why", "deleted and no Service holds its addresses")
+	case deleting && has:
+		c.rec.Eventf(pool, corev1.EventTypeNormal, "DeletionWaits", "%d Service(s) still hold addresses of this pool; it is deleted when the last one releases them", holders)
+	}
+	return nil
+}
+
+func poolConditions(problems []config.Problem, outside uint64, deleting bool, holders int) []condition {
+	ok, reason, msg := validCondition(problems)
+	conflict := condition{Type: v1beta1.ConditionConflicting, Reason: "NoOverlap", Message: "no older pool overlaps this pool"}
+	for _, p := range problems {
+		if p.Reason == config.ReasonConflicting {
+			conflict = condition{Type: v1beta1.ConditionConflicting, Status: true, Reason: "OverlapsOlderPool",
+				Message: fmt.Sprintf("addresses overlap IPAddressPool %s, which is older; this pool is not used", p.ConflictsWith)}
+		}
+	}
+	if ok && deleting {
+		reason, msg = "Deleting", fmt.Sprintf("being deleted: hands out no new address; %d Service(s) still hold its addresses", holders)
+	}
+	out := condition{Type: v1beta1.ConditionAddressesOutsideRanges, Reason: "AllInside", Message: "every address held from this pool is inside its ranges"}
+	if outside > 0 {
+		out = condition{Type: v1beta1.ConditionAddressesOutsideRanges, Status: true, Reason: "OutsideRanges",
+			Message: fmt.Sprintf("%d address(es) held by Services are outside the pool's current ranges; they stay with their Services", outside)}
+	}
+	return []condition{{Type: v1beta1.ConditionValid, Status: ok, Reason: reason, Message: msg}, conflict, out}
+}
+
+func sat(v uint64) int64 {
+	if v > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(v)
+}

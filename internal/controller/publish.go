@@ -1,0 +1,147 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	acorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+)
+
+var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+
+// publish writes what changed: status (ingress with ipMode VIP, Herald's
+// conditions), then the pool annotation, with events telling the story.
+func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outcome) error {
+	ingress := wantIngress(out)
+	conds := []condition{allocatedCondition(out)}
+	ingressChanged := !sameIngress(svc.Status.LoadBalancer.Ingress, ingress)
+	condsChanged := !sameConditions(svc.Status.Conditions, conds, svc.Generation)
+	if ingressChanged && len(ingress) > 0 {
+		c.rec.Event(svc, corev1.EventTypeNormal, "EnsuringLoadBalancer", "Ensuring load balancer")
+	}
+	if ingressChanged || condsChanged {
+		if err := c.applyStatus(ctx, svc, ingress, conds); err != nil {
+			return err
+		}
+	}
+	if ingressChanged && len(ingress) > 0 {
+		c.rec.Eventf(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer: %s from IPAddressPool %s",
+			strings.Join(ipStrings(out.assignment.IPs), ", "), out.assignment.Pool)
+	}
+	if out.err != nil {
+		c.rec.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: %s: %s", failureReason(out.err), out.err.Error())
+	}
+	if len(out.outside) > 0 && condsChanged {
+		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressOutsidePool", "%s is in no IPAddressPool any more; the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
+	}
+	return c.applyPoolAnnotation(ctx, svc, out)
+}
+
+func wantIngress(out outcome) []corev1.LoadBalancerIngress {
+	if !out.held {
+		return nil
+	}
+	vip := corev1.LoadBalancerIPModeVIP
+	in := make([]corev1.LoadBalancerIngress, 0, len(out.assignment.IPs))
+	for _, ip := range out.assignment.IPs {
+		in = append(in, corev1.LoadBalancerIngress{IP: ip.String(), IPMode: &vip})
+	}
+	return in
+}
+
+func sameIngress(have, want []corev1.LoadBalancerIngress) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range have {
+		if have[i].IP != want[i].IP || have[i].Hostname != "" || have[i].IPMode == nil || *have[i].IPMode != *want[i].IPMode || len(have[i].Ports) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingress []corev1.LoadBalancerIngress, conds []condition) error {
+	status := acorev1.ServiceStatus().WithConditions(applyConditions(svc.Status.Conditions, conds, svc.Generation, time.Now())...)
+	if len(ingress) > 0 {
+		lb := acorev1.LoadBalancerStatus()
+		for _, in := range ingress {
+			lb.WithIngress(acorev1.LoadBalancerIngress().WithIP(in.IP).WithIPMode(*in.IPMode))
+		}
+		status.WithLoadBalancer(lb)
+	}
+	ac := acorev1.Service(svc.Name, svc.Namespace).WithStatus(status)
+	_, err := c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(ctx, ac, applyOpts)
+	if err != nil {
+		return fmt.Errorf("service %s/%s status: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// applyPoolAnnotation keeps herald.dev/ip-allocated-from-pool in step.
+func (c *Controller) applyPoolAnnotation(ctx context.Context, svc *corev1.Service, out outcome) error {
+	want := ""
+	if out.held {
+		want = out.assignment.Pool
+	}
+	if svc.Annotations[v1beta1.AnnotationAllocatedFromPool] == want {
+		return nil
+	}
+	ac := acorev1.Service(svc.Name, svc.Namespace)
+	if want != "" {
+		ac.WithAnnotations(map[string]string{v1beta1.AnnotationAllocatedFromPool: want})
+	}
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(ctx, ac, applyOpts); err != nil {
+		return fmt.Errorf("service %s/%s annotation: %w", svc.Namespace, svc.Name, err)
+	}
+	return nil
+}
+
+// forget handles a Service that is not Herald's (any more): its Herald
+// status, annotation and conditions are removed, then its addresses are
+// released. A Service Herald never wrote to is never written to.
+func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
+	key := cache.MetaObjectToName(svc)
+	c.mu.Lock()
+	a, held := c.alloc.Lookup(key.String())
+	delete(c.pending, key)
+	c.mu.Unlock()
+	if !held && !ownsFields(svc) {
+		return nil
+	}
+	empty := acorev1.Service(svc.Name, svc.Namespace)
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(ctx, empty.WithStatus(acorev1.ServiceStatus()), applyOpts); err != nil {
+		return fmt.Errorf("service %s status cleanup: %w", key, err)
+	}
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(ctx, acorev1.Service(svc.Name, svc.Namespace), applyOpts); err != nil {
+		return fmt.Errorf("service %s annotation cleanup: %w", key, err)
+	}
+	if !held {
+		return nil
+	}
+	c.mu.Lock()
+	c.alloc.Release(key.String())
+	c.mu.Unlock()
+	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "why", "no longer a Herald LoadBalancer")
+	c.rec.Eventf(svc, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer: released %s (the Service is no longer a Herald LoadBalancer)", strings.Join(ipStrings(a.IPs), ", "))
+	c.poolQueue.AddAfter(a.Pool, time.Second)
+	c.requeuePending()
+	return nil
+}
+
+// ownsFields reports whether Herald's field manager wrote to the object.
+func ownsFields(svc *corev1.Service) bool {
+	for _, mf := range svc.ManagedFields {
+		if mf.Manager == FieldManager {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,57 @@
+package controller
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/service"
+)
+
+// restore records every assignment found in the status of Herald's
+// Services, oldest Service first, before anything new is allocated. When
+// two Services claim one address, the older keeps it; the younger gets a
+// Warning event and asks for a new address in its first sync (which its
+// request may or may not allow).
+func (c *Controller) restore() (restored, conflicts int) {
+	all, _ := c.services.List(labels.Everything())
+	var svcs []*corev1.Service
+	for _, s := range all {
+		if c.opts.Class.IsOurs(s) && len(service.IngressIPs(s)) > 0 {
+			svcs = append(svcs, s)
+		}
+	}
+	sort.Slice(svcs, func(i, j int) bool {
+		ti, tj := svcs[i].CreationTimestamp.Time, svcs[j].CreationTimestamp.Time
+		if !ti.Equal(tj) {
+			return ti.Before(tj)
+		}
+		return cache.MetaObjectToName(svcs[i]).String() < cache.MetaObjectToName(svcs[j]).String()
+	})
+	for _, svc := range svcs {
+		var nsLabels map[string]string
+		if ns, err := c.namespaces.Get(svc.Namespace); err == nil {
+			nsLabels = ns.Labels
+		}
+		req, _ := service.Request(svc, nsLabels) // an invalid request still keeps what it holds
+		ips := service.IngressIPs(svc)
+		err := c.alloc.Restore(req, svc.Annotations[v1beta1.AnnotationAllocatedFromPool], ips)
+		if err == nil {
+			restored++
+			continue
+		}
+		conflicts++
+		c.log.Warn("address conflict at start", "service", req.Key, "ips", ipStrings(ips), "error", err)
+		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressConflict",
+			"%s is also claimed by an older Service (%s); a new address is allocated if the request allows it",
+			strings.Join(ipStrings(ips), ", "), err.Error())
+		c.mu.Lock()
+		c.pending[cache.MetaObjectToName(svc)] = true
+		c.mu.Unlock()
+	}
+	return restored, conflicts
+}
