@@ -23,10 +23,10 @@ import (
 
 type flags struct {
 	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName string
-	lbClassOnly, leaderElect                                                     bool
-	workers, burst                                                               int
-	qps                                                                          float64
-	leaseDuration, renewDeadline, retryPeriod                                    time.Duration
+	lbClassOnly, leaderElect                                                      bool
+	workers, burst                                                                int
+	qps                                                                           float64
+	leaseDuration, renewDeadline, retryPeriod                                     time.Duration
 }
 
 func parseFlags(args []string) (flags, error) {

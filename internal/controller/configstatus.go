@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/herald-lb/herald/api/v1beta1"
 	heraldac "github.com/herald-lb/herald/api/generated/applyconfiguration/api/v1beta1"
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/config"
 )
 

@@ -10,8 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/herald-lb/herald/api/v1beta1"
 	heraldac "github.com/herald-lb/herald/api/generated/applyconfiguration/api/v1beta1"
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/config"
 )
 
