@@ -48,9 +48,13 @@ func (f *fakeResponders) take() []string {
 	return out
 }
 
-func (r *fakeResponder) setVIPs(vips []netip.Addr) { r.f.record(fmt.Sprintf("vips %s %v", r.name, vips)) }
-func (r *fakeResponder) announce(vip netip.Addr)   { r.f.record(fmt.Sprintf("announce %s %v", r.name, vip)) }
-func (r *fakeResponder) nudge()                    {}
+func (r *fakeResponder) setVIPs(vips []netip.Addr) {
+	r.f.record(fmt.Sprintf("vips %s %v", r.name, vips))
+}
+func (r *fakeResponder) announce(vip netip.Addr) {
+	r.f.record(fmt.Sprintf("announce %s %v", r.name, vip))
+}
+func (r *fakeResponder) nudge() {}
 func (r *fakeResponder) close() {
 	r.f.record("close " + r.name)
 	r.f.mu.Lock()
@@ -60,7 +64,7 @@ func (r *fakeResponder) close() {
 
 // testAnnouncer returns an announcer that runs without Run or sockets: the
 // test feeds it link tables with publish.
-func testAnnouncer(t *testing.T, cfg Config) (*Announcer, *fakeResponders, *bytes.Buffer) {
+func testAnnouncer(t testing.TB, cfg Config) (*Announcer, *fakeResponders, *bytes.Buffer) {
 	t.Helper()
 	var logs bytes.Buffer
 	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))

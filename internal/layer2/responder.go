@@ -3,11 +3,13 @@ package layer2
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -207,6 +209,11 @@ func readFailed(ctx context.Context, log *slog.Logger, bo *backoff, err error) b
 	if ctx.Err() != nil {
 		return false
 	}
-	log.Warn("reading packets failed", "error", err)
+	if errors.Is(err, syscall.ENETDOWN) {
+		// The link went down; the announcer closes this responder.
+		log.Debug("reading packets failed", "error", err)
+	} else {
+		log.Warn("reading packets failed", "error", err)
+	}
 	return wait(ctx, bo.next(), nil)
 }

@@ -1,0 +1,162 @@
+package layer2
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
+	"github.com/mdlayher/ndp"
+	"github.com/mdlayher/packet"
+)
+
+// frame is an ARP or NDP frame seen on the client's eth0, in either
+// direction.
+type frame struct {
+	T         int64  `json:"t"`    // unix ns when read
+	Kind      string `json:"kind"` // arp-request, arp-reply, ns, na
+	Src       string `json:"src"`  // Ethernet source and destination
+	Dst       string `json:"dst"`
+	SPA       string `json:"spa,omitempty"` // ARP sender and target IP
+	TPA       string `json:"tpa,omitempty"`
+	SHA       string `json:"sha,omitempty"` // ARP sender MAC
+	IPSrc     string `json:"ipsrc,omitempty"`
+	IPDst     string `json:"ipdst,omitempty"`
+	Target    string `json:"target,omitempty"` // NS/NA target
+	Solicited bool   `json:"s,omitempty"`
+	Override  bool   `json:"o,omitempty"`
+	TLL       string `json:"tll,omitempty"` // NA target link-layer address
+}
+
+func (f frame) time() time.Time { return time.Unix(0, f.T) }
+
+// runClientHelper sniffs ARP and NDP on eth0 (an ETH_P_ALL packet socket
+// sees both directions) and, on "probe <ip> <interval>", sends ARP requests
+// for ip until "stop".
+func runClientHelper() {
+	var out helperOut
+	ifi, err := net.InterfaceByName("eth0")
+	if err != nil {
+		out.printf("error %v", err)
+		return
+	}
+	const ethPAll = 0x0003
+	sniff, err := packet.Listen(ifi, packet.Raw, ethPAll, nil)
+	if err != nil {
+		out.printf("error %v", err)
+		return
+	}
+	defer sniff.Close()
+	go sniffLoop(sniff, &out)
+	out.printf("ready")
+	var stop context.CancelFunc = func() {}
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		switch {
+		case len(f) == 3 && f[0] == "probe":
+			stop()
+			var ctx context.Context
+			ctx, stop = context.WithCancel(context.Background())
+			d, _ := time.ParseDuration(f[2])
+			go probeARP(ctx, ifi, netip.MustParseAddr(f[1]), d)
+			out.printf("probing")
+		case len(f) == 1 && f[0] == "stop":
+			stop()
+			out.printf("stopped")
+		}
+	}
+	stop()
+}
+
+func sniffLoop(c *packet.Conn, out *helperOut) {
+	buf := make([]byte, 9000)
+	for {
+		n, _, err := c.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		f, ok := describeFrame(buf[:n])
+		if !ok {
+			continue
+		}
+		f.T = time.Now().UnixNano()
+		b, _ := json.Marshal(f)
+		out.printf("frame %s", b)
+	}
+}
+
+func describeFrame(b []byte) (frame, bool) {
+	var ef ethernet.Frame
+	if ef.UnmarshalBinary(b) != nil {
+		return frame{}, false
+	}
+	f := frame{Src: ef.Source.String(), Dst: ef.Destination.String()}
+	switch ef.EtherType {
+	case ethernet.EtherTypeARP:
+		var p arp.Packet
+		if p.UnmarshalBinary(ef.Payload) != nil {
+			return frame{}, false
+		}
+		f.Kind = "arp-request"
+		if p.Operation == arp.OperationReply {
+			f.Kind = "arp-reply"
+		}
+		f.SPA, f.TPA, f.SHA = p.SenderIP.String(), p.TargetIP.String(), p.SenderHardwareAddr.String()
+		return f, true
+	case ethernet.EtherTypeIPv6:
+		return describeNDP(f, ef.Payload)
+	}
+	return frame{}, false
+}
+
+func describeNDP(f frame, ip []byte) (frame, bool) {
+	if len(ip) < ipv6HeaderLen+4 || ip[6] != protoICMPv6 {
+		return frame{}, false
+	}
+	m, err := ndp.ParseMessage(ip[ipv6HeaderLen:])
+	if err != nil {
+		return frame{}, false
+	}
+	f.IPSrc = netip.AddrFrom16([16]byte(ip[8:24])).String()
+	f.IPDst = netip.AddrFrom16([16]byte(ip[24:40])).String()
+	switch m := m.(type) {
+	case *ndp.NeighborSolicitation:
+		f.Kind, f.Target = "ns", m.TargetAddress.String()
+	case *ndp.NeighborAdvertisement:
+		f.Kind, f.Target, f.Solicited, f.Override = "na", m.TargetAddress.String(), m.Solicited, m.Override
+		for _, o := range m.Options {
+			if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
+				f.TLL = lla.Addr.String()
+			}
+		}
+	default:
+		return frame{}, false
+	}
+	return f, true
+}
+
+// probeARP broadcasts who-has requests for ip every interval.
+func probeARP(ctx context.Context, ifi *net.Interface, ip netip.Addr, interval time.Duration) {
+	c, err := arp.Dial(ifi)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		_ = c.Request(ip)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

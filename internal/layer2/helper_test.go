@@ -1,0 +1,308 @@
+package layer2
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Lab tests run the code under test inside a node namespace by re-executing
+// the test binary there (ip netns exec <ns> <test binary>
+// -test.run=^TestHelperProcess$): every socket, netlink subscription and
+// goroutine of that process lives in the namespace. The parent talks to it
+// with one-line commands on stdin; replies and observed frames come back on
+// stdout prefixed with "L2H ".
+
+const helperEnv = "HERALD_L2_HELPER"
+
+// TestHelperProcess is not a test: it is the body of the helper processes.
+func TestHelperProcess(t *testing.T) {
+	switch os.Getenv(helperEnv) {
+	case "":
+		return
+	case "announcer":
+		runAnnouncerHelper()
+	case "client":
+		runClientHelper()
+	}
+	os.Exit(0)
+}
+
+// helperOut serialises the helper's stdout lines.
+type helperOut struct{ mu sync.Mutex }
+
+func (o *helperOut) printf(format string, args ...any) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Printf("L2H "+format+"\n", args...)
+}
+
+func runAnnouncerHelper() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var g GratuitousConfig
+	if s := os.Getenv("HERALD_L2_GRAT"); s != "" {
+		n, d, _ := strings.Cut(s, "/")
+		g.Count, _ = strconv.Atoi(n)
+		g.Interval, _ = time.ParseDuration(d)
+	}
+	reg := prometheus.NewRegistry()
+	a, err := New(Config{Logger: log, Registerer: reg, Gratuitous: g})
+	if err != nil {
+		log.Error("new", "error", err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	var out helperOut
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		switch f[0] {
+		case "set":
+			want := parseAnnouncements(f[1:])
+			t0 := time.Now().UnixNano()
+			a.SetAnnouncements(want)
+			out.printf("ok %d", t0)
+		case "ifaces":
+			out.printf("ifaces %s", strings.Join(a.Interfaces(netip.MustParseAddr(f[1])), ","))
+		case "metric":
+			out.printf("metric %g", counterValue(reg, f[1], f[2], f[3]))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		log.Error("run", "error", err)
+	}
+}
+
+// parseAnnouncements reads "ip" or "ip@if1,if2" words.
+func parseAnnouncements(words []string) []Announcement {
+	var want []Announcement
+	for _, w := range words {
+		ip, ifs, _ := strings.Cut(w, "@")
+		a := Announcement{IP: netip.MustParseAddr(ip)}
+		if ifs != "" {
+			a.Interfaces = strings.Split(ifs, ",")
+		}
+		want = append(want, a)
+	}
+	return want
+}
+
+func counterValue(reg *prometheus.Registry, name, iface, proto string) float64 {
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["interface"] == iface && labels["protocol"] == proto {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// helper is the parent's handle on a helper process.
+type helper struct {
+	t       testing.TB
+	name    string
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	replies chan string
+	logs    syncBuffer
+
+	mu     sync.Mutex
+	frames []frame
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startHelper starts a helper process in ns. It is stopped (stdin closed,
+// then killed by PID if it lingers) when the test ends.
+func startHelper(t testing.TB, ns, mode string, env ...string) *helper {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &helper{t: t, name: mode + "@" + ns, replies: make(chan string, 64)}
+	h.cmd = exec.Command("ip", "netns", "exec", ns, exe, "-test.run=^TestHelperProcess$")
+	h.cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
+	h.cmd.Stderr = &h.logs
+	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := h.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.cmd.Start(); err != nil {
+		t.Fatalf("start helper %s: %v", h.name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		h.readStdout(stdout)
+		_ = h.cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() { h.stop(exited) })
+	return h
+}
+
+func (h *helper) stop(exited chan struct{}) {
+	_ = h.stdin.Close()
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		h.t.Errorf("helper %s (pid %d) did not exit within 10 s of stdin closing, killing it", h.name, h.cmd.Process.Pid)
+		_ = h.cmd.Process.Kill()
+		<-exited
+	}
+	if strings.Contains(h.logs.String(), "DATA RACE") {
+		h.t.Errorf("helper %s: the race detector reported a data race", h.name)
+	}
+	if h.t.Failed() {
+		h.t.Logf("--- log of helper %s ---\n%s", h.name, h.logs.String())
+	}
+}
+
+func (h *helper) readStdout(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1<<20)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "L2H ")
+		if !ok {
+			continue
+		}
+		if js, isFrame := strings.CutPrefix(line, "frame "); isFrame {
+			var f frame
+			if json.Unmarshal([]byte(js), &f) == nil {
+				h.mu.Lock()
+				h.frames = append(h.frames, f)
+				h.mu.Unlock()
+			}
+			continue
+		}
+		h.replies <- line
+	}
+}
+
+// call sends a command and returns the helper's reply.
+func (h *helper) call(format string, args ...any) string {
+	h.t.Helper()
+	if _, err := fmt.Fprintf(h.stdin, format+"\n", args...); err != nil {
+		h.t.Fatalf("helper %s: %v", h.name, err)
+	}
+	select {
+	case r := <-h.replies:
+		return r
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("helper %s did not answer %q\n%s", h.name, fmt.Sprintf(format, args...), h.logs.String())
+		return ""
+	}
+}
+
+// expect waits for an unsolicited reply line.
+func (h *helper) expect(want string) {
+	h.t.Helper()
+	select {
+	case r := <-h.replies:
+		if r != want {
+			h.t.Fatalf("helper %s said %q, want %q", h.name, r, want)
+		}
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("helper %s did not say %q\n%s", h.name, want, h.logs.String())
+	}
+}
+
+// set calls SetAnnouncements in an announcer helper and returns the time
+// just before the call.
+func (h *helper) set(specs ...string) time.Time {
+	h.t.Helper()
+	r := h.call("set %s", strings.Join(specs, " "))
+	ns, err := strconv.ParseInt(strings.TrimPrefix(r, "ok "), 10, 64)
+	if err != nil {
+		h.t.Fatalf("helper %s: set: %q", h.name, r)
+	}
+	return time.Unix(0, ns)
+}
+
+func (h *helper) ifaces(ip string) string {
+	h.t.Helper()
+	return strings.TrimPrefix(h.call("ifaces %s", ip), "ifaces ")
+}
+
+func (h *helper) metric(name, iface, proto string) float64 {
+	h.t.Helper()
+	v, _ := strconv.ParseFloat(strings.TrimPrefix(h.call("metric %s %s %s", name, iface, proto), "metric "), 64)
+	return v
+}
+
+// mark returns a position in the frames seen so far.
+func (h *helper) mark() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.frames)
+}
+
+// framesSince returns the frames seen from a mark on.
+func (h *helper) framesSince(from int) []frame {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]frame(nil), h.frames[from:]...)
+}
+
+// waitFrame waits for a frame matching pred seen after mark.
+func (h *helper) waitFrame(from int, d time.Duration, what string, pred func(frame) bool) frame {
+	h.t.Helper()
+	var found frame
+	eventually(h.t, d, what, func() bool {
+		for _, f := range h.framesSince(from) {
+			if pred(f) {
+				found = f
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
