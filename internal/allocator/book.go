@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"maps"
 	"net/netip"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ func newHolder(req *Request) *holder {
 		sharingKey: req.SharingKey,
 		ports:      normalizePorts(req.Ports),
 		etpLocal:   req.ETPLocal,
-		selector:   req.Selector,
+		selector:   maps.Clone(req.Selector),
 	}
 }
 
