@@ -80,7 +80,7 @@ func svc(key string, opts ...reqOpt) Request {
 	return r
 }
 
-var (
+const (
 	v4 = corev1.IPv4Protocol
 	v6 = corev1.IPv6Protocol
 )
