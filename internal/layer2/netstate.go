@@ -84,6 +84,30 @@ func (t *linkTable) setAddr(index int, p netip.Prefix, present bool) {
 	t.addrs[index][p] = struct{}{}
 }
 
+// apply records one netlink update.
+func (t *linkTable) apply(ev any) {
+	switch u := ev.(type) {
+	case netlink.LinkUpdate:
+		info := linkInfoOf(u.Link)
+		if u.Header.Type == unix.RTM_DELLINK {
+			t.deleteLink(info.index)
+			t.refreshRoutes = true
+			return
+		}
+		if t.setLink(info) {
+			t.refreshRoutes = true
+		}
+	case netlink.AddrUpdate:
+		if p, ok := prefixOf(u.LinkAddress); ok {
+			t.setAddr(u.LinkIndex, p, u.NewAddr && usableAddr(u.Flags))
+		}
+	case netlink.RouteUpdate:
+		if isDefaultRoute(u.Route) {
+			t.refreshRoutes = true
+		}
+	}
+}
+
 func (t *linkTable) snapshot() netState {
 	s := netState{
 		defaults: DefaultRoutes{V4: slices.Clone(t.defaults.V4), V6: slices.Clone(t.defaults.V6)},

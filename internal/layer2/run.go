@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 var errSubscriptionClosed = errors.New("netlink subscription closed")
@@ -81,10 +78,12 @@ func (a *Announcer) follow(ctx context.Context, t *linkTable) error {
 	}
 	a.publish(t.snapshot())
 	for {
-		ev, err := sub.receive(ctx, true)
+		// Apply everything queued before reconciling, so that a link
+		// and its addresses coming up together are seen together.
+		ev, err := sub.next(ctx)
 		for err == nil && ev != nil {
-			a.apply(t, ev)
-			ev, err = sub.receive(ctx, false)
+			t.apply(ev)
+			ev, err = sub.pending()
 		}
 		if err != nil {
 			return err
@@ -99,14 +98,8 @@ func (a *Announcer) follow(ctx context.Context, t *linkTable) error {
 	}
 }
 
-// receive returns the next netlink update. Without wait it returns nil at
-// once when none is pending.
-func (s *subscription) receive(ctx context.Context, wait bool) (any, error) {
-	var idle chan struct{}
-	if !wait {
-		idle = make(chan struct{})
-		close(idle)
-	}
+// next waits for the next netlink update.
+func (s *subscription) next(ctx context.Context) (any, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
@@ -118,7 +111,21 @@ func (s *subscription) receive(ctx context.Context, wait bool) (any, error) {
 		return orClosed(u, ok)
 	case u, ok := <-s.routes:
 		return orClosed(u, ok)
-	case <-idle:
+	}
+}
+
+// pending returns a netlink update that is already queued, or nil.
+func (s *subscription) pending() (any, error) {
+	select {
+	case err := <-s.failed:
+		return nil, err
+	case u, ok := <-s.links:
+		return orClosed(u, ok)
+	case u, ok := <-s.addrs:
+		return orClosed(u, ok)
+	case u, ok := <-s.routes:
+		return orClosed(u, ok)
+	default:
 		return nil, nil
 	}
 }
@@ -128,30 +135,6 @@ func orClosed(u any, ok bool) (any, error) {
 		return nil, errSubscriptionClosed
 	}
 	return u, nil
-}
-
-// apply records one netlink update in t.
-func (a *Announcer) apply(t *linkTable, ev any) {
-	switch u := ev.(type) {
-	case netlink.LinkUpdate:
-		info := linkInfoOf(u.Link)
-		if u.Header.Type == unix.RTM_DELLINK {
-			t.deleteLink(info.index)
-			t.refreshRoutes = true
-			return
-		}
-		if t.setLink(info) {
-			t.refreshRoutes = true
-		}
-	case netlink.AddrUpdate:
-		if p, ok := prefixOf(u.LinkAddress); ok {
-			t.setAddr(u.LinkIndex, p, u.NewAddr && usableAddr(u.Flags))
-		}
-	case netlink.RouteUpdate:
-		if isDefaultRoute(u.Route) {
-			t.refreshRoutes = true
-		}
-	}
 }
 
 // publish hands a new view of the links to the announcer and reconciles.
