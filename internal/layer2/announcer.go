@@ -95,7 +95,9 @@ func (a *Announcer) SetAnnouncements(want []Announcement) {
 	a.reconcileLocked()
 }
 
-// Interfaces returns the interfaces ip is currently announced on, sorted.
+// Interfaces returns the interfaces ip is currently announced on, sorted:
+// those its responders answer on (an NDP responder may still be waiting a
+// second or two for the link-local address to pass DAD).
 func (a *Announcer) Interfaces(ip netip.Addr) []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -90,6 +90,7 @@ func startResponder(parent context.Context, spec responderSpec) responderHandle 
 
 func (r *responder) run() {
 	if !r.openWithRetry() {
+		r.log.Debug("responder closed before it could open")
 		return
 	}
 	close(r.ready)
@@ -99,6 +100,11 @@ func (r *responder) run() {
 	r.p.close()
 	r.log.Info("responder closed")
 }
+
+// warnAfterAttempts is the failed open attempt (about 10 s in) at which a
+// responder that is still not open is worth a warning: a tentative
+// link-local address takes only a second or two.
+const warnAfterAttempts = 10
 
 // openWithRetry opens the sockets, retrying with backoff (or at once when
 // nudged) until it works or the responder is closed. An IPv6 link-local
@@ -111,9 +117,12 @@ func (r *responder) openWithRetry() bool {
 		if err == nil {
 			return true
 		}
-		if attempt == 1 {
+		switch attempt {
+		case 1:
 			r.log.Info("responder not ready, retrying", "error", err)
-		} else {
+		case warnAfterAttempts:
+			r.log.Warn("responder still cannot open, retrying", "attempt", attempt, "error", err)
+		default:
 			r.log.Debug("responder still not ready", "attempt", attempt, "error", err)
 		}
 		if !wait(r.ctx, bo.next(), r.nudges) {
