@@ -313,3 +313,22 @@ func findSession(s *Speaker, name string) (SessionState, bool) {
 	}
 	return SessionState{}, false
 }
+
+// TestLoopbackIPv6Session checks next hops over an IPv6 session (::1):
+// IPv4 paths carry the node's IPv4 address (GoBGP's next-hop-self would put
+// the session's IPv6 address there), IPv6 paths the node's IPv6 address.
+func TestLoopbackIPv6Session(t *testing.T) {
+	lo6 := netip.MustParseAddr("::1")
+	r := startRouter(t, "::1", routerASN, lo6, speakerASN)
+	s, _ := newTestSpeaker(t, nil)
+	ss := loSession("r6", r, routerASN)
+	ss.SourceAddress = lo6
+	apply(t, s, Desired{NodeIPv4: nodeV4, NodeIPv6: loNodeV6, Sessions: []Session{ss},
+		Paths: []Path{{Prefix: vip4}, {Prefix: vip6}}})
+	waitUp(t, s, "r6")
+	waitRoutes(t, r, "both routes over the IPv6 session", func(rs map[netip.Prefix]route) bool { return len(rs) == 2 })
+	rs := r.routes(t)
+	if rs[vip4].nextHop != nodeV4 || rs[vip6].nextHop != loNodeV6 {
+		t.Errorf("next hops over an IPv6 session: /32 %s (want %s), /128 %s (want %s)", rs[vip4].nextHop, nodeV4, rs[vip6].nextHop, loNodeV6)
+	}
+}

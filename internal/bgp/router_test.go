@@ -46,8 +46,12 @@ func startRouter(t *testing.T, addr string, asn uint32, speaker netip.Addr, spea
 	r.srv = server.NewBgpServer(server.LoggerOption(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), nil))
 	go r.srv.Serve()
 	ctx := context.Background()
+	routerID := addr
+	if r.addr.Is6() {
+		routerID = "198.51.100.99"
+	}
 	must(t, r.srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
-		Asn: asn, RouterId: addr, ListenPort: int32(r.port), ListenAddresses: []string{addr},
+		Asn: asn, RouterId: routerID, ListenPort: int32(r.port), ListenAddresses: []string{addr},
 	}}))
 	t.Cleanup(r.srv.Stop)
 	must(t, r.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
