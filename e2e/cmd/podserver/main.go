@@ -1,0 +1,79 @@
+// Command podserver is the lab's stand-in for a pod: an HTTP server that
+// answers every request with its own name, the client address it saw and
+// the local address it was reached at, as JSON:
+//
+//	{"pod":"pod-node2","client":"198.51.100.100:51234","server":"198.51.100.166:8080"}
+//
+// e2e/lab runs one in each pod namespace (ports 8080 and 8443 and any
+// extra ports the lab's options give), all plain HTTP.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+type answer struct {
+	Pod    string `json:"pod"`
+	Client string `json:"client"`
+	Server string `json:"server"`
+}
+
+func main() {
+	name := flag.String("name", "", "pod name to report")
+	ports := flag.String("ports", "8080,8443", "comma-separated TCP ports to serve on (all addresses)")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(*name, strings.Split(*ports, ","), log); err != nil {
+		log.Error("podserver failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+func run(name string, ports []string, log *slog.Logger) error {
+	if name == "" {
+		return errors.New("-name is required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		a := answer{Pod: name, Client: r.RemoteAddr}
+		if local != nil {
+			a.Server = local.String()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(a)
+	})
+	errs := make(chan error, len(ports))
+	var servers []*http.Server
+	for _, p := range ports {
+		l, err := net.Listen("tcp", ":"+strings.TrimSpace(p))
+		if err != nil {
+			return fmt.Errorf("listening on port %s: %w", p, err)
+		}
+		s := &http.Server{Handler: h}
+		servers = append(servers, s)
+		go func() { errs <- s.Serve(l) }()
+	}
+	log.Info("serving", "pod", name, "ports", ports)
+	select {
+	case <-ctx.Done():
+	case err := <-errs:
+		return err
+	}
+	for _, s := range servers {
+		_ = s.Close()
+	}
+	return nil
+}

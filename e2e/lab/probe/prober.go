@@ -1,0 +1,183 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"time"
+
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ndp"
+	"github.com/mdlayher/packet"
+)
+
+// EtherTypes the raw sockets listen for.
+const (
+	ethPAll  = 0x0003
+	ethPARP  = 0x0806
+	ethPIPv6 = 0x86dd
+)
+
+// Prober asks one interface's segment who has one address (ARP who-has
+// for IPv4, neighbor solicitation for IPv6) and reads the answers.
+type Prober struct {
+	conn   *packet.Conn
+	ifi    *net.Interface
+	target netip.Addr
+	src    netip.Addr
+	frame  []byte
+	buf    []byte
+}
+
+// NewProber opens a raw socket on ifname. The source address is the
+// interface's IPv4 address, or its first global IPv6 address. For IPv6 an
+// empty dstMAC sends the NS to the target's solicited-node group; a MAC
+// sends a unicast NS (IPv6 destination: the target) to that station.
+func NewProber(ifname string, target netip.Addr, dstMAC net.HardwareAddr) (*Prober, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, fmt.Errorf("interface %s: %w", ifname, err)
+	}
+	src, err := sourceAddr(ifi, target.Is4())
+	if err != nil {
+		return nil, err
+	}
+	p := &Prober{ifi: ifi, target: target, src: src, buf: make([]byte, 1600)}
+	proto := ethPARP
+	if target.Is4() {
+		p.frame, err = arpRequest(ifi.HardwareAddr, src, target)
+	} else {
+		proto = ethPIPv6
+		p.frame, err = p.nsFrame(dstMAC)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if p.conn, err = packet.Listen(ifi, packet.Raw, proto, nil); err != nil {
+		return nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
+	}
+	return p, nil
+}
+
+func (p *Prober) nsFrame(dstMAC net.HardwareAddr) ([]byte, error) {
+	if len(dstMAC) != 0 {
+		return nsFrame(p.ifi.HardwareAddr, dstMAC, p.src, p.target, p.target)
+	}
+	group, err := ndp.SolicitedNodeMulticast(p.target)
+	if err != nil {
+		return nil, err
+	}
+	return nsFrame(p.ifi.HardwareAddr, multicastMAC(group), p.src, group, p.target)
+}
+
+func sourceAddr(ifi *net.Interface, v4 bool) (netip.Addr, error) {
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("addresses of %s: %w", ifi.Name, err)
+	}
+	for _, a := range addrs {
+		pfx, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		ip := pfx.Addr()
+		if v4 && ip.Is4() || !v4 && ip.Is6() && ip.IsGlobalUnicast() {
+			return ip, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("%s has no usable source address (IPv4: %v)", ifi.Name, v4)
+}
+
+// Source is the address the probes are sent from.
+func (p *Prober) Source() netip.Addr { return p.src }
+
+// Close closes the socket.
+func (p *Prober) Close() error { return p.conn.Close() }
+
+// Send sends one probe.
+func (p *Prober) Send() error {
+	dst := &packet.Addr{HardwareAddr: net.HardwareAddr(p.frame[0:6])}
+	if _, err := p.conn.WriteTo(p.frame, dst); err != nil {
+		return fmt.Errorf("sending probe for %v on %s: %w", p.target, p.ifi.Name, err)
+	}
+	return nil
+}
+
+// Next returns the next answer for the target, or an error wrapping
+// os.ErrDeadlineExceeded when none came before deadline.
+func (p *Prober) Next(deadline time.Time) (Answer, error) {
+	if err := p.conn.SetReadDeadline(deadline); err != nil {
+		return Answer{}, err
+	}
+	for {
+		n, _, err := p.conn.ReadFrom(p.buf)
+		if err != nil {
+			return Answer{}, err
+		}
+		at := time.Now().UnixNano()
+		var a Answer
+		var ok bool
+		if p.target.Is4() {
+			a, ok = p.arpAnswer(p.buf[:n])
+		} else {
+			a, ok = p.ndpAnswer(p.buf[:n])
+		}
+		if ok {
+			a.At = at
+			return a, nil
+		}
+	}
+}
+
+func (p *Prober) arpAnswer(b []byte) (Answer, bool) {
+	pkt, f, err := parseARP(b)
+	if err != nil || pkt.Operation != arp.OperationReply || pkt.SenderIP != p.target || pkt.TargetIP != p.src {
+		return Answer{}, false
+	}
+	return Answer{MAC: pkt.SenderHardwareAddr.String(), EthSource: f.Source.String(), Source: pkt.SenderIP.String()}, true
+}
+
+func (p *Prober) ndpAnswer(b []byte) (Answer, bool) {
+	m, err := parseNDP(b)
+	if err != nil || m.dst != p.src {
+		return Answer{}, false
+	}
+	na, ok := m.msg.(*ndp.NeighborAdvertisement)
+	if !ok || na.TargetAddress != p.target {
+		return Answer{}, false
+	}
+	mac := targetMAC(na)
+	if mac == "" {
+		mac = m.eth.Source.String()
+	}
+	return Answer{
+		MAC: mac, EthSource: m.eth.Source.String(), Source: m.src.String(),
+		Router: na.Router, Solicited: na.Solicited, Override: na.Override,
+	}, true
+}
+
+// Once sends one probe and returns every answer read within window.
+func Once(ifname string, target netip.Addr, dstMAC net.HardwareAddr, window time.Duration) ([]Answer, error) {
+	p, err := NewProber(ifname, target, dstMAC)
+	if err != nil {
+		return nil, err
+	}
+	defer p.Close()
+	if err := p.Send(); err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(window)
+	answers := []Answer{}
+	for {
+		a, err := p.Next(deadline)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return answers, nil
+		}
+		if err != nil {
+			return answers, err
+		}
+		answers = append(answers, a)
+	}
+}
