@@ -32,7 +32,9 @@ type Options struct {
 	Port int
 	// ExtraSANs are more IP addresses the serving certificate is valid for.
 	ExtraSANs []netip.Addr
-	// ServiceCIDRs default to a dual-stack pair inside the test ranges.
+	// ServiceCIDRs default to a dual-stack pair inside the documentation
+	// ranges, large enough for 254 IPv4 and a million IPv6 Services (cluster
+	// IPs are API data only: nothing is configured on any interface).
 	ServiceCIDRs string
 	// ExtraArgs are appended to kube-apiserver's command line.
 	ExtraArgs []string
@@ -149,7 +151,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	}
 	cidrs := opts.ServiceCIDRs
 	if cidrs == "" {
-		cidrs = "198.51.100.224/27,2001:db8:5::/112"
+		cidrs = "198.51.100.0/24,2001:db8:5::/108"
 	}
 	p := cp.PKI.Dir
 	args := []string{

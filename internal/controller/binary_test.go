@@ -1,0 +1,122 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+// binaryPath builds the controller binary once per test process.
+var buildOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "herald-controller-bin-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "controller")
+	cmd := exec.Command("go", "build", "-o", out, "github.com/herald-lb/herald/controller")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./controller: %v\n%s", err, b)
+	}
+	return out, nil
+})
+
+// startBinary runs the controller binary with the admin kubeconfig; it is
+// stopped (by PID) when the test ends.
+func (e *env) startBinary(name string, args ...string) *testenv.Process {
+	e.t.Helper()
+	bin, err := buildOnce()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cp := testenv.Shared(e.t)
+	all := append([]string{"--kubeconfig=" + cp.AdminKubeconfig, "--namespace=" + heraldNS,
+		"--metrics-addr=", "--health-addr=", "--log-level=info", "--identity=" + name}, args...)
+	p, err := testenv.StartProcess(name, filepath.Join(e.t.TempDir(), name+".log"), bin, all...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		p.Stop(5 * time.Second)
+		if e.t.Failed() {
+			e.t.Logf("%s log tail:\n%s", name, p.Tail(40))
+		}
+	})
+	return p
+}
+
+// createMany creates n Services in parallel; name(i) and mutate(i) shape
+// each one.
+func (e *env) createMany(n int, name func(int) string, mutate func(int, *corev1.Service)) {
+	e.t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	work := make(chan int)
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				s := &corev1.Service{
+					ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: e.ns, Annotations: map[string]string{}},
+					Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr(false),
+						Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+				}
+				if mutate != nil {
+					mutate(i, s)
+				}
+				if _, err := e.kube.CoreV1().Services(e.ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.t.Fatal(err)
+	}
+}
+
+// snapshot returns every Service's addresses and resourceVersion.
+func (e *env) snapshot() (map[string][]string, map[string]string) {
+	e.t.Helper()
+	list, err := e.kube.CoreV1().Services(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	addrs, versions := map[string][]string{}, map[string]string{}
+	for i := range list.Items {
+		s := &list.Items[i]
+		addrs[s.Name], versions[s.Name] = ips(s), s.ResourceVersion
+	}
+	return addrs, versions
+}
+
+// waitAllAssigned waits until every Service of the namespace has want
+// addresses.
+func (e *env) waitAllAssigned(timeout time.Duration, want func(name string) int) {
+	e.t.Helper()
+	e.eventually("every Service to have its addresses", timeout, func() bool {
+		addrs, _ := e.snapshot()
+		for name, a := range addrs {
+			if len(a) != want(name) {
+				return false
+			}
+		}
+		return true
+	})
+}
