@@ -22,7 +22,11 @@
 // A change of the connect timer or of BFD is applied in place (UpdatePeer);
 // any other change deletes and re-adds that one neighbor; other sessions are
 // never touched. Defaults: port 179, hold time 90 s, keepalive hold/3,
-// connect retry 5 s (GoBGP's own default is 120 s, and its floor is 2 s).
+// connect retry 5 s (GoBGP's own default is 120 s, and its floor is 2 s);
+// after a reset (BFD down) GoBGP waits ConnectTime before redialing (its
+// default is 30 s). A zero SourceAddress leaves the source to the kernel at
+// each connect, which is the node's address on the route to the peer;
+// Sessions reports the address actually used.
 //
 // Refused, with the reason in Sessions()[i].Error and in Apply's error
 // (the caller reports it on the BGPPeer):

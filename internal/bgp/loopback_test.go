@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -103,27 +106,50 @@ func waitRoutes(t *testing.T, r *testRouter, what string, cond func(map[netip.Pr
 	})
 }
 
+const (
+	c100 = uint32(64512<<16 | 100)
+	c200 = uint32(64512<<16 | 200)
+)
+
+var large79 = [3]uint32{64512, 7, 9}
+
 func TestLoopbackAdvertise(t *testing.T) {
 	r1 := startRouter(t, "127.0.0.3", routerASN, loSpeaker, speakerASN)  // eBGP
 	r2 := startRouter(t, "127.0.0.4", speakerASN, loSpeaker, speakerASN) // iBGP
 	reg := prometheus.NewRegistry()
 	s, events := newTestSpeaker(t, reg)
-
-	c1, c2 := uint32(64512<<16|100), uint32(64512<<16|200)
-	large := [3]uint32{64512, 7, 9}
 	d := Desired{
 		NodeIPv4: nodeV4, NodeIPv6: loNodeV6,
 		Sessions: []Session{loSession("r1", r1, routerASN), loSession("r2", r2, speakerASN)},
 		Paths: []Path{
-			{Prefix: vip4, Communities: []uint32{c1}, LargeCommunities: [][3]uint32{large}, LocalPref: u32(200)},
+			{Prefix: vip4, Communities: []uint32{c100}, LargeCommunities: [][3]uint32{large79}, LocalPref: u32(200)},
 			{Prefix: vip6},
 			{Prefix: vip4b, Peers: []string{"r2"}},
 		},
 	}
+	checkFirstRoutes(t, s, d, r1, r2)
+	checkNoTransit(t, s, r1, r2)
+	checkPathChanges(t, s, d, r1, r2)
+	if n1, n2 := r1.establishedCount(), r2.establishedCount(); n1 != 1 || n2 != 1 {
+		t.Errorf("sessions were reset by path changes: established %d and %d times", n1, n2)
+	}
+	if events.count("r1", false)+events.count("r2", false) != 0 {
+		t.Errorf("down events during path changes: %+v", events.evs)
+	}
+	checkMetrics(t, reg)
+	checkShutdownWithdraws(t, s, r1, r2)
+	if events.count("r1", false) != 1 || events.count("r2", false) != 1 {
+		t.Errorf("one down event per session on Shutdown: %+v", events.evs)
+	}
+}
+
+// checkFirstRoutes: next hops, communities, LOCAL_PREF on iBGP only, and
+// Peers restricting a path to r2.
+func checkFirstRoutes(t *testing.T, s *Speaker, d Desired, r1, r2 *testRouter) {
+	t.Helper()
 	start := time.Now()
 	apply(t, s, d)
 	t.Logf("time to Established (both sessions): %s", waitUp(t, s, "r1", "r2"))
-
 	waitRoutes(t, r1, "r1 gets the /32 and the /128", func(rs map[netip.Prefix]route) bool {
 		_, a := rs[vip4]
 		_, b := rs[vip6]
@@ -131,8 +157,8 @@ func TestLoopbackAdvertise(t *testing.T) {
 	})
 	t.Logf("time from first Apply to the routes on r1: %s", time.Since(start))
 	rs1 := r1.routes(t)
-	if got := rs1[vip4]; got.nextHop != loSpeaker || !slices.Equal(got.communities, []uint32{c1}) ||
-		!slices.Equal(got.large, [][3]uint32{large}) || got.localPref != 0 {
+	if got := rs1[vip4]; got.nextHop != loSpeaker || !slices.Equal(got.communities, []uint32{c100}) ||
+		!slices.Equal(got.large, [][3]uint32{large79}) || got.localPref != 0 {
 		t.Errorf("r1 (eBGP) /32: %s; want next hop %s (next-hop-self), community, large community, no LOCAL_PREF", got, loSpeaker)
 	}
 	if got := rs1[vip6]; got.nextHop != loNodeV6 {
@@ -146,8 +172,12 @@ func TestLoopbackAdvertise(t *testing.T) {
 		t.Errorf("r2 (iBGP) /32: %s; want LOCAL_PREF 200 and next hop %s", got, loSpeaker)
 	}
 	assertWarning(t, s, "r1", "localPref 200 is not sent")
+}
 
-	// Adding a path sends it without resetting any session.
+// checkPathChanges: a path added, per-peer attributes for one prefix, a
+// path moved to one peer, a path removed.
+func checkPathChanges(t *testing.T, s *Speaker, d Desired, r1, r2 *testRouter) {
+	t.Helper()
 	vip4c := netip.MustParsePrefix("198.51.100.132/32")
 	d.Paths = append(d.Paths, Path{Prefix: vip4c})
 	t0 := time.Now()
@@ -155,55 +185,47 @@ func TestLoopbackAdvertise(t *testing.T) {
 	waitRoutes(t, r1, "r1 gets the added path", func(rs map[netip.Prefix]route) bool { _, ok := rs[vip4c]; return ok })
 	t.Logf("time from Apply (path added) to the route on r1: %s", time.Since(t0))
 
-	// Per-peer attributes for one prefix; vip4c moves to r2 only; vip4b leaves.
 	d.Paths = []Path{
-		{Prefix: vip4, Peers: []string{"r1"}, Communities: []uint32{c1}},
-		{Prefix: vip4, Peers: []string{"r2"}, Communities: []uint32{c2}},
+		{Prefix: vip4, Peers: []string{"r1"}, Communities: []uint32{c100}},
+		{Prefix: vip4, Peers: []string{"r2"}, Communities: []uint32{c200}},
 		{Prefix: vip6},
 		{Prefix: vip4c, Peers: []string{"r2"}},
 	}
 	apply(t, s, d)
 	waitRoutes(t, r1, "r1: community 100 only, no vip4c", func(rs map[netip.Prefix]route) bool {
 		_, c := rs[vip4c]
-		return slices.Equal(rs[vip4].communities, []uint32{c1}) && len(rs[vip4].large) == 0 && !c
+		return slices.Equal(rs[vip4].communities, []uint32{c100}) && len(rs[vip4].large) == 0 && !c
 	})
 	waitRoutes(t, r2, "r2: community 200, vip4b withdrawn", func(rs map[netip.Prefix]route) bool {
 		_, b := rs[vip4b]
 		_, c := rs[vip4c]
-		return slices.Equal(rs[vip4].communities, []uint32{c2}) && rs[vip4].localPref == 100 && !b && c
+		return slices.Equal(rs[vip4].communities, []uint32{c200}) && rs[vip4].localPref == 100 && !b && c
 	})
-	if n1, n2 := r1.establishedCount(), r2.establishedCount(); n1 != 1 || n2 != 1 {
-		t.Errorf("sessions were reset by path changes: established %d and %d times", n1, n2)
-	}
-	if events.count("r1", false)+events.count("r2", false) != 0 {
-		t.Errorf("down events during path changes: %+v", events.evs)
-	}
-	checkMetrics(t, reg)
+}
 
-	// Shutdown withdraws every path before closing the sessions.
+// checkShutdownWithdraws: each router receives the withdrawals before the
+// session closes (TCP keeps the order, so they were sent first).
+func checkShutdownWithdraws(t *testing.T, s *Speaker, routers ...*testRouter) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	t0 = time.Now()
+	t0 := time.Now()
 	must(t, s.Shutdown(ctx))
 	t.Logf("Shutdown took %s", time.Since(t0))
-	for _, r := range []*testRouter{r1, r2} {
+	for _, r := range routers {
 		eventually(t, waitLong, "router sees the session close", func() (bool, string) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			return slices.Contains(r.log, "down"), strings.Join(r.log, ",")
 		})
 		r.mu.Lock()
-		down := slices.Index(r.log, "down")
-		withdrawnFirst := slices.ContainsFunc(r.log[:down], func(e string) bool { return e == "withdraw "+vip4.String() }) &&
-			slices.ContainsFunc(r.log[:down], func(e string) bool { return e == "withdraw "+vip6.String() })
+		before := r.log[:slices.Index(r.log, "down")]
+		withdrawnFirst := slices.Contains(before, "withdraw "+vip4.String()) && slices.Contains(before, "withdraw "+vip6.String())
 		log := strings.Join(r.log, ",")
 		r.mu.Unlock()
 		if !withdrawnFirst {
 			t.Errorf("router %s: withdrawals must arrive before the session closes: %s", r.addr, log)
 		}
-	}
-	if events.count("r1", false) != 1 || events.count("r2", false) != 1 {
-		t.Errorf("one down event per session on Shutdown: %+v", events.evs)
 	}
 }
 
@@ -330,5 +352,36 @@ func TestLoopbackIPv6Session(t *testing.T) {
 	rs := r.routes(t)
 	if rs[vip4].nextHop != nodeV4 || rs[vip6].nextHop != loNodeV6 {
 		t.Errorf("next hops over an IPv6 session: /32 %s (want %s), /128 %s (want %s)", rs[vip4].nextHop, nodeV4, rs[vip6].nextHop, loNodeV6)
+	}
+}
+
+// checkNoTransit: a route r1 sends the speaker is kept out of the
+// speaker's RIB (import policy) and so never reaches r2.
+func checkNoTransit(t *testing.T, s *Speaker, r1, r2 *testRouter) {
+	t.Helper()
+	learned := netip.MustParsePrefix("198.51.100.200/32")
+	rp, err := ribPath(learned, r1.addr, false)
+	must(t, err)
+	_, err = r1.srv.AddPath(apiutil.AddPathRequest{Paths: []*apiutil.Path{rp}})
+	must(t, err)
+	g := s.currentServer()
+	list := func(table api.TableType, name string) bool {
+		found := false
+		must(t, g.srv.ListPath(apiutil.ListPathRequest{TableType: table, Name: name, Family: bgppkt.RF_IPv4_UC},
+			func(n bgppkt.NLRI, _ []*apiutil.Path) {
+				if p, ok := n.(*bgppkt.IPAddrPrefix); ok && p.Prefix == learned {
+					found = true
+				}
+			}))
+		return found
+	}
+	eventually(t, waitLong, "the speaker received r1's route", func() (bool, string) {
+		return list(api.TableType_TABLE_TYPE_ADJ_IN, r1.addr.String()), ""
+	})
+	if list(api.TableType_TABLE_TYPE_GLOBAL, "") {
+		t.Errorf("%s learned from r1 entered the speaker's RIB", learned)
+	}
+	if _, ok := r2.routes(t)[learned]; ok {
+		t.Errorf("%s learned from r1 was re-advertised to r2", learned)
 	}
 }
