@@ -6,6 +6,7 @@
 //	labprobe monitor -i eth0 -target ADDR [-interval 20ms]   (until SIGTERM)
 //	labprobe watch   -i br0                                  (until SIGTERM)
 //	labprobe http    -url http://198.51.100.64:80/ [-timeout 3s]
+//	labprobe announce -i eth0 -target ADDR   (one gratuitous ARP / unsolicited NA)
 //
 // arp and ndp print one JSON array of answers; monitor and watch print
 // {"ready":true} once listening and then one record a line; http prints
@@ -30,7 +31,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http [flags]")
+		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|announce [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -66,6 +67,12 @@ func run(ctx context.Context, cmd string, args []string) error {
 		return probe.Monitor(ctx, *ifname, addr, *interval, emit)
 	case "watch":
 		return probe.Watch(ctx, *ifname, emit)
+	case "announce":
+		addr, err := netip.ParseAddr(*target)
+		if err != nil {
+			return fmt.Errorf("-target: %w", err)
+		}
+		return probe.Announce(*ifname, addr)
 	case "http":
 		body, err := probe.Get(ctx, *url, *timeout)
 		if err != nil {

@@ -39,15 +39,21 @@ func nsFrame(srcMAC, dstMAC net.HardwareAddr, src, dst, target netip.Addr) ([]by
 		TargetAddress: target,
 		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: srcMAC}},
 	}
+	return icmpFrame(m, srcMAC, dstMAC, src, dst)
+}
+
+// icmpFrame wraps an NDP message in IPv6 (hop limit 255, as NDP requires)
+// and Ethernet.
+func icmpFrame(m ndp.Message, srcMAC, dstMAC net.HardwareAddr, src, dst netip.Addr) ([]byte, error) {
 	icmp, err := ndp.MarshalMessageChecksum(m, src, dst)
 	if err != nil {
-		return nil, fmt.Errorf("NS for %v: %w", target, err)
+		return nil, fmt.Errorf("NDP message to %v: %w", dst, err)
 	}
 	pkt := make([]byte, ipv6HeaderLen, ipv6HeaderLen+len(icmp))
 	pkt[0] = 6 << 4
 	binary.BigEndian.PutUint16(pkt[4:6], uint16(len(icmp)))
 	pkt[6] = protoICMPv6
-	pkt[7] = 255 // hop limit: NDP requires 255
+	pkt[7] = 255
 	s16, d16 := src.As16(), dst.As16()
 	copy(pkt[8:24], s16[:])
 	copy(pkt[24:40], d16[:])

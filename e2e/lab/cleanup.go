@@ -1,0 +1,194 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// clearStaleRuns removes runs left by a crashed owner. The caller holds
+// the machine lock, so no live test owns them; a detached lab (`make
+// lab-up`) is not stale: refuse and say how to remove it.
+func clearStaleRuns(ctx context.Context, root string, log *slog.Logger) error {
+	for _, id := range knownRuns(root) {
+		st, err := readState(filepath.Join(root, id))
+		switch {
+		case err == nil && st.Detached:
+			return fmt.Errorf("a lab started by `make lab-up` (run %s) is up; only one lab fits the address plan: run `make lab-down` first", id)
+		case err == nil && st.Owner.alive() && st.Owner.PID != os.Getpid():
+			return fmt.Errorf("lab run %s is still owned by pid %d; stop that process or run `make lab-down`", id, st.Owner.PID)
+		}
+		removed, err := removeRun(ctx, root, id, log)
+		if err != nil {
+			return fmt.Errorf("removing leftovers of crashed lab run %s: %w", id, err)
+		}
+		log.Warn("removed leftovers of a crashed lab run", "run", id, "removed", removed)
+	}
+	return nil
+}
+
+// knownRuns finds run ids from state directories, namespaces and root
+// legs, sorted.
+func knownRuns(root string) []string {
+	var ids []string
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		if e.IsDir() && validRunID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	for _, ns := range labNamespaces("") {
+		ids = append(ids, ns[len(nsPrefix):len(nsPrefix)+runIDLen])
+	}
+	ifaces, _ := net.Interfaces()
+	for _, ifi := range ifaces {
+		if id, ok := strings.CutPrefix(ifi.Name, linkStem); ok && validRunID(id) {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// labNamespaces lists the named namespaces of run id ("" for every run).
+func labNamespaces(id string) []string {
+	entries, _ := os.ReadDir("/run/netns")
+	var out []string
+	for _, e := range entries {
+		name := e.Name()
+		rest, ok := strings.CutPrefix(name, nsPrefix)
+		if !ok || len(rest) < runIDLen+2 || rest[runIDLen] != '-' || !validRunID(rest[:runIDLen]) {
+			continue
+		}
+		if id == "" || rest[:runIDLen] == id {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// removeRun stops and removes everything of run id: its recorded
+// processes, any process inside its namespaces or whose command line
+// refers to its run directory, its namespaces, its root leg and its
+// directory. Every process is found by PID and stopped by PID.
+func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string, error) {
+	dir := filepath.Join(root, id)
+	var removed []string
+	pids := runPIDs(ctx, dir, id)
+	if len(pids) > 0 {
+		terminate(pids, 5*time.Second)
+		removed = append(removed, fmt.Sprintf("%d processes", len(pids)))
+	}
+	var errs []string
+	for _, ns := range labNamespaces(id) {
+		if _, err := run(ctx, "ip", "netns", "del", ns); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		removed = append(removed, "netns "+ns)
+	}
+	if _, err := net.InterfaceByName(rootLinkName(id)); err == nil {
+		if _, err := run(ctx, "ip", "link", "del", rootLinkName(id)); err != nil && linkExists(rootLinkName(id)) {
+			errs = append(errs, err.Error())
+		} else {
+			removed = append(removed, "link "+rootLinkName(id))
+		}
+	}
+	if exists(dir) {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, err.Error())
+		} else {
+			removed = append(removed, dir)
+		}
+	}
+	if len(errs) > 0 {
+		return removed, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	log.Debug("lab run removed", "run", id, "removed", removed)
+	return removed, nil
+}
+
+func linkExists(name string) bool {
+	_, err := net.InterfaceByName(name)
+	return err == nil
+}
+
+// runPIDs: recorded processes that still run, processes in the run's
+// namespaces, and processes whose command line names the run directory.
+func runPIDs(ctx context.Context, dir, id string) []procRecord {
+	var out []procRecord
+	if st, err := readState(dir); err == nil {
+		for _, r := range st.Processes {
+			if r.alive() {
+				out = append(out, r)
+			}
+		}
+	}
+	for _, ns := range labNamespaces(id) {
+		text, _ := run(ctx, "ip", "netns", "pids", ns)
+		for _, f := range strings.Fields(text) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				out = append(out, recordOf("in "+ns, ns, pid, ""))
+			}
+		}
+	}
+	out = append(out, pidsReferring(dir+string(filepath.Separator))...)
+	slices.SortFunc(out, func(a, b procRecord) int { return a.PID - b.PID })
+	return slices.CompactFunc(out, func(a, b procRecord) bool { return a.PID == b.PID })
+}
+
+// pidsReferring finds processes whose command line contains needle (the
+// run directory): the lab's own processes, found by PID.
+func pidsReferring(needle string) []procRecord {
+	entries, _ := os.ReadDir("/proc")
+	var out []procRecord
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmdline), needle) {
+			out = append(out, recordOf("refers to "+needle, "", pid, ""))
+		}
+	}
+	return out
+}
+
+// terminate sends SIGTERM to each process (checked by PID and start
+// time), waits up to grace, then SIGKILLs the rest and waits for them.
+func terminate(procs []procRecord, grace time.Duration) {
+	signalAll := func(sig syscall.Signal) {
+		for _, r := range procs {
+			if r.alive() {
+				_ = syscall.Kill(r.PID, sig)
+			}
+		}
+	}
+	anyAlive := func() bool { return slices.ContainsFunc(procs, procRecord.alive) }
+	waitGone := func(d time.Duration) bool {
+		deadline := time.Now().Add(d)
+		for anyAlive() {
+			if time.Now().After(deadline) {
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return true
+	}
+	signalAll(syscall.SIGTERM)
+	if waitGone(grace) {
+		return
+	}
+	signalAll(syscall.SIGKILL)
+	waitGone(5 * time.Second)
+}

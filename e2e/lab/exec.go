@@ -1,0 +1,77 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// Exec runs argv inside host's namespace ("" or "root": the root
+// namespace) and returns its standard output; the error carries the
+// command line and its standard error.
+func (l *Lab) Exec(ctx context.Context, host string, argv ...string) (string, error) {
+	ns, err := l.resolve(host)
+	if err != nil {
+		return "", err
+	}
+	if len(argv) == 0 {
+		return "", fmt.Errorf("exec in %s: empty command", host)
+	}
+	return run(ctx, inNS(ns, argv...)...)
+}
+
+// Start starts argv inside host's namespace as a process named name (its
+// log is <run dir>/logs/<name>.log; env is added to the lab's
+// environment). Stop it with Stop (SIGTERM) or Kill (SIGKILL); Close
+// stops whatever is still running. Tests start Herald's controller in the
+// root namespace and its speakers in node namespaces this way.
+func (l *Lab) Start(host, name string, argv, env []string) (*Process, error) {
+	ns, err := l.resolve(host)
+	if err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("start %s in %s: empty command", name, host)
+	}
+	return l.spawn(procOptions{name: name, ns: ns, argv: argv, env: env})
+}
+
+// spawn starts a process, records it in the state file and forgets it
+// when it exits.
+func (l *Lab) spawn(o procOptions) (*Process, error) {
+	if o.logPath == "" {
+		o.logPath = l.logPath(o.name)
+	}
+	o.detached = l.opts.Detached
+	o.onExit = l.forget
+	p, err := startProc(o)
+	if err != nil {
+		return nil, err
+	}
+	r := recordOf(o.name, o.ns, p.PID(), o.logPath)
+	l.mu.Lock()
+	l.procs = append(l.procs, p)
+	l.history = append(l.history, r)
+	l.mu.Unlock()
+	if err := l.state.addProcess(r); err != nil {
+		l.log.Warn("recording a process in the lab state", "name", o.name, "err", err)
+	}
+	l.log.Debug("started", "name", o.name, "ns", o.ns, "pid", p.PID())
+	return p, nil
+}
+
+func (l *Lab) forget(p *Process) {
+	l.mu.Lock()
+	l.procs = slices.DeleteFunc(l.procs, func(q *Process) bool { return q == p })
+	l.mu.Unlock()
+	if err := l.state.removeProcess(p.PID()); err != nil {
+		l.log.Debug("forgetting a process in the lab state", "name", p.Name, "err", err)
+	}
+}
+
+// remember records a process the lab did not start through spawn.
+func (l *Lab) remember(r procRecord) {
+	l.mu.Lock()
+	l.history = append(l.history, r)
+	l.mu.Unlock()
+}

@@ -1,0 +1,111 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+// startKubeProxies runs kube-proxy in every node namespace and waits until
+// each reports healthy (it has synced its rules).
+func (l *Lab) startKubeProxies(ctx context.Context) error {
+	start := time.Now()
+	bin, err := testenv.Binary("kube-proxy")
+	if err != nil {
+		return err
+	}
+	procs := make([]*Process, len(l.nodes))
+	for i, n := range l.nodes {
+		argv := []string{bin,
+			"--kubeconfig=" + l.proxyKubeconfig, "--hostname-override=" + n.Name,
+			"--proxy-mode=" + string(l.opts.ProxyMode), "--cluster-cidr=" + ClusterCIDRs,
+			// leave the machine-wide conntrack settings alone
+			"--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
+			"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=2",
+		}
+		if procs[i], err = l.spawn(procOptions{name: "kube-proxy-" + n.Name, ns: n.NS, argv: argv}); err != nil {
+			return err
+		}
+	}
+	err = parallel(len(l.nodes), func(i int) error {
+		return l.waitHTTP(ctx, l.nodes[i].NS, "http://127.0.0.1:10256/healthz", procs[i], time.Minute)
+	})
+	if err != nil {
+		return fmt.Errorf("kube-proxy: %w", err)
+	}
+	l.addTiming("kube-proxy synced", start)
+	return nil
+}
+
+// waitHTTP polls url from inside ns until it answers 200, proc exits or
+// the timeout passes.
+func (l *Lab) waitHTTP(ctx context.Context, ns, url string, proc *Process, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		_, err := run(ctx, inNS(ns, l.bin.labprobe, "http", "-url", url, "-timeout", "1s")...)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if proc != nil && proc.Exited() {
+			return fmt.Errorf("%s exited (%v); last log lines:\n%s", proc.Name, proc.Err(), proc.Tail(20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not answering on %s after %s: %v; last log lines:\n%s", nameOf(proc), url, timeout, last, tailOf(proc))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func nameOf(p *Process) string {
+	if p == nil {
+		return "server"
+	}
+	return p.Name
+}
+
+func tailOf(p *Process) string {
+	if p == nil {
+		return ""
+	}
+	return p.Tail(20)
+}
+
+// podPorts are the ports every pod serves.
+func (l *Lab) podPorts() []string {
+	ports := []string{"8080", "8443"}
+	for _, p := range l.opts.ExtraPodPorts {
+		ports = append(ports, fmt.Sprint(p))
+	}
+	return ports
+}
+
+// startPods runs a podserver in every pod namespace and waits for each.
+func (l *Lab) startPods(ctx context.Context) error {
+	start := time.Now()
+	procs := make([]*Process, len(l.nodes))
+	for i, n := range l.nodes {
+		argv := []string{l.bin.podserver, "-name", n.Pod.Name, "-ports", strings.Join(l.podPorts(), ",")}
+		p, err := l.spawn(procOptions{name: "podserver-" + n.Pod.Name, ns: n.Pod.NS, argv: argv})
+		if err != nil {
+			return err
+		}
+		procs[i] = p
+	}
+	err := parallel(len(l.nodes), func(i int) error {
+		return l.waitHTTP(ctx, l.nodes[i].Pod.NS, "http://127.0.0.1:8080/", procs[i], 30*time.Second)
+	})
+	if err != nil {
+		return fmt.Errorf("pod servers: %w", err)
+	}
+	l.addTiming("pod servers up", start)
+	return nil
+}

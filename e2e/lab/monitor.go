@@ -1,0 +1,188 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/lab/probe"
+)
+
+// Probe is one who-has (or NS) the monitor sent and the answers read
+// before the next one went out.
+type Probe struct {
+	Seq     int
+	Sent    time.Time
+	Answers []Answer
+}
+
+// Answered reports whether anyone answered.
+func (p Probe) Answered() bool { return len(p.Answers) > 0 }
+
+// Nodes lists the distinct owners of the answering MACs, sorted ("" for
+// a MAC that is no lab host's).
+func (p Probe) Nodes() []string {
+	var out []string
+	for _, a := range p.Answers {
+		out = append(out, a.Node)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// MACs lists the distinct answering MACs, sorted.
+func (p Probe) MACs() []string {
+	var out []string
+	for _, a := range p.Answers {
+		out = append(out, a.MAC.String())
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Monitor probes one address from the client at a fixed interval.
+type Monitor struct {
+	lab    *Lab
+	vip    netip.Addr
+	s      *stream
+	closed atomic.Bool
+}
+
+// StartARPMonitor sends an ARP who-has for vip from the client every
+// interval (e.g. 20ms) until Stop, recording each probe's answers.
+func (l *Lab) StartARPMonitor(vip netip.Addr, interval time.Duration) (*Monitor, error) {
+	if !vip.Is4() {
+		return nil, fmt.Errorf("ARP monitor: %v is not IPv4 (use StartNDPMonitor)", vip)
+	}
+	return l.startMonitor(vip, interval)
+}
+
+// StartNDPMonitor does the same with multicast neighbor solicitations.
+func (l *Lab) StartNDPMonitor(vip netip.Addr, interval time.Duration) (*Monitor, error) {
+	if !vip.Is6() {
+		return nil, fmt.Errorf("NDP monitor: %v is not IPv6 (use StartARPMonitor)", vip)
+	}
+	return l.startMonitor(vip, interval)
+}
+
+func (l *Lab) startMonitor(vip netip.Addr, interval time.Duration) (*Monitor, error) {
+	if interval <= 0 {
+		return nil, fmt.Errorf("monitor of %v: interval %s", vip, interval)
+	}
+	s, err := l.startStream(Client, "monitor-"+vip.String(), "monitor", "-i", "eth0", "-target", vip.String(), "-interval", interval.String())
+	if err != nil {
+		return nil, err
+	}
+	return &Monitor{lab: l, vip: vip, s: s}, nil
+}
+
+// Probes returns the probes recorded so far, in order.
+func (m *Monitor) Probes() ProbeLog {
+	var out ProbeLog
+	for _, line := range m.s.snapshot() {
+		if p := line.Probe; p != nil {
+			out = append(out, m.probe(p))
+		}
+	}
+	return out
+}
+
+func (m *Monitor) probe(p *probe.Probe) Probe {
+	return Probe{Seq: p.Seq, Sent: time.Unix(0, p.Sent), Answers: m.lab.answers(p.Answers)}
+}
+
+// Wait polls until a probe sent after since matches, and returns it.
+func (m *Monitor) Wait(ctx context.Context, since time.Time, match func(Probe) bool) (Probe, error) {
+	for {
+		for _, p := range m.Probes().After(since) {
+			if match(p) {
+				return p, nil
+			}
+		}
+		if m.s.proc.Exited() {
+			return Probe{}, fmt.Errorf("monitor of %v exited: %s", m.vip, m.s.proc.Tail(10))
+		}
+		select {
+		case <-ctx.Done():
+			return Probe{}, fmt.Errorf("monitor of %v: %w", m.vip, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Stop ends the monitor and returns every probe.
+func (m *Monitor) Stop() (ProbeLog, error) {
+	if m.closed.Swap(true) {
+		return m.Probes(), nil
+	}
+	err := m.s.stop()
+	return m.Probes(), err
+}
+
+// ProbeLog is a monitor's probes in order, with the questions failover
+// tests ask.
+type ProbeLog []Probe
+
+// After returns the probes sent at or after t.
+func (pl ProbeLog) After(t time.Time) ProbeLog {
+	i, _ := slices.BinarySearchFunc(pl, t, func(p Probe, t time.Time) int { return p.Sent.Compare(t) })
+	return pl[i:]
+}
+
+// Between returns the probes sent in [from, to).
+func (pl ProbeLog) Between(from, to time.Time) ProbeLog {
+	after := pl.After(from)
+	j, _ := slices.BinarySearchFunc(after, to, func(p Probe, t time.Time) int { return p.Sent.Compare(t) })
+	return after[:j]
+}
+
+// FirstAnswered returns the first answered probe (by node, when node is
+// not "") in the log.
+func (pl ProbeLog) FirstAnswered(node string) (Probe, bool) {
+	for _, p := range pl {
+		if p.Answered() && (node == "" || slices.Contains(p.Nodes(), node)) {
+			return p, true
+		}
+	}
+	return Probe{}, false
+}
+
+// Unanswered returns the probes nobody answered.
+func (pl ProbeLog) Unanswered() ProbeLog {
+	return slices.DeleteFunc(slices.Clone(pl), Probe.Answered)
+}
+
+// Conflicts returns the probes answered by more than one MAC.
+func (pl ProbeLog) Conflicts() ProbeLog {
+	return slices.DeleteFunc(slices.Clone(pl), func(p Probe) bool { return len(p.MACs()) < 2 })
+}
+
+// LongestGap is the longest run of consecutive unanswered probes: from
+// the first unanswered one's send time to the next answered one's (or
+// the last probe's), and how many probes went unanswered.
+func (pl ProbeLog) LongestGap() (time.Duration, int) {
+	var best time.Duration
+	bestN, n := 0, 0
+	var start time.Time
+	for i, p := range pl {
+		if !p.Answered() {
+			if n == 0 {
+				start = p.Sent
+			}
+			n++
+			if i < len(pl)-1 {
+				continue
+			}
+		}
+		if n > 0 {
+			if d := p.Sent.Sub(start); d > best || (d == best && n > bestN) {
+				best, bestN = d, n
+			}
+			n = 0
+		}
+	}
+	return best, bestN
+}

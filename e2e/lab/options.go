@@ -1,0 +1,187 @@
+package lab
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/lab/routerconf"
+)
+
+// RouterKind selects the router implementation.
+type RouterKind = routerconf.Kind
+
+// Router implementations.
+const (
+	FRR  = routerconf.FRR
+	BIRD = routerconf.BIRD
+)
+
+// ProxyMode is kube-proxy's --proxy-mode.
+type ProxyMode string
+
+// kube-proxy modes that work on this kernel (no IPVS).
+const (
+	NFTables ProxyMode = "nftables"
+	IPTables ProxyMode = "iptables"
+)
+
+// Options shape a lab. The zero value is a 3-node lab with FRR, kube-proxy
+// in nftables mode and the API server on a free port.
+type Options struct {
+	// Nodes is the number of node namespaces (1..8, default 3).
+	Nodes int
+	// Router is the router implementation (default FRR).
+	Router RouterKind
+	// BGP configures the router's sessions.
+	BGP BGPOptions
+	// APIServerPort for kube-apiserver on 198.51.100.126; 0 picks a free
+	// port (`herald-lab up` uses 6443).
+	APIServerPort int
+	// ProxyMode of kube-proxy (default nftables).
+	ProxyMode ProxyMode
+	// NoKubeProxy skips kube-proxy (a lab for L2/BGP control-plane tests only).
+	NoKubeProxy bool
+	// ExtraPodPorts are served by every pod besides 8080 and 8443.
+	ExtraPodPorts []int
+	// ProbeWindow is how long ARPProbe and NDPProbe wait for answers
+	// (default 300ms).
+	ProbeWindow time.Duration
+	// RunID names this run (4 lowercase letters or digits); default random.
+	RunID string
+	// StateRoot is where run directories live (default /run/herald-lab).
+	StateRoot string
+	// Detached leaves every process running when the caller exits
+	// (`herald-lab up`); the default ties them to the caller's life.
+	Detached bool
+	// NoInstall refuses to apt-get missing packages (default: install).
+	NoInstall bool
+	// Logger receives progress; default: discard.
+	Logger *slog.Logger
+}
+
+// BGPOptions configure the router.
+type BGPOptions struct {
+	// ASN of the router (default 64512) and of the nodes (default 64513;
+	// equal to ASN for iBGP, which is where local-pref survives).
+	ASN, NodeASN uint32
+	// StaticNeighbors are configured per node on top of the listen ranges
+	// (which accept every node without them). GoBGP v4.8.0's BFD needs
+	// them: see gobgp-v4-notes.md §5.
+	StaticNeighbors []StaticNeighbor
+	// BFD timers of the router's profile (default 300/300 ms x 3).
+	BFD routerconf.BFD
+	// ListenRangeBFD attaches BFD to the listen ranges too.
+	ListenRangeBFD bool
+	// HoldTime and Keepalive in seconds (default 9 and 3).
+	HoldTime, Keepalive int
+}
+
+// StaticNeighbor is a router-side neighbor for one node.
+type StaticNeighbor struct {
+	Node string // node1
+	// IPv6 peers with the node's IPv6 address instead of its IPv4 one.
+	IPv6 bool
+	BFD  bool
+	// Password enables TCP MD5 (one word).
+	Password string
+	// RouterDials makes the router connect too (default passive).
+	RouterDials bool
+}
+
+// withDefaults fills in defaults and checks the options.
+func (o Options) withDefaults() (Options, error) {
+	if o.Nodes == 0 {
+		o.Nodes = 3
+	}
+	if o.Nodes < 1 || o.Nodes > MaxNodes {
+		return o, fmt.Errorf("options: Nodes = %d, want 1..%d", o.Nodes, MaxNodes)
+	}
+	if o.Router == "" {
+		o.Router = FRR
+	}
+	if o.Router != FRR && o.Router != BIRD {
+		return o, fmt.Errorf("options: Router = %q, want %q or %q", o.Router, FRR, BIRD)
+	}
+	if o.ProxyMode == "" {
+		o.ProxyMode = NFTables
+	}
+	if o.ProxyMode != NFTables && o.ProxyMode != IPTables {
+		return o, fmt.Errorf("options: ProxyMode = %q, want nftables or iptables (no IPVS on this kernel)", o.ProxyMode)
+	}
+	if o.ProbeWindow == 0 {
+		o.ProbeWindow = 300 * time.Millisecond
+	}
+	if o.StateRoot == "" {
+		o.StateRoot = DefaultStateRoot
+	}
+	if o.RunID != "" && !validRunID(o.RunID) {
+		return o, fmt.Errorf("options: RunID %q: want 4 lowercase letters or digits", o.RunID)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	for _, p := range o.ExtraPodPorts {
+		if p <= 0 || p > 65535 || p == 8080 || p == 8443 {
+			return o, fmt.Errorf("options: ExtraPodPorts: %d is not a free TCP port", p)
+		}
+	}
+	return o, nil
+}
+
+// RouterConfig is the router configuration the options describe.
+func (o Options) RouterConfig() (routerconf.Config, error) {
+	b := o.BGP
+	c := routerconf.Config{
+		RouterID: netip.MustParseAddr(RouterIPv4), ASN: b.ASN, PeerASN: b.NodeASN,
+		ListenRanges:   []netip.Prefix{netip.MustParsePrefix(SegmentV4), netip.MustParsePrefix(SegmentV6)},
+		ListenRangeBFD: b.ListenRangeBFD, BFD: b.BFD, HoldTime: b.HoldTime, Keepalive: b.Keepalive,
+		MaxPaths: MaxNodes,
+	}
+	if c.ASN == 0 {
+		c.ASN = RouterASN
+	}
+	if c.PeerASN == 0 {
+		c.PeerASN = NodeASN
+	}
+	if c.BFD == (routerconf.BFD{}) {
+		c.BFD = routerconf.BFD{TransmitMS: 300, ReceiveMS: 300, Multiplier: 3}
+	}
+	if c.HoldTime == 0 && c.Keepalive == 0 {
+		c.HoldTime, c.Keepalive = 9, 3
+	}
+	for _, s := range b.StaticNeighbors {
+		i, err := nodeIndex(s.Node, o.Nodes)
+		if err != nil {
+			return c, fmt.Errorf("static neighbor: %w", err)
+		}
+		addr := NodeIPv4(i)
+		if s.IPv6 {
+			addr = NodeIPv6(i)
+		}
+		c.Neighbors = append(c.Neighbors, routerconf.Neighbor{Address: addr, BFD: s.BFD, Password: s.Password, Active: s.RouterDials})
+	}
+	return c, c.Validate()
+}
+
+func nodeIndex(name string, nodes int) (int, error) {
+	var i int
+	if _, err := fmt.Sscanf(name, "node%d", &i); err != nil || i < 1 || i > nodes || NodeName(i) != name {
+		return 0, fmt.Errorf("no node %q in a %d-node lab", name, nodes)
+	}
+	return i, nil
+}
+
+// validRunID: 4 lowercase letters or digits.
+func validRunID(id string) bool {
+	if len(id) != runIDLen {
+		return false
+	}
+	for _, c := range id {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,126 @@
+package lab
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+)
+
+// The address plan. Only 198.51.100.0/24 and 2001:db8::/32 are used, and
+// only inside the lab's own namespaces; the root namespace gets
+// RootIPv4/RootIPv6 on its leg and nothing else.
+const (
+	SegmentV4 = "198.51.100.0/25" // the L2 segment (a bridge)
+	SegmentV6 = "2001:db8:1::/64"
+
+	RouterIPv4 = "198.51.100.1"
+	RouterIPv6 = "2001:db8:1::1"
+	ClientIPv4 = "198.51.100.100"
+	ClientIPv6 = "2001:db8:1::100"
+	RootIPv4   = "198.51.100.126" // the API server listens here
+	RootIPv6   = "2001:db8:1::fe"
+
+	// L2 LoadBalancer pool: inside the segment, held by nobody.
+	L2PoolV4 = "198.51.100.64/27"
+	L2PoolV6 = "2001:db8:1::64-2001:db8:1::7f"
+	// BGP LoadBalancer pools.
+	BGPPoolV4 = "198.51.100.128/27"
+	BGPPoolV6 = "2001:db8:ff::/120"
+
+	PodCIDRV4 = "198.51.100.160/27" // node N: 198.51.100.(160+4(N-1))/30
+	PodCIDRV6 = "2001:db8:10::/48"  // node N: 2001:db8:10:N::/64
+
+	// External client link behind the router.
+	ExtLinkV4      = "198.51.100.192/28"
+	ExtLinkV6      = "2001:db8:2::/64"
+	RouterExtIPv4  = "198.51.100.193"
+	RouterExtIPv6  = "2001:db8:2::1"
+	ExternalIPv4   = "198.51.100.194"
+	ExternalIPv6   = "2001:db8:2::2"
+	ServiceCIDRV4  = "198.51.100.224/27"
+	ServiceCIDRV6  = "2001:db8:5::/112"
+	ServiceCIDRs   = ServiceCIDRV4 + "," + ServiceCIDRV6
+	ClusterCIDRs   = PodCIDRV4 + "," + PodCIDRV6
+	MaxNodes       = 8
+	RouterASN      = 64512
+	NodeASN        = 64513
+	APIServerPort  = 6443 // the default for `herald-lab up`
+	podPrefixLenV4 = 30
+)
+
+// Host names the lab's hosts go by in every method that takes a host:
+// "router", "client", "ext", "bridge", "node1".."node8",
+// "pod-node1".."pod-node8". "" or "root" is the root namespace.
+const (
+	Router   = "router"
+	Client   = "client"
+	External = "ext"
+	Bridge   = "bridge"
+	Root     = "root"
+)
+
+// Node is one fake Kubernetes node: a namespace on the segment with a pod
+// namespace behind it.
+type Node struct {
+	Name  string // node1
+	Index int    // 1
+	NS    string // network namespace
+	IPv4  netip.Addr
+	IPv6  netip.Addr
+	MAC   net.HardwareAddr // of eth0
+	// LinkLocal is eth0's IPv6 link-local address.
+	LinkLocal netip.Addr
+	Pod       Pod
+}
+
+// Pod is the stand-in pod behind a node.
+type Pod struct {
+	Name       string // pod-node1
+	NS         string
+	IPv4, IPv6 netip.Addr
+	// GatewayV4/V6 are the node-side addresses of the pod link.
+	GatewayV4, GatewayV6 netip.Addr
+	CIDRv4, CIDRv6       netip.Prefix
+}
+
+// NodeName is the name of node i (1-based).
+func NodeName(i int) string { return fmt.Sprintf("node%d", i) }
+
+// PodName is the name of the pod on node.
+func PodName(node string) string { return "pod-" + node }
+
+// NodeIPv4 and the functions below give the plan's addresses for node i.
+func NodeIPv4(i int) netip.Addr { return v4(10 + i) }
+
+// NodeIPv6 is node i's segment address 2001:db8:1::1i.
+func NodeIPv6(i int) netip.Addr { return netip.MustParseAddr(fmt.Sprintf("2001:db8:1::%d", 10+i)) }
+
+// PodCIDRv4ForNode is node i's pod /30.
+func PodCIDRv4ForNode(i int) netip.Prefix { return netip.PrefixFrom(v4(160+4*(i-1)), podPrefixLenV4) }
+
+// PodCIDRv6ForNode is node i's pod /64.
+func PodCIDRv6ForNode(i int) netip.Prefix {
+	return netip.MustParsePrefix(fmt.Sprintf("2001:db8:10:%x::/64", i))
+}
+
+func v4(last int) netip.Addr { return netip.AddrFrom4([4]byte{198, 51, 100, byte(last)}) }
+
+// planMAC is the MAC the lab gives the interface holding 198.51.100.last,
+// so that a MAC on the segment says whose it is: 02:00:c6:33:64:<last>.
+func planMAC(last byte) net.HardwareAddr { return net.HardwareAddr{0x02, 0x00, 198, 51, 100, last} }
+
+func newNode(i int, runID string) Node {
+	podV4 := PodCIDRv4ForNode(i)
+	podV6 := PodCIDRv6ForNode(i)
+	name := NodeName(i)
+	return Node{
+		Name: name, Index: i, NS: nsName(runID, name),
+		IPv4: NodeIPv4(i), IPv6: NodeIPv6(i), MAC: planMAC(byte(10 + i)),
+		Pod: Pod{
+			Name: PodName(name), NS: nsName(runID, PodName(name)),
+			GatewayV4: podV4.Addr().Next(), IPv4: podV4.Addr().Next().Next(),
+			GatewayV6: podV6.Addr().Next(), IPv6: podV6.Addr().Next().Next(),
+			CIDRv4: podV4, CIDRv6: podV6,
+		},
+	}
+}

@@ -1,0 +1,115 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// setup builds the lab, overlapping what does not depend on each other:
+// network and helper build; then control plane, router and pods; then
+// kube-proxy (it needs the Node objects).
+func (l *Lab) setup(ctx context.Context) error {
+	err := parallel(2, func(i int) error {
+		if i == 1 {
+			return l.buildBinaries(ctx)
+		}
+		start := time.Now()
+		if err := l.buildTopology(ctx); err != nil {
+			return err
+		}
+		l.addTiming("network", start)
+		return l.learnAddresses(ctx)
+	})
+	if err != nil {
+		return err
+	}
+	steps := []func(context.Context) error{l.startControlPlane, l.startRouter, l.startPods}
+	if err := parallel(len(steps), func(i int) error { return steps[i](ctx) }); err != nil {
+		return err
+	}
+	if !l.opts.NoKubeProxy {
+		if err := l.startKubeProxies(ctx); err != nil {
+			return err
+		}
+	}
+	return l.state.update(func(s *state) { s.Ready = true })
+}
+
+// learnAddresses fills in the segment MACs and the nodes' link-local
+// addresses (for mapping routers' IPv6 next hops to nodes).
+func (l *Lab) learnAddresses(ctx context.Context) error {
+	l.mu.Lock()
+	l.macs[planMAC(1).String()] = Router
+	l.macs[planMAC(100).String()] = Client
+	l.macs[planMAC(126).String()] = Root
+	for _, n := range l.nodes {
+		l.macs[n.MAC.String()] = n.Name
+	}
+	l.mu.Unlock()
+	return parallel(len(l.nodes), func(i int) error {
+		ll, err := linkLocal(ctx, l.nodes[i].NS, "eth0")
+		if err != nil {
+			return err
+		}
+		l.nodes[i].LinkLocal = ll
+		return nil
+	})
+}
+
+// Close stops every process the lab and its tests started, removes the
+// namespaces, the root leg and the run directory, checks that nothing is
+// left (Leftovers), and releases the machine for the next lab. It is
+// idempotent; the error names whatever could not be removed.
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	procs := append([]*Process(nil), l.procs...)
+	l.mu.Unlock()
+	defer l.lock.release()
+	start := time.Now()
+	var errs []string
+	if err := parallel(len(procs), func(i int) error { return procs[i].Stop() }); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if l.cp != nil {
+		l.cp.Stop()
+	}
+	if l.id != "" {
+		if _, err := removeRun(context.Background(), l.opts.StateRoot, l.id, l.log); err != nil {
+			errs = append(errs, err.Error())
+		}
+		_ = os.Remove(l.opts.StateRoot) // only when no other run is left
+		left := l.findLeftovers()
+		l.mu.Lock()
+		l.leftovers = left
+		l.mu.Unlock()
+		if len(left) > 0 {
+			errs = append(errs, "left behind: "+strings.Join(left, ", "))
+		}
+	}
+	l.log.Info("lab down", "run", l.id, "took", time.Since(start).Round(time.Millisecond))
+	if len(errs) > 0 {
+		return fmt.Errorf("lab %s teardown: %s", l.id, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Release lets the caller exit and leave a detached lab running (what
+// `herald-lab up` does); `herald-lab down` removes it later.
+func (l *Lab) Release() error {
+	if !l.opts.Detached {
+		return fmt.Errorf("lab %s is not detached: its processes die with this one; use Close", l.id)
+	}
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.lock.release()
+	return nil
+}

@@ -1,0 +1,147 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultStateRoot holds one directory per run: state.json, logs,
+// kubeconfigs, the control plane's PKI and data, the router's directory.
+const DefaultStateRoot = "/run/herald-lab"
+
+const (
+	runIDLen  = 4
+	nsPrefix  = "herald-" // namespaces: herald-<runid>-<host>
+	linkStem  = "herald"  // the root leg: herald<runid>
+	stateName = "state.json"
+)
+
+func nsName(runID, host string) string { return nsPrefix + runID + "-" + host }
+
+func rootLinkName(runID string) string { return linkStem + runID }
+
+// state is what a run leaves on disk so that another process (`herald-lab
+// down`, or the next lab after a crash) can find and remove everything.
+type state struct {
+	RunID    string    `json:"run_id"`
+	Created  time.Time `json:"created"`
+	Detached bool      `json:"detached"`
+	// Owner started the lab; a run whose owner is gone and that is not
+	// detached is a leftover of a crash.
+	Owner           procRecord   `json:"owner"`
+	Nodes           int          `json:"nodes"`
+	Router          RouterKind   `json:"router"`
+	Namespaces      []string     `json:"namespaces"`
+	RootLink        string       `json:"root_link"`
+	APIServer       string       `json:"api_server,omitempty"`
+	AdminKubeconfig string       `json:"admin_kubeconfig,omitempty"`
+	Ready           bool         `json:"ready"`
+	Processes       []procRecord `json:"processes"`
+}
+
+// procRecord identifies a process by PID and start time (so a reused PID
+// is never mistaken for it).
+type procRecord struct {
+	Name  string `json:"name"`
+	NS    string `json:"ns,omitempty"`
+	PID   int    `json:"pid"`
+	Start uint64 `json:"start"`
+	Log   string `json:"log,omitempty"`
+}
+
+type stateFile struct {
+	mu   sync.Mutex
+	path string
+	s    state
+}
+
+func newStateFile(dir string, s state) (*stateFile, error) {
+	f := &stateFile{path: filepath.Join(dir, stateName), s: s}
+	return f, f.update(func(*state) {})
+}
+
+// update changes the state and writes it atomically.
+func (f *stateFile) update(change func(*state)) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change(&f.s)
+	data, err := json.MarshalIndent(f.s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := f.path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("writing lab state: %w", err)
+	}
+	return os.Rename(tmp, f.path)
+}
+
+func (f *stateFile) addProcess(r procRecord) error {
+	return f.update(func(s *state) { s.Processes = append(s.Processes, r) })
+}
+
+func (f *stateFile) removeProcess(pid int) error {
+	return f.update(func(s *state) {
+		s.Processes = slices.DeleteFunc(s.Processes, func(r procRecord) bool { return r.PID == pid })
+	})
+}
+
+func readState(dir string) (state, error) {
+	var s state
+	data, err := os.ReadFile(filepath.Join(dir, stateName))
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", filepath.Join(dir, stateName), err)
+	}
+	return s, nil
+}
+
+// procStart is the start time of pid (field 22 of /proc/pid/stat, in
+// clock ticks since boot).
+func procStart(pid int) (uint64, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, err
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no comm", pid)
+	}
+	fields := strings.Fields(s[i+1:])
+	// fields[0] is field 3 (state); starttime is field 22.
+	if len(fields) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
+	}
+	return strconv.ParseUint(fields[19], 10, 64)
+}
+
+// alive reports whether the recorded process still runs (and is not a
+// zombie).
+func (r procRecord) alive() bool {
+	start, err := procStart(r.PID)
+	if err != nil || start != r.Start {
+		return false
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(r.PID) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || len(s) < i+3 || s[i+2] != 'Z'
+}
+
+func recordOf(name, ns string, pid int, log string) procRecord {
+	start, _ := procStart(pid)
+	return procRecord{Name: name, NS: ns, PID: pid, Start: start, Log: log}
+}

@@ -1,0 +1,102 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RunStatus describes one lab run found on the machine.
+type RunStatus struct {
+	ID              string
+	Created         time.Time
+	Detached, Ready bool
+	OwnerPID        int
+	OwnerAlive      bool
+	Router          RouterKind
+	APIServer       string
+	AdminKubeconfig string
+	// Namespaces that exist, and those the state lists but that are gone.
+	Namespaces, MissingNamespaces []string
+	Processes                     []ProcessStatus
+}
+
+// ProcessStatus is one recorded process.
+type ProcessStatus struct {
+	Name  string
+	NS    string
+	PID   int
+	Alive bool
+	RSS   int64 // bytes
+	Log   string
+}
+
+// Status lists the lab runs on this machine, by run id.
+func Status(root string) []RunStatus {
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	var out []RunStatus
+	for _, id := range knownRuns(root) {
+		rs := RunStatus{ID: id, Namespaces: labNamespaces(id)}
+		if st, err := readState(filepath.Join(root, id)); err == nil {
+			rs.Created, rs.Detached, rs.Ready = st.Created, st.Detached, st.Ready
+			rs.OwnerPID, rs.OwnerAlive = st.Owner.PID, st.Owner.alive()
+			rs.Router, rs.APIServer, rs.AdminKubeconfig = st.Router, st.APIServer, st.AdminKubeconfig
+			for _, ns := range st.Namespaces {
+				if !slices.Contains(rs.Namespaces, ns) {
+					rs.MissingNamespaces = append(rs.MissingNamespaces, ns)
+				}
+			}
+			for _, r := range st.Processes {
+				alive := r.alive()
+				rs.Processes = append(rs.Processes, ProcessStatus{Name: r.Name, NS: r.NS, PID: r.PID, Alive: alive, RSS: rssOf(r.PID, alive), Log: r.Log})
+			}
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// TotalRSS sums the resident memory of the run's live processes.
+func (rs RunStatus) TotalRSS() int64 {
+	var sum int64
+	for _, p := range rs.Processes {
+		sum += p.RSS
+	}
+	return sum
+}
+
+// rssOf reads VmRSS of pid in bytes (0 when gone).
+func rssOf(pid int, alive bool) int64 {
+	if !alive {
+		return 0
+	}
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// Memory reports this lab's processes with their resident memory.
+func (l *Lab) Memory() RunStatus {
+	for _, rs := range Status(l.opts.StateRoot) {
+		if rs.ID == l.id {
+			return rs
+		}
+	}
+	return RunStatus{ID: l.id}
+}
