@@ -136,7 +136,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.secretInformers.Shutdown()
 	defer c.heraldInformers.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
-		return fmt.Errorf("caches did not sync: %w", ctx.Err())
+		if ctx.Err() != nil {
+			return nil // stopped before it started
+		}
+		return fmt.Errorf("caches did not sync")
 	}
 	start := time.Now()
 	c.rebuildConfig(ctx)
