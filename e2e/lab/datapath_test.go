@@ -1,0 +1,94 @@
+package lab_test
+
+import (
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// A dual-stack LoadBalancer Service whose status the test writes by hand
+// (no Herald): traffic the client sends to an L2-pool VIP at node1's MAC
+// reaches pod-node2 through node1's kube-proxy, for IPv4 and IPv6.
+func TestDataPathL2VIPThroughKubeProxy(t *testing.T) {
+	l := lab.Shared(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	vip4, vip6 := addr("198.51.100.64"), addr("2001:db8:1::64")
+	svc := lab.LoadBalancerService("datapath", "l2", corev1.IPv4Protocol, corev1.IPv6Protocol)
+	if _, err := l.CreateService(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.DeleteService(ctxFor(t, time.Minute), svc.Namespace, svc.Name) })
+	if err := l.SetEndpoints(ctx, svc, "node2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetLoadBalancerIngress(ctx, svc, vip4, vip6); err != nil {
+		t.Fatal(err)
+	}
+	node1, _ := l.Node("node1")
+	for _, vip := range []netip.Addr{vip4, vip6} {
+		if err := l.SetNeighbor(ctx, lab.Client, vip, node1.MAC); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.DeleteNeighbor(ctxFor(t, time.Minute), lab.Client, vip) })
+		for _, port := range []int{80, 443} {
+			expectPod(t, l, lab.Client, vip, port, "pod-node2")
+		}
+	}
+}
+
+// A BGP-pool VIP with a static route on the router via node1: the external
+// client behind the router reaches pod-node2.
+func TestDataPathThroughRouter(t *testing.T) {
+	l := lab.Shared(t)
+	ctx := ctxFor(t, 2*time.Minute)
+	vip4, vip6 := addr("198.51.100.130"), addr("2001:db8:ff::10")
+	svc := lab.LoadBalancerService("datapath", "bgp", corev1.IPv4Protocol, corev1.IPv6Protocol)
+	if _, err := l.CreateService(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.DeleteService(ctxFor(t, time.Minute), svc.Namespace, svc.Name) })
+	if err := l.SetEndpoints(ctx, svc, "node2"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetLoadBalancerIngress(ctx, svc, vip4, vip6); err != nil {
+		t.Fatal(err)
+	}
+	node1, _ := l.Node("node1")
+	for _, r := range []struct{ vip, via netip.Addr }{{vip4, node1.IPv4}, {vip6, node1.IPv6}} {
+		prefix := netip.PrefixFrom(r.vip, r.vip.BitLen())
+		if err := l.ReplaceRoute(ctx, lab.Router, prefix, r.via); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.DeleteRoute(ctxFor(t, time.Minute), lab.Router, prefix) })
+		route, err := l.RouterRoutes(ctx, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(route.FIBNodes()) != "[node1]" {
+			t.Errorf("router FIB for %s: %+v", prefix, route.FIB)
+		}
+		expectPod(t, l, lab.External, r.vip, 80, "pod-node2")
+	}
+}
+
+// expectPod polls (kube-proxy programs new rules within seconds) until an
+// HTTP request from host to vip:port is answered by pod.
+func expectPod(t *testing.T, l *lab.Lab, host string, vip netip.Addr, port int, pod string) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	var got lab.PodAnswer
+	eventually(t, 30*time.Second, fmt.Sprintf("%s -> %s port %d answered by %s", host, vip, port, pod), func() error {
+		var err error
+		got, err = l.HTTPGet(ctx, host, vip, port)
+		if err == nil && got.Pod != pod {
+			err = fmt.Errorf("answered by %s", got.Pod)
+		}
+		return err
+	})
+	t.Logf("%s -> %s answered by %s, which saw client %s", host, netip.AddrPortFrom(vip, uint16(port)), got.Pod, got.Client)
+}
