@@ -46,8 +46,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.IntVar(&f.workers, "workers", 16, "Services synced in parallel")
-	fs.Float64Var(&f.qps, "kube-api-qps", 200, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
-	fs.IntVar(&f.burst, "kube-api-burst", 400, "burst of queries to the API server")
+	fs.Float64Var(&f.qps, "kube-api-qps", 500, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
+	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst of queries to the API server")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -109,7 +109,15 @@ func run(f flags) error {
 	if err := daemon.Serve(ctx, log, reg, health, f.metricsAddr, f.healthAddr); err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(ctx, kube, scheme, "herald-controller")
+	// Events go through their own client and rate limit, so that a burst of
+	// events never delays the status writes that hand out addresses.
+	eventCfg := *cfg
+	eventCfg.QPS, eventCfg.Burst = 50, 200
+	eventKube, err := kubernetes.NewForConfig(&eventCfg)
+	if err != nil {
+		return err
+	}
+	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, scheme, "herald-controller")
 	defer stopEvents()
 	c, err := controller.New(kube, herald, controller.Options{
 		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers,

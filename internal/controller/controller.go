@@ -61,8 +61,10 @@ type Controller struct {
 	synced          []cache.InformerSynced
 
 	serviceQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
-	configQueue  workqueue.TypedRateLimitingInterface[string]
-	poolQueue    workqueue.TypedRateLimitingInterface[string]
+	// annotationQueue writes the pool annotation once addresses are out.
+	annotationQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
+	configQueue     workqueue.TypedRateLimitingInterface[string]
+	poolQueue       workqueue.TypedRateLimitingInterface[string]
 
 	mu         sync.Mutex // guards the fields below
 	alloc      *allocator.Allocator
@@ -102,6 +104,8 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{},
 		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "services"}),
+		annotationQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
+			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "annotations"}),
 		configQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "config"}),
 		poolQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -127,6 +131,7 @@ func serviceRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 // until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer c.serviceQueue.ShutDown()
+	defer c.annotationQueue.ShutDown()
 	defer c.configQueue.ShutDown()
 	defer c.poolQueue.ShutDown()
 	c.kubeInformers.Start(ctx.Done())
@@ -156,10 +161,12 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	}
 	run(c.opts.Workers, c.serviceWorker)
+	run(4, c.annotationWorker)
 	run(1, c.configWorker)
 	run(2, c.poolWorker)
 	<-ctx.Done()
 	c.serviceQueue.ShutDown()
+	c.annotationQueue.ShutDown()
 	c.configQueue.ShutDown()
 	c.poolQueue.ShutDown()
 	wg.Wait()
@@ -168,6 +175,11 @@ func (c *Controller) Run(ctx context.Context) error {
 
 func (c *Controller) serviceWorker(ctx context.Context) {
 	for processNext(ctx, c.serviceQueue, c.syncService) {
+	}
+}
+
+func (c *Controller) annotationWorker(ctx context.Context) {
+	for processNext(ctx, c.annotationQueue, c.syncAnnotation) {
 	}
 }
 

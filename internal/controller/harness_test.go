@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,14 +33,14 @@ const heraldNS = "herald-system"
 // env is one test's view of the shared API server: clients, a namespace of
 // its own, and cleanup of every Herald object when the test ends.
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	kube   kubernetes.Interface
 	herald versioned.Interface
 	ns     string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	cp := testenv.Shared(t)
 	kube := kubernetes.NewForConfigOrDie(cp.AdminConfig)
@@ -67,9 +68,22 @@ func (e *env) wipe() {
 	ctx := context.Background()
 	svcs, _ := e.kube.CoreV1().Services(e.ns).List(ctx, metav1.ListOptions{})
 	if svcs != nil {
-		for _, s := range svcs.Items {
-			_ = e.kube.CoreV1().Services(e.ns).Delete(ctx, s.Name, metav1.DeleteOptions{})
+		names := make(chan string)
+		var wg sync.WaitGroup
+		for w := 0; w < 16; w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for n := range names {
+					_ = e.kube.CoreV1().Services(e.ns).Delete(ctx, n, metav1.DeleteOptions{})
+				}
+			}()
 		}
+		for _, s := range svcs.Items {
+			names <- s.Name
+		}
+		close(names)
+		wg.Wait()
 	}
 	h := e.herald.HeraldV1beta1()
 	pools, _ := h.IPAddressPools().List(ctx, metav1.ListOptions{})
@@ -85,7 +99,7 @@ func (e *env) wipe() {
 	_ = h.BGPPeers().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = h.Communities().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = h.BFDProfiles().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
-	e.eventually("objects deleted", 30*time.Second, func() bool {
+	e.eventually("objects deleted", 120*time.Second, func() bool {
 		p, _ := h.IPAddressPools().List(ctx, metav1.ListOptions{})
 		s, _ := e.kube.CoreV1().Services(e.ns).List(ctx, metav1.ListOptions{})
 		return p != nil && len(p.Items) == 0 && s != nil && len(s.Items) == 0

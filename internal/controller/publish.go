@@ -16,8 +16,9 @@ import (
 
 var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 
-// publish writes what changed: status (ingress with ipMode VIP, Herald's
-// conditions), then the pool annotation, with events telling the story.
+// publish writes what changed in the status (ingress with ipMode VIP,
+// Herald's conditions), with events telling the story, and queues the pool
+// annotation.
 func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outcome) error {
 	ingress := wantIngress(out)
 	conds := []condition{allocatedCondition(out)}
@@ -41,7 +42,39 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 	if len(out.outside) > 0 && condsChanged {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressOutsidePool", "%s is in no IPAddressPool any more; the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
 	}
-	return c.applyPoolAnnotation(ctx, svc, out)
+	if svc.Annotations[v1beta1.AnnotationAllocatedFromPool] != poolAnnotation(out) {
+		c.annotationQueue.Add(cache.MetaObjectToName(svc))
+	}
+	return nil
+}
+
+// poolAnnotation is the value herald.dev/ip-allocated-from-pool should have.
+func poolAnnotation(out outcome) string {
+	if out.held {
+		return out.assignment.Pool
+	}
+	return ""
+}
+
+// syncAnnotation writes herald.dev/ip-allocated-from-pool after the status.
+// It runs in its own queue and waits while Services are waiting for their
+// addresses: with 1,000 pending Services, addresses come first.
+func (c *Controller) syncAnnotation(ctx context.Context, key cache.ObjectName) error {
+	for c.serviceQueue.Len() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	svc, err := c.services.Services(key.Namespace).Get(key.Name)
+	if err != nil || !c.opts.Class.IsOurs(svc) {
+		return nil // deleted or not ours: nothing to annotate
+	}
+	c.mu.Lock()
+	a, held := c.alloc.Lookup(key.String())
+	c.mu.Unlock()
+	return c.applyPoolAnnotation(ctx, svc, outcome{assignment: a, held: held})
 }
 
 func wantIngress(out outcome) []corev1.LoadBalancerIngress {
@@ -87,10 +120,7 @@ func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingre
 
 // applyPoolAnnotation keeps herald.dev/ip-allocated-from-pool in step.
 func (c *Controller) applyPoolAnnotation(ctx context.Context, svc *corev1.Service, out outcome) error {
-	want := ""
-	if out.held {
-		want = out.assignment.Pool
-	}
+	want := poolAnnotation(out)
 	if svc.Annotations[v1beta1.AnnotationAllocatedFromPool] == want {
 		return nil
 	}
