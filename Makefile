@@ -1,0 +1,76 @@
+# Herald. `make test` is what CI (.ci/run) runs; `make demo` shows Herald
+# working in the network lab. Both need Linux and root (network
+# namespaces); the scripts install what is missing.
+
+export GOFLAGS := -buildvcs=false
+export CGO_ENABLED := 0
+GO ?= go
+FUZZTIME ?= 10s
+BIN := bin
+
+include hack/versions.env
+include lab.mk
+
+.PHONY: all build test unit e2e fuzz verify generate deps control-plane bench bench-controller clean help
+
+all: build
+
+help:
+	@echo "make build         build bin/controller and bin/speaker"
+	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
+	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
+	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
+	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
+	@echo "make verify        fail when generated files are stale or code is unformatted"
+	@echo "make bench         print the benchmark figures"
+
+build:
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/controller ./controller
+	@if [ -d speaker ]; then $(GO) build -trimpath -o $(BIN)/speaker ./speaker; fi
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then hack/install-deps.sh; else echo "make deps: not root; skipping Debian packages (network tests will skip)"; fi
+
+# The Kubernetes control plane the tests run (etcd, kube-apiserver,
+# kube-proxy at the versions in hack/versions.env), built once into
+# ~/.cache/herald. A cold build takes 10-20 minutes on 2 cores.
+control-plane:
+	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-20 minutes..."
+	hack/build-control-plane.sh
+
+generate:
+	hack/update-codegen.sh
+	@if [ -x hack/render-manifests.sh ]; then hack/render-manifests.sh; fi
+
+verify:
+	hack/verify.sh
+
+test: deps control-plane verify unit e2e fuzz
+
+# Unit and integration tests (real kube-apiserver, network namespaces for
+# the L2/BGP/member-list packages). Packages run two at a time.
+unit:
+	$(GO) test -count=1 -timeout 30m ./api/... ./internal/... ./controller/... $(if $(wildcard speaker),./speaker/...)
+
+# End-to-end tests in the network lab, one package at a time (each brings
+# up its own lab on 198.51.100.0/24).
+e2e:
+	$(GO) test -count=1 -p 1 -timeout 60m ./e2e/...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
+bench: bench-pure bench-controller
+
+bench-pure:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/bgp/ ./internal/layer2/
+
+bench-controller:
+	$(GO) test -count=1 -run '^$$' -bench 'Controller(StartWith1000Pending|Create1000)$$' -benchtime 1x ./internal/controller/
+
+bench-controller-10k:
+	$(GO) test -count=1 -run '^$$' -bench 'ControllerCreate10000' -benchtime 1x -timeout 30m ./internal/controller/
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fail when something checked in is stale or unclean:
+#   - gofmt and go vet;
+#   - go.mod/go.sum not tidy;
+#   - generated code and CRDs (hack/update-codegen.sh run on a scratch copy
+#     of the tree must reproduce them byte for byte);
+#   - the rendered install manifest (manifests/herald.yaml), when the
+#     renderer exists.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export GOFLAGS=-buildvcs=false GOWORK=off
+fail=0
+say() { printf '[verify] %s\n' "$*" >&2; }
+
+unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
+if [ -n "$unformatted" ]; then
+  say "gofmt wants changes in:"; echo "$unformatted" >&2; fail=1
+fi
+
+say "go vet ./..."
+go vet ./... || fail=1
+
+say "go mod tidy -diff"
+if ! go mod tidy -diff >/tmp/herald-tidy.diff 2>&1; then
+  say "go.mod/go.sum are not tidy (run go mod tidy):"; head -40 /tmp/herald-tidy.diff >&2; fail=1
+fi
+
+say "regenerating into a scratch copy"
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+tar --exclude=./.git --exclude=./bin -cf - . | tar -xf - -C "$scratch"
+(cd "$scratch" && hack/update-codegen.sh) >/dev/null
+for p in api manifests/crds; do
+  if ! diff -r -q "$p" "$scratch/$p" >/dev/null; then
+    say "$p is stale; run make generate. Differences:"
+    diff -r "$p" "$scratch/$p" | head -40 >&2 || true
+    fail=1
+  fi
+done
+if [ -x hack/render-manifests.sh ]; then
+  (cd "$scratch" && hack/render-manifests.sh) >/dev/null
+  if ! cmp -s manifests/herald.yaml "$scratch/manifests/herald.yaml"; then
+    say "manifests/herald.yaml is stale; run make generate"; fail=1
+  fi
+fi
+[ $fail = 0 ] && say "all checks passed"
+exit $fail
