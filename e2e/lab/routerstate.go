@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
 )
@@ -14,7 +15,8 @@ import (
 type Route struct {
 	Prefix netip.Prefix
 	Paths  []routerconf.Path
-	FIB    []NextHop
+	// FIB next hops, sorted by address.
+	FIB []NextHop
 }
 
 // NextHop is one kernel next hop, with the node it leads to.
@@ -27,7 +29,7 @@ type NextHop struct {
 	Protocol string
 }
 
-// FIBNodes lists the nodes of the FIB next hops, in FIB order.
+// FIBNodes lists the nodes of the FIB next hops, in next-hop address order.
 func (r Route) FIBNodes() []string {
 	var out []string
 	for _, nh := range r.FIB {
@@ -117,6 +119,8 @@ func (l *Lab) fibNextHops(ctx context.Context, prefix netip.Prefix) ([]NextHop, 
 			hops = append(hops, NextHop{Addr: a, Dev: h.Dev, Node: l.nodeOfAddr(a), Protocol: rt.Protocol})
 		}
 	}
+	// the kernel's order of ECMP next hops is not stable
+	slices.SortFunc(hops, func(a, b NextHop) int { return a.Addr.Compare(b.Addr) })
 	return hops, nil
 }
 
