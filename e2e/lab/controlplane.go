@@ -36,7 +36,7 @@ func (l *Lab) startControlPlane(ctx context.Context) error {
 	}
 	l.cp = cp
 	for _, p := range []*testenv.Process{cp.Etcd, cp.APIServer} {
-		r := recordOf(p.Name, "", p.PID(), p.LogPath)
+		r := recordOf(p.Name+"@"+l.id, "", p.PID(), p.LogPath)
 		l.remember(r)
 		if err := l.state.addProcess(r); err != nil {
 			return err

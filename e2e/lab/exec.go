@@ -48,7 +48,7 @@ func (l *Lab) spawn(o procOptions) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := recordOf(o.name, o.ns, p.PID(), o.logPath)
+	r := recordOf(o.name+"@"+l.id, o.ns, p.PID(), o.logPath) // the run id in every recorded name
 	l.mu.Lock()
 	l.procs = append(l.procs, p)
 	l.history = append(l.history, r)

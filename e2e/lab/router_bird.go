@@ -31,7 +31,7 @@ func (l *Lab) startBIRD(ctx context.Context, cfg routerconf.Config) (*routerRun,
 		return nil, err
 	}
 	argv := []string{"bird", "-f", "-c", conf, "-s", r.socket(), "-P", filepath.Join(r.dir, "bird.pid")}
-	p, err := l.spawn(procOptions{name: "bird-" + l.id, ns: l.ns(Router), argv: argv})
+	p, err := l.spawn(procOptions{name: "bird", ns: l.ns(Router), argv: argv})
 	if err != nil {
 		return nil, err
 	}

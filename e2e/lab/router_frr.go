@@ -81,7 +81,7 @@ func (l *Lab) startFRRDaemon(r *routerRun, daemon string) (*Process, error) {
 	if daemon == "bfdd" {
 		argv = append(argv, "--bfdctl", filepath.Join(r.dir, "bfdd.sock"))
 	}
-	p, err := l.spawn(procOptions{name: "frr-" + daemon + "-" + l.id, ns: l.ns(Router), argv: argv})
+	p, err := l.spawn(procOptions{name: "frr-" + daemon, ns: l.ns(Router), argv: argv})
 	if err != nil {
 		return nil, err
 	}
