@@ -1,0 +1,159 @@
+package announce
+
+import (
+	"net/netip"
+	"slices"
+	"sort"
+
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// L2Owner is the node that answers ARP/NDP for one address.
+type L2Owner struct {
+	IP   netip.Addr
+	Node string
+	// Interfaces overrides the interface choice; empty means the default.
+	Interfaces []string
+	// Services holding the address, sorted.
+	Services []string
+}
+
+// L2Result is the L2 decision for every address, and why some addresses
+// have no owner.
+type L2Result struct {
+	Owners []L2Owner // sorted by address
+	// Unowned maps an address that some L2Advertisement covers to the
+	// reason no node announces it.
+	Unowned map[netip.Addr]string
+	// Uncovered lists addresses no L2Advertisement covers.
+	Uncovered []netip.Addr
+}
+
+// L2 decides the owner of every address.
+func L2(st State) L2Result {
+	res := L2Result{Unowned: map[netip.Addr]string{}}
+	nodes := st.nodes()
+	ips, byIP := st.holders()
+	for _, ip := range ips {
+		svcs := byIP[ip]
+		ads := st.l2AdsFor(ip, svcs)
+		if len(ads) == 0 {
+			res.Uncovered = append(res.Uncovered, ip)
+			continue
+		}
+		cands := l2Candidates(st, nodes, ads)
+		cands = preferLocal(cands, svcs)
+		owner := Owner(ip, cands)
+		if owner == "" {
+			res.Unowned[ip] = ReasonNoEligibleNode
+			continue
+		}
+		res.Owners = append(res.Owners, L2Owner{IP: ip, Node: owner, Interfaces: interfacesFor(ads, nodes, owner), Services: keys(svcs)})
+	}
+	return res
+}
+
+// l2AdsFor returns the L2Advertisements covering the address for at least
+// one of the Services holding it.
+func (st State) l2AdsFor(ip netip.Addr, svcs []*Service) []*config.L2Advertisement {
+	var out []*config.L2Advertisement
+	for _, ad := range st.Config.L2Advertisements {
+		for _, s := range svcs {
+			if p := st.poolOf(s, ip); p != nil && ad.SelectsPool(p.Name) && ad.SelectsService(s.Labels) {
+				out = append(out, ad)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// l2Candidates: eligible, live nodes some advertisement selects.
+func l2Candidates(st State, nodes []node, ads []*config.L2Advertisement) []string {
+	var out []string
+	for _, n := range nodes {
+		if !n.eligible || !st.live(n.name) {
+			continue
+		}
+		for _, ad := range ads {
+			if ad.SelectsNode(n.labels) {
+				out = append(out, n.name)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// preferLocal narrows the candidates for Services with
+// externalTrafficPolicy: Local: nodes with local endpoints of every such
+// Service sharing the address if there are any, else nodes with local
+// endpoints of some of them; none when no candidate has any.
+func preferLocal(cands []string, svcs []*Service) []string {
+	var local []*Service
+	for _, s := range svcs {
+		if s.ETPLocal {
+			local = append(local, s)
+		}
+	}
+	if len(local) == 0 {
+		return cands
+	}
+	var all, some []string
+	for _, n := range cands {
+		count := 0
+		for _, s := range local {
+			if s.Endpoints.Local[n] {
+				count++
+			}
+		}
+		if count == len(local) {
+			all = append(all, n)
+		}
+		if count > 0 {
+			some = append(some, n)
+		}
+	}
+	if len(all) > 0 {
+		return all
+	}
+	return some
+}
+
+// interfacesFor merges the interface overrides of the advertisements that
+// select the owner; any advertisement without an override means the
+// default choice.
+func interfacesFor(ads []*config.L2Advertisement, nodes []node, owner string) []string {
+	var ownerNode node
+	for _, n := range nodes {
+		if n.name == owner {
+			ownerNode = n
+		}
+	}
+	set := map[string]bool{}
+	for _, ad := range ads {
+		if !ad.SelectsNode(ownerNode.labels) {
+			continue
+		}
+		if len(ad.Interfaces) == 0 {
+			return nil
+		}
+		for _, i := range ad.Interfaces {
+			set[i] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for i := range set {
+		out = append(out, i)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func keys(svcs []*Service) []string {
+	out := make([]string, len(svcs))
+	for i, s := range svcs {
+		out[i] = s.Key
+	}
+	return slices.Compact(out)
+}

@@ -1,0 +1,103 @@
+package announce
+
+import (
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+)
+
+// ServiceStatus says whether and how a Service's addresses are announced,
+// for the herald.dev/Announced condition.
+type ServiceStatus struct {
+	Announced bool
+	Reason    string // Announced, NoAddress, NoAdvertisementMatches, NoEligibleNode
+	Message   string
+	// L2 maps each address announced in L2 mode to its node.
+	L2 map[netip.Addr]string
+	// BGPNodes are the nodes advertising some address of the Service.
+	BGPNodes []string
+}
+
+// Statuses computes the status of every Service in the state, keyed by
+// Service key. With Live unset, every eligible node counts as live.
+func Statuses(st State) map[string]ServiceStatus {
+	l2 := L2(st)
+	owners := map[netip.Addr]string{}
+	for _, o := range l2.Owners {
+		owners[o.IP] = o.Node
+	}
+	bgpNodes := map[string][]string{}
+	bgpCovered := map[string]bool{}
+	for _, n := range st.nodes() {
+		for _, r := range BGP(st, n.name).Routes {
+			for _, s := range r.Services {
+				if !slices.Contains(bgpNodes[s], n.name) {
+					bgpNodes[s] = append(bgpNodes[s], n.name)
+				}
+			}
+		}
+	}
+	for i := range st.Services {
+		s := &st.Services[i]
+		for _, ip := range s.IPs {
+			if st.bgpCovers(s, ip) {
+				bgpCovered[s.Key] = true
+			}
+		}
+	}
+	out := map[string]ServiceStatus{}
+	for i := range st.Services {
+		s := &st.Services[i]
+		out[s.Key] = statusOf(s, owners, l2, bgpNodes[s.Key], bgpCovered[s.Key])
+	}
+	return out
+}
+
+func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []string, bgpCovered bool) ServiceStatus {
+	if len(s.IPs) == 0 {
+		return ServiceStatus{Reason: ReasonNoAddress, Message: "the Service has no address yet"}
+	}
+	st := ServiceStatus{L2: map[netip.Addr]string{}, BGPNodes: bgpNodes}
+	l2Covered := false
+	var parts []string
+	for _, ip := range s.IPs {
+		if n, ok := owners[ip]; ok {
+			st.L2[ip] = n
+			l2Covered = true
+			parts = append(parts, fmt.Sprintf("%s answered by node %s (L2)", ip, n))
+		} else if _, ok := l2.Unowned[ip]; ok {
+			l2Covered = true
+		}
+	}
+	if len(bgpNodes) > 0 {
+		slices.Sort(bgpNodes)
+		parts = append(parts, fmt.Sprintf("advertised over BGP by %s", strings.Join(bgpNodes, ", ")))
+	}
+	switch {
+	case len(parts) > 0:
+		st.Announced, st.Reason, st.Message = true, ReasonAnnounced, strings.Join(parts, "; ")
+	case !l2Covered && !bgpCovered:
+		st.Reason = ReasonNoAdvertisement
+		st.Message = "no L2Advertisement or BGPAdvertisement selects this Service's pool and labels; create one, or check its ipAddressPools and serviceSelectors"
+	default:
+		st.Reason = ReasonNoEligibleNode
+		st.Message = "no node may announce the Service: nodes are excluded (label node.kubernetes.io/exclude-from-external-load-balancers, ToBeDeletedByClusterAutoscaler taint), not Ready, not selected by the advertisements' nodeSelectors, or, with externalTrafficPolicy: Local (or BGP), have no ready endpoint"
+	}
+	return st
+}
+
+// bgpCovers: some BGPAdvertisement selects the address's pool and the
+// Service, whatever the nodes.
+func (st State) bgpCovers(s *Service, ip netip.Addr) bool {
+	pool := st.poolOf(s, ip)
+	if pool == nil {
+		return false
+	}
+	for _, ad := range st.Config.BGPAdvertisements {
+		if ad.SelectsPool(pool.Name) && ad.SelectsService(s.Labels) && len(st.Config.Peers) > 0 {
+			return true
+		}
+	}
+	return false
+}
