@@ -2,38 +2,50 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
 // setup builds the lab, overlapping what does not depend on each other:
-// network and helper build; then control plane, router and pods; then
-// kube-proxy (it needs the Node objects).
+// the helper build runs beside the network, the control plane and the
+// router; the pods wait for the helpers, kube-proxy for the Node objects
+// (and for the prober it is checked with).
 func (l *Lab) setup(ctx context.Context) error {
-	err := parallel(2, func(i int) error {
-		if i == 1 {
-			return l.buildBinaries(ctx)
-		}
-		start := time.Now()
-		if err := l.buildTopology(ctx); err != nil {
-			return err
-		}
-		l.addTiming("network", start)
-		return l.learnAddresses(ctx)
-	})
-	if err != nil {
-		return err
+	built := make(chan error, 1)
+	go func() { built <- l.buildBinaries(ctx) }()
+	helpers := sync.OnceValue(func() error { return <-built })
+	start := time.Now()
+	if err := l.buildTopology(ctx); err != nil {
+		return errors.Join(err, helpers())
 	}
-	steps := []func(context.Context) error{l.startControlPlane, l.startRouter, l.startPods}
-	if err := parallel(len(steps), func(i int) error { return steps[i](ctx) }); err != nil {
-		return err
+	l.addTiming("network", start)
+	if err := l.learnAddresses(ctx); err != nil {
+		return errors.Join(err, helpers())
 	}
-	if !l.opts.NoKubeProxy {
-		if err := l.startKubeProxies(ctx); err != nil {
-			return err
-		}
+	steps := []func() error{
+		func() error {
+			if err := l.startControlPlane(ctx); err != nil || l.opts.NoKubeProxy {
+				return err
+			}
+			if err := helpers(); err != nil {
+				return err
+			}
+			return l.startKubeProxies(ctx)
+		},
+		func() error { return l.startRouter(ctx) },
+		func() error {
+			if err := helpers(); err != nil {
+				return err
+			}
+			return l.startPods(ctx)
+		},
+	}
+	if err := parallel(len(steps), func(i int) error { return steps[i]() }); err != nil {
+		return errors.Join(err, helpers())
 	}
 	return l.state.update(func(s *state) { s.Ready = true })
 }
