@@ -120,7 +120,9 @@ func TestBGPAttributesPeersAndAggregation(t *testing.T) {
 }
 
 func TestBGPNodeSelectorOnAdvertisement(t *testing.T) {
-	ads := []*v1beta1.BGPAdvertisement{bgpad("rack1", func(s *v1beta1.BGPAdvertisementSpec) { s.NodeSelectors = []metav1.LabelSelector{sel("kubernetes.io/hostname", "node1")} })}
+	ads := []*v1beta1.BGPAdvertisement{bgpad("rack1", func(s *v1beta1.BGPAdvertisementSpec) {
+		s.NodeSelectors = []metav1.LabelSelector{sel("kubernetes.io/hostname", "node1")}
+	})}
 	st := bgpState(t, ads, []*v1beta1.BGPPeer{peer("tor", "198.51.100.1", 64512, nil)}, svc("ns/a", "198.51.100.130"))
 	if len(BGP(st, "node1").Routes) != 1 || len(BGP(st, "node2").Routes) != 0 {
 		t.Error("advertisement node selector not honoured")

@@ -46,10 +46,14 @@ func TestL2EligibilityMovesTheAddress(t *testing.T) {
 	st := l2State(t, ad, ns, svc("ns/a", "198.51.100.70"))
 	first := owners(L2(st))["198.51.100.70"]
 	mutations := map[string]func(*corev1.Node){
-		"exclusion label":     func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "" },
-		"autoscaler taint":    func(n *corev1.Node) { n.Spec.Taints = []corev1.Taint{{Key: TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule}} },
-		"not ready":           func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse },
-		"network unavailable": func(n *corev1.Node) { n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue}) },
+		"exclusion label": func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "" },
+		"autoscaler taint": func(n *corev1.Node) {
+			n.Spec.Taints = []corev1.Taint{{Key: TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule}}
+		},
+		"not ready": func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse },
+		"network unavailable": func(n *corev1.Node) {
+			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue})
+		},
 	}
 	for name, m := range mutations {
 		ns := nodes("node1", "node2", "node3")
