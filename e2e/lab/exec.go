@@ -39,6 +39,12 @@ func (l *Lab) Start(host, name string, argv, env []string) (*Process, error) {
 // spawn starts a process, records it in the state file and forgets it
 // when it exits.
 func (l *Lab) spawn(o procOptions) (*Process, error) {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, fmt.Errorf("starting %s: lab %s is closed", o.name, l.id)
+	}
 	if o.logPath == "" {
 		o.logPath = l.logPath(o.name)
 	}

@@ -1,0 +1,96 @@
+package lab
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestOverlapsLab(t *testing.T) {
+	for s, want := range map[string]bool{
+		"198.51.100.0/24": true, "198.51.100.128/25": true, "198.51.100.7/32": true, "2001:db8:1::/64": true,
+		"198.51.0.0/16": false, "0.0.0.0/0": false, "192.0.2.0/24": false, "203.0.113.0/24": false, "2001::/16": false, "fd00::/64": false,
+	} {
+		if got := overlapsLab(netip.MustParsePrefix(s)); got != want {
+			t.Errorf("overlapsLab(%s) = %v", s, got)
+		}
+	}
+	if p, ok := parseRouteDst("198.51.100.5"); !ok || p.Bits() != 32 {
+		t.Errorf("host route: %v %v", p, ok)
+	}
+	if _, ok := parseRouteDst("default"); ok {
+		t.Error("default route parsed as a prefix")
+	}
+}
+
+func TestOptions(t *testing.T) {
+	o, err := Options{}.withDefaults()
+	if err != nil || o.Nodes != 3 || o.Router != FRR || o.ProxyMode != NFTables || o.StateRoot != DefaultStateRoot {
+		t.Fatalf("defaults: %+v %v", o, err)
+	}
+	for _, bad := range []Options{{Nodes: 9}, {Router: "quagga"}, {ProxyMode: "ipvs"}, {RunID: "ABCD"}, {RunID: "abc"}, {ExtraPodPorts: []int{8080}}} {
+		if _, err := bad.withDefaults(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+	o.BGP.StaticNeighbors = []StaticNeighbor{{Node: "node2", BFD: true}, {Node: "node2", IPv6: true, Password: "pw"}}
+	c, err := o.RouterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ASN != RouterASN || c.PeerASN != NodeASN || len(c.Neighbors) != 2 || c.Neighbors[1].Address != NodeIPv6(2) || !c.Neighbors[0].BFD {
+		t.Errorf("router config %+v", c)
+	}
+	o.BGP.StaticNeighbors = []StaticNeighbor{{Node: "node4"}}
+	if _, err := o.RouterConfig(); err == nil {
+		t.Error("a static neighbor for node4 of a 3-node lab was accepted")
+	}
+}
+
+func TestPlan(t *testing.T) {
+	n := newNode(2, "abcd")
+	if n.IPv4.String() != "198.51.100.12" || n.IPv6.String() != "2001:db8:1::12" || n.MAC.String() != "02:00:c6:33:64:0c" ||
+		n.Pod.IPv4.String() != "198.51.100.166" || n.Pod.GatewayV4.String() != "198.51.100.165" ||
+		n.Pod.IPv6.String() != "2001:db8:10:2::2" || n.NS != "herald-abcd-node2" || n.Pod.NS != "herald-abcd-pod-node2" {
+		t.Errorf("node2: %+v", n)
+	}
+	last := newNode(MaxNodes, "abcd")
+	if !netip.MustParsePrefix(PodCIDRV4).Contains(last.Pod.IPv4) || len(rootLinkName("abcd")) > 15 {
+		t.Errorf("node%d pod %v, root link %q", MaxNodes, last.Pod.IPv4, rootLinkName("abcd"))
+	}
+}
+
+func probeAt(seq int, ms int, macs ...string) Probe {
+	p := Probe{Seq: seq, Sent: time.Unix(0, 0).Add(time.Duration(ms) * time.Millisecond)}
+	for _, m := range macs {
+		mac, _ := net.ParseMAC(m)
+		p.Answers = append(p.Answers, Answer{MAC: mac, Node: map[string]string{"02:00:c6:33:64:0b": "node1", "02:00:c6:33:64:0c": "node2"}[m]})
+	}
+	return p
+}
+
+func TestProbeLog(t *testing.T) {
+	const a, b = "02:00:c6:33:64:0b", "02:00:c6:33:64:0c"
+	log := ProbeLog{probeAt(1, 0, a), probeAt(2, 20), probeAt(3, 40), probeAt(4, 60), probeAt(5, 80, b), probeAt(6, 100, a, b), probeAt(7, 120)}
+	if gap, n := log.LongestGap(); gap != 60*time.Millisecond || n != 3 {
+		t.Errorf("longest gap %v over %d probes", gap, n)
+	}
+	if got := log.Unanswered(); len(got) != 4 {
+		t.Errorf("unanswered %d", len(got))
+	}
+	if c := log.Conflicts(); len(c) != 1 || c[0].Seq != 6 || !slices.Equal(c[0].Nodes(), []string{"node1", "node2"}) {
+		t.Errorf("conflicts %+v", c)
+	}
+	t0 := time.Unix(0, 0).Add(30 * time.Millisecond)
+	if p, ok := log.After(t0).FirstAnswered("node2"); !ok || p.Seq != 5 {
+		t.Errorf("first answered by node2 after 30ms: %+v %v", p, ok)
+	}
+	if p, ok := log.After(t0).FirstAnswered("node1"); !ok || p.Seq != 6 {
+		t.Errorf("first answered by node1 after 30ms: %+v %v", p, ok)
+	}
+	if got := log.Between(t0, t0.Add(40*time.Millisecond)); len(got) != 2 || got[0].Seq != 3 {
+		t.Errorf("between: %+v", got)
+	}
+}
