@@ -54,6 +54,59 @@ func Statuses(st State) map[string]ServiceStatus {
 	return out
 }
 
+// StatusOf computes the status of one Service (by key) without deciding
+// for every other Service: only the holders of its addresses and its own
+// BGP advertisements are looked at.
+func StatusOf(st State, key string) ServiceStatus {
+	var target *Service
+	for i := range st.Services {
+		if st.Services[i].Key == key {
+			target = &st.Services[i]
+		}
+	}
+	if target == nil {
+		return ServiceStatus{Reason: ReasonNoAddress, Message: "the Service has no address yet"}
+	}
+	mine := map[netip.Addr]bool{}
+	for _, ip := range target.IPs {
+		mine[ip] = true
+	}
+	var sharers []Service
+	for _, s := range st.Services {
+		for _, ip := range s.IPs {
+			if mine[ip] {
+				sharers = append(sharers, s)
+				break
+			}
+		}
+	}
+	sub := st
+	sub.Services = sharers
+	l2 := L2(sub)
+	owners := map[netip.Addr]string{}
+	for _, o := range l2.Owners {
+		owners[o.IP] = o.Node
+	}
+	covered := false
+	for _, ip := range target.IPs {
+		covered = covered || st.bgpCovers(target, ip)
+	}
+	return statusOf(target, owners, l2, bgpNodesOf(st, target), covered)
+}
+
+// bgpNodesOf returns the nodes that advertise some address of the Service.
+func bgpNodesOf(st State, target *Service) []string {
+	sub := st
+	sub.Services = []Service{*target}
+	var out []string
+	for _, n := range st.nodes() {
+		if len(BGP(sub, n.name).Routes) > 0 {
+			out = append(out, n.name)
+		}
+	}
+	return out
+}
+
 func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []string, bgpCovered bool) ServiceStatus {
 	if len(s.IPs) == 0 {
 		return ServiceStatus{Reason: ReasonNoAddress, Message: "the Service has no address yet"}

@@ -35,6 +35,11 @@ func TestStatuses(t *testing.T) {
 		}
 	}
 	check("ns/l2", true, ReasonAnnounced, "198.51.100.70 answered by node")
+	for key, want := range got {
+		if one := StatusOf(st, key); one.Reason != want.Reason || one.Message != want.Message {
+			t.Errorf("StatusOf(%s) = %+v, Statuses gives %+v", key, one, want)
+		}
+	}
 	check("ns/bgp", true, ReasonAnnounced, "BGP by node1, node2")
 	check("ns/none", false, ReasonNoAdvertisement, "no L2Advertisement or BGPAdvertisement")
 	check("ns/pending", false, ReasonNoAddress)

@@ -52,10 +52,13 @@ type Controller struct {
 	metrics *metrics
 
 	kubeInformers   informers.SharedInformerFactory
+	lightInformers  informers.SharedInformerFactory // objects without managed fields
 	secretInformers informers.SharedInformerFactory
 	heraldInformers heraldinformers.SharedInformerFactory
 	services        corelisters.ServiceLister
 	namespaces      corelisters.NamespaceLister
+	nodes           corelisters.NodeLister
+	sliceIndex      cache.Indexer
 	secrets         corelisters.SecretLister
 	listers         heraldListers
 	synced          []cache.InformerSynced
@@ -135,9 +138,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.configQueue.ShutDown()
 	defer c.poolQueue.ShutDown()
 	c.kubeInformers.Start(ctx.Done())
+	c.lightInformers.Start(ctx.Done())
 	c.secretInformers.Start(ctx.Done())
 	c.heraldInformers.Start(ctx.Done())
 	defer c.kubeInformers.Shutdown()
+	defer c.lightInformers.Shutdown()
 	defer c.secretInformers.Shutdown()
 	defer c.heraldInformers.Shutdown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {

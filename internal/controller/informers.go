@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -15,12 +19,26 @@ import (
 const configKey = "config"
 
 func (c *Controller) setupInformers() error {
+	// Managed fields are of no use here and cost memory on every object.
+	strip := informers.WithTransform(func(obj any) (any, error) {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
 	c.kubeInformers = informers.NewSharedInformerFactory(c.kube, 0)
+	c.lightInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, strip)
 	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.opts.Namespace))
 	c.heraldInformers = heraldinformers.NewSharedInformerFactory(c.herald, 0)
 
 	svcInf := c.kubeInformers.Core().V1().Services()
-	nsInf := c.kubeInformers.Core().V1().Namespaces()
+	nsInf := c.lightInformers.Core().V1().Namespaces()
+	nodeInf := c.lightInformers.Core().V1().Nodes()
+	sliceInf := c.lightInformers.Discovery().V1().EndpointSlices()
+	if err := sliceInf.Informer().AddIndexers(cache.Indexers{byService: sliceServiceKey}); err != nil {
+		return err
+	}
+	c.nodes, c.sliceIndex = nodeInf.Lister(), sliceInf.Informer().GetIndexer()
 	secretInf := c.secretInformers.Core().V1().Secrets()
 	h := c.heraldInformers.Herald().V1beta1()
 	c.services, c.namespaces, c.secrets = svcInf.Lister(), nsInf.Lister(), secretInf.Lister()
@@ -46,6 +64,24 @@ func (c *Controller) setupInformers() error {
 	}); err != nil {
 		return err
 	}
+	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.enqueueAllServices() },
+		UpdateFunc: func(old, obj any) {
+			if nodeAnnouncementChanged(old.(*corev1.Node), obj.(*corev1.Node)) {
+				c.enqueueAllServices()
+			}
+		},
+		DeleteFunc: func(any) { c.enqueueAllServices() },
+	}); err != nil {
+		return err
+	}
+	if _, err := sliceInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueSliceService,
+		UpdateFunc: func(_, obj any) { c.enqueueSliceService(obj) },
+		DeleteFunc: c.enqueueSliceService,
+	}); err != nil {
+		return err
+	}
 	configChanged := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.configQueue.Add(configKey) },
 		UpdateFunc: func(any, any) { c.configQueue.Add(configKey) },
@@ -68,7 +104,7 @@ func (c *Controller) setupInformers() error {
 		return err
 	}
 	c.synced = []cache.InformerSynced{
-		svcInf.Informer().HasSynced, nsInf.Informer().HasSynced, secretInf.Informer().HasSynced,
+		svcInf.Informer().HasSynced, nsInf.Informer().HasSynced, nodeInf.Informer().HasSynced, sliceInf.Informer().HasSynced, secretInf.Informer().HasSynced,
 		h.IPAddressPools().Informer().HasSynced, h.L2Advertisements().Informer().HasSynced,
 		h.BGPAdvertisements().Informer().HasSynced, h.BGPPeers().Informer().HasSynced,
 		h.Communities().Informer().HasSynced, h.BFDProfiles().Informer().HasSynced,
@@ -150,4 +186,54 @@ func (c *Controller) enqueueAllPools() {
 	for _, p := range pools {
 		c.poolQueue.Add(p.Name)
 	}
+}
+
+// byService indexes EndpointSlices by "namespace/service".
+const byService = "service"
+
+func sliceServiceKey(obj any) ([]string, error) {
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok {
+		return nil, fmt.Errorf("not an EndpointSlice: %T", obj)
+	}
+	if name := es.Labels[discoveryv1.LabelServiceName]; name != "" {
+		return []string{es.Namespace + "/" + name}, nil
+	}
+	return nil, nil
+}
+
+func (c *Controller) enqueueSliceService(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	es, ok := obj.(*discoveryv1.EndpointSlice)
+	if !ok || es.Labels[discoveryv1.LabelServiceName] == "" {
+		return
+	}
+	key := cache.ObjectName{Namespace: es.Namespace, Name: es.Labels[discoveryv1.LabelServiceName]}
+	if svc, err := c.services.Services(key.Namespace).Get(key.Name); err == nil && c.opts.Class.IsOurs(svc) {
+		c.serviceQueue.Add(key)
+	}
+}
+
+// nodeAnnouncementChanged: only what decides whether a node may announce
+// is worth requeueing every Service for.
+func nodeAnnouncementChanged(a, b *corev1.Node) bool {
+	if !maps.Equal(a.Labels, b.Labels) || !slices.Equal(a.Spec.Taints, b.Spec.Taints) || !slices.Equal(a.Status.Addresses, b.Status.Addresses) {
+		return true
+	}
+	cond := func(n *corev1.Node, t corev1.NodeConditionType) corev1.ConditionStatus {
+		for _, c := range n.Status.Conditions {
+			if c.Type == t {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	for _, t := range []corev1.NodeConditionType{corev1.NodeReady, corev1.NodeNetworkUnavailable} {
+		if cond(a, t) != cond(b, t) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/announce"
 )
 
 var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
@@ -22,6 +24,14 @@ var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outcome) error {
 	ingress := wantIngress(out)
 	conds := []condition{allocatedCondition(out)}
+	var ips []netip.Addr
+	if out.held {
+		ips = out.assignment.IPs
+	}
+	announced, hasAnnounced := c.announcedCondition(svc, out.cfg, ips)
+	if hasAnnounced {
+		conds = append(conds, announced)
+	}
 	ingressChanged := !sameIngress(svc.Status.LoadBalancer.Ingress, ingress)
 	condsChanged := !sameConditions(svc.Status.Conditions, conds, svc.Generation)
 	if ingressChanged && len(ingress) > 0 {
@@ -39,6 +49,9 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 	if out.err != nil {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: %s: %s", failureReason(out.err), out.err.Error())
 	}
+	if hasAnnounced {
+		c.announcementEvents(svc, announced)
+	}
 	if len(out.outside) > 0 && condsChanged {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressOutsidePool", "%s is in no IPAddressPool any more; the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
 	}
@@ -46,6 +59,24 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 		c.annotationQueue.Add(cache.MetaObjectToName(svc))
 	}
 	return nil
+}
+
+// announcementEvents tells the story of who may announce the Service:
+// Warning UnAvailableLoadBalancer when nobody may, UpdatedLoadBalancer when
+// the announcing nodes change.
+func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
+	prev := findCondition(svc.Status.Conditions, v1beta1.ConditionAnnounced)
+	if prev != nil && prev.Status == statusOf(now.Status) && prev.Message == now.Message {
+		return
+	}
+	switch {
+	case !now.Status && now.Reason == announce.ReasonNoEligibleNode:
+		c.rec.Eventf(svc, corev1.EventTypeWarning, "UnAvailableLoadBalancer", "No node may announce the load balancer: %s", now.Message)
+	case !now.Status:
+		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
+	case prev != nil && prev.Status == metav1.ConditionTrue:
+		c.rec.Eventf(svc, corev1.EventTypeNormal, "UpdatedLoadBalancer", "Announcing nodes changed: %s", now.Message)
+	}
 }
 
 // poolAnnotation is the value herald.dev/ip-allocated-from-pool should have.

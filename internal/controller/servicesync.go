@@ -24,6 +24,7 @@ type outcome struct {
 	held       bool
 	err        error // why the request is not (fully) met; nil when it is
 	outside    []netip.Addr
+	cfg        *config.Config // the snapshot the decision used
 }
 
 func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) error {
@@ -83,6 +84,7 @@ func (c *Controller) decide(svc *corev1.Service) outcome {
 	} else {
 		out.assignment, out.held = a, true
 	}
+	out.cfg = c.cfg
 	if out.held {
 		out.outside = outsidePools(c.cfg, out.assignment.IPs)
 	}

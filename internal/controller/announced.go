@@ -1,0 +1,50 @@
+package controller
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// announcedCondition says whether some node may announce the Service's
+// addresses, from Kubernetes' view of the nodes (the speakers add member
+// liveness): True naming the L2 node and BGP nodes, or False with
+// NoAdvertisementMatches or NoEligibleNode. ok is false when the Service
+// has no address (no condition then).
+func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config, ips []netip.Addr) (condition, bool) {
+	if len(ips) == 0 {
+		return condition{}, false
+	}
+	nodes, _ := c.nodes.List(labels.Everything())
+	all, _ := c.services.List(labels.Everything())
+	svcs := announce.ServicesFrom(all, c.opts.Class.IsOurs, c.endpointSlicesOf)
+	key := svc.Namespace + "/" + svc.Name
+	found := false
+	for i := range svcs {
+		if svcs[i].Key == key {
+			svcs[i].IPs, found = ips, true // what is being written, not the stale status
+		}
+	}
+	if !found {
+		one := announce.ServicesFrom([]*corev1.Service{svc}, func(*corev1.Service) bool { return true }, c.endpointSlicesOf)
+		one[0].IPs = ips
+		svcs = append(svcs, one...)
+	}
+	st := announce.StatusOf(announce.State{Config: cfg, Nodes: nodes, Services: svcs}, key)
+	return condition{Type: v1beta1.ConditionAnnounced, Status: st.Announced, Reason: st.Reason, Message: st.Message}, true
+}
+
+func (c *Controller) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
+	objs, _ := c.sliceIndex.ByIndex(byService, svc.Namespace+"/"+svc.Name)
+	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
+	for _, o := range objs {
+		out = append(out, o.(*discoveryv1.EndpointSlice))
+	}
+	return out
+}
