@@ -65,7 +65,7 @@ func (c *Controller) setupInformers() error {
 		return err
 	}
 	if _, err := nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.enqueueAllServices() },
+		AddFunc: func(any) { c.enqueueAllServices() },
 		UpdateFunc: func(old, obj any) {
 			if nodeAnnouncementChanged(old.(*corev1.Node), obj.(*corev1.Node)) {
 				c.enqueueAllServices()
