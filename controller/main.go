@@ -22,11 +22,11 @@ import (
 )
 
 type flags struct {
-	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName string
-	lbClassOnly, leaderElect                                                      bool
-	workers, burst                                                                int
-	qps                                                                           float64
-	leaseDuration, renewDeadline, retryPeriod                                     time.Duration
+	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret string
+	lbClassOnly, leaderElect                                                                        bool
+	workers, burst                                                                                  int
+	qps                                                                                             float64
+	leaseDuration, renewDeadline, retryPeriod                                                       time.Duration
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -45,6 +45,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
 	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&f.memberlistSecret, "memberlist-secret", "herald-memberlist", "Secret in --namespace holding the speakers' member-list key; created with a random key when missing (empty: never create it)")
 	fs.IntVar(&f.workers, "workers", 16, "Services synced in parallel")
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst of queries to the API server")
@@ -120,7 +121,7 @@ func run(f flags) error {
 	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, scheme, "herald-controller")
 	defer stopEvents()
 	c, err := controller.New(kube, herald, controller.Options{
-		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers,
+		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers, MemberlistSecret: f.memberlistSecret,
 		Logger: log, Registerer: reg, Recorder: rec,
 	})
 	if err != nil {

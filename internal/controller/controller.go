@@ -35,6 +35,9 @@ type Options struct {
 	Class service.Class
 	// Namespace is Herald's own namespace (BGP password Secrets live there).
 	Namespace string
+	// MemberlistSecret is the Secret holding the speakers' member-list key,
+	// created with a random key when missing; empty disables that.
+	MemberlistSecret string
 	// Workers is the number of Services synced in parallel (default 16).
 	Workers    int
 	Logger     *slog.Logger
@@ -150,6 +153,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil // stopped before it started
 		}
 		return fmt.Errorf("caches did not sync")
+	}
+	if err := c.ensureMemberlistSecret(ctx); err != nil {
+		c.log.Error("member-list Secret", "error", err)
 	}
 	start := time.Now()
 	c.rebuildConfig(ctx)
