@@ -16,6 +16,16 @@ type Announcement struct {
 	// Interfaces is the L2Advertisement's interface list; empty means the
 	// default choice (see ChooseInterfaces).
 	Interfaces []string
+	// Releasing says this node is handing the VIP over to another node
+	// (make-before-break): it keeps answering ARP/NS for it but sends no
+	// gratuitous packet for it (a burst in progress stops at once), and
+	// stops answering on an interface the moment another host announces
+	// the VIP there with a gratuitous ARP or an unsolicited NA with the
+	// Override flag. Config.OnYield then reports it. A VIP taken over stays
+	// silent until SetAnnouncements lists it without Releasing (claimed
+	// back: answered and advertised again) or drops it. When the same IP is
+	// listed more than once, it is releasing only if every entry says so.
+	Releasing bool
 }
 
 // Announcer answers ARP and NDP for the VIPs it is told to announce, on the
@@ -31,6 +41,8 @@ type Announcer struct {
 
 	mu         sync.Mutex
 	want       map[netip.Addr][]string // VIP -> override
+	releasing  map[netip.Addr]bool     // wanted VIPs being handed over
+	handovers  map[handoverKey]*handover
 	assigned   map[netip.Addr][]string // VIP -> interfaces announced on
 	net        netState
 	responders map[responderKey]*responderEntry
@@ -72,6 +84,8 @@ func New(cfg Config) (*Announcer, error) {
 		metrics:    m,
 		start:      startResponder,
 		want:       map[netip.Addr][]string{},
+		releasing:  map[netip.Addr]bool{},
+		handovers:  map[handoverKey]*handover{},
 		assigned:   map[netip.Addr][]string{},
 		responders: map[responderKey]*responderEntry{},
 		warned:     map[warning]bool{},
@@ -83,28 +97,39 @@ func New(cfg Config) (*Announcer, error) {
 // SetAnnouncements replaces the set of VIPs this node announces and applies
 // the difference at once: a new VIP is answered and advertised (gratuitous
 // ARP / unsolicited NA, repeated), a VIP no longer listed is not answered
-// any more. Calling it again with the same set does nothing.
+// any more, a VIP turning Releasing stops being advertised and is answered
+// until another host announces it. Calling it again with the same set does
+// nothing.
 func (a *Announcer) SetAnnouncements(want []Announcement) {
-	norm := normalize(want)
+	norm, releasing := normalize(want), releasingSet(want)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if maps.EqualFunc(a.want, norm, slices.Equal) {
+	if maps.EqualFunc(a.want, norm, slices.Equal) && maps.Equal(a.releasing, releasing) {
 		return
 	}
-	a.want = norm
+	a.want, a.releasing = norm, releasing
 	a.reconcileLocked()
 }
 
 // Interfaces returns the interfaces ip is currently announced on, sorted:
 // those its responders answer on (an NDP responder may still be waiting a
-// second or two for the link-local address to pass DAD).
+// second or two for the link-local address to pass DAD). A releasing VIP
+// is listed on the interfaces where no other host has taken it over yet.
 func (a *Announcer) Interfaces(ip netip.Addr) []string {
+	ip = ip.Unmap().WithZone("")
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return slices.Clone(a.assigned[ip.Unmap().WithZone("")])
+	o := a.owned.Load()
+	var out []string
+	for _, name := range a.assigned[ip] {
+		if !o.yielded(name, ip) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
-// owns reports, from the current snapshot, whether vip is announced on iface.
+// owns reports, from the current snapshot, whether vip is answered on iface.
 func (a *Announcer) owns(iface string, vip netip.Addr) bool {
 	return a.owned.Load().owns(iface, vip)
 }
@@ -123,5 +148,21 @@ func normalize(want []Announcement) map[netip.Addr][]string {
 	for ip, names := range out {
 		out[ip] = sortedUnique(names)
 	}
+	return out
+}
+
+// releasingSet returns the valid VIPs every entry of which is Releasing.
+func releasingSet(want []Announcement) map[netip.Addr]bool {
+	out := map[netip.Addr]bool{}
+	for _, w := range want {
+		ip := w.IP.Unmap().WithZone("")
+		if !ip.IsValid() {
+			continue
+		}
+		if r, seen := out[ip]; !seen || r {
+			out[ip] = w.Releasing
+		}
+	}
+	maps.DeleteFunc(out, func(_ netip.Addr, r bool) bool { return !r })
 	return out
 }

@@ -54,6 +54,9 @@ func (r *fakeResponder) setVIPs(vips []netip.Addr) {
 func (r *fakeResponder) announce(vip netip.Addr) {
 	r.f.record(fmt.Sprintf("announce %s %v", r.name, vip))
 }
+func (r *fakeResponder) silence(vip netip.Addr) {
+	r.f.record(fmt.Sprintf("silence %s %v", r.name, vip))
+}
 func (r *fakeResponder) nudge() {}
 func (r *fakeResponder) close() {
 	r.f.record("close " + r.name)

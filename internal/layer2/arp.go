@@ -54,6 +54,10 @@ func (p *arpProto) readLoop(ctx context.Context) {
 			continue
 		}
 		bo.reset()
+		if vip, by, ok := arpTakeover(pkt, frame.Source, p.spec.mac, p.spec.releasing); ok {
+			p.spec.yield(vip, by)
+			continue
+		}
 		vip, ok := arpRequestFor(pkt, frame.Destination, p.spec.mac, p.spec.owns)
 		if !ok {
 			continue

@@ -3,6 +3,8 @@ package layer2
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"path"
 	"time"
 
@@ -34,6 +36,15 @@ type Config struct {
 	ExcludeInterfaces []string
 	// Gratuitous sets how a newly announced VIP is advertised.
 	Gratuitous GratuitousConfig
+	// OnYield, if set, is called when a VIP this node is releasing
+	// (Announcement.Releasing) is taken over on an interface: another
+	// host, whose MAC is by, announced it there, and this node stopped
+	// answering for it on that interface. It is called once per VIP and
+	// interface, in a goroutine of its own and with no lock of the
+	// Announcer held, so it may call SetAnnouncements (typically to drop
+	// the VIP). It reports a past event: the VIP may have been listed again
+	// since. Interfaces(vip) lists the interfaces not yet taken over.
+	OnYield func(vip netip.Addr, iface string, by net.HardwareAddr)
 }
 
 // GratuitousConfig sets the gratuitous ARP / unsolicited NA burst sent when a

@@ -17,6 +17,7 @@ type metrics struct {
 	requests   *prometheus.CounterVec
 	responses  *prometheus.CounterVec
 	gratuitous *prometheus.CounterVec
+	handovers  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -33,11 +34,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"ARP replies and solicited neighbour advertisements sent for a VIP."),
 		gratuitous: counter("gratuitous_sent_total",
 			"Gratuitous ARP replies and unsolicited neighbour advertisements sent for a VIP."),
+		handovers: counter("handovers_total",
+			"VIPs this node was releasing that another host announced, after which this node stopped answering for them."),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

@@ -19,7 +19,8 @@ import (
 // ndpProto answers neighbour solicitations for the VIPs announced on one
 // interface. Multicast solicitations (address resolution) arrive on an
 // ICMPv6 socket bound to the link-local address, once the solicited-node
-// group of the VIP is joined. Unicast ones (neighbour unreachability
+// group of the VIP is joined; so do other hosts' unsolicited advertisements
+// to all nodes (ff02::1), which end the hand-over of a releasing VIP. Unicast ones (neighbour unreachability
 // detection, sent to the VIP itself) never reach that socket, because the
 // VIP is not a local address; a packet socket with a BPF filter catches them.
 type ndpProto struct {
@@ -42,12 +43,20 @@ func (p *ndpProto) open(ifi *net.Interface) error {
 	if err != nil {
 		return fmt.Errorf("open NDP socket: %w", err)
 	}
+	// Solicitations to answer, and advertisements: another host's
+	// unsolicited NA (to ff02::1) for a VIP being released ends its
+	// hand-over. The hop limit tells an NA from the link from a forged one.
 	var f ipv6.ICMPFilter
 	f.SetAll(true)
 	f.Accept(ipv6.ICMPTypeNeighborSolicitation)
+	f.Accept(ipv6.ICMPTypeNeighborAdvertisement)
 	if err := conn.SetICMPFilter(&f); err != nil {
 		_ = conn.Close()
 		return fmt.Errorf("set ICMPv6 filter: %w", err)
+	}
+	if err := conn.SetControlMessage(ipv6.FlagHopLimit, true); err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("ask for the hop limit of NDP messages: %w", err)
 	}
 	prog, err := nsFilter()
 	if err != nil {
@@ -122,7 +131,7 @@ func (p *ndpProto) serve(ctx context.Context, wg *sync.WaitGroup) {
 func (p *ndpProto) multicastLoop(ctx context.Context) {
 	bo := newBackoff(10*time.Millisecond, time.Second)
 	for {
-		m, _, from, err := p.conn.ReadFrom()
+		m, cm, from, err := p.conn.ReadFrom()
 		if err != nil {
 			if !readFailed(ctx, p.spec.log, bo, err) {
 				return
@@ -130,11 +139,19 @@ func (p *ndpProto) multicastLoop(ctx context.Context) {
 			continue
 		}
 		bo.reset()
-		ns, ok := m.(*ndp.NeighborSolicitation)
-		if !ok || !p.spec.owns(ns.TargetAddress) {
-			continue
+		switch m := m.(type) {
+		case *ndp.NeighborSolicitation:
+			if p.spec.owns(m.TargetAddress) {
+				p.answer(ctx, m.TargetAddress, from, "multicast")
+			}
+		case *ndp.NeighborAdvertisement:
+			if cm == nil || cm.HopLimit != ndp.HopLimit {
+				continue
+			}
+			if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.releasing); ok {
+				p.spec.yield(vip, by)
+			}
 		}
-		p.answer(ctx, ns.TargetAddress, from, "multicast")
 	}
 }
 

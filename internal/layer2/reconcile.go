@@ -10,14 +10,37 @@ import (
 
 // reconcileLocked computes where each wanted VIP is announced and applies
 // the difference: ownership snapshot first (so a withdrawn VIP is not
-// answered any more), then responders, then gratuitous announcements.
+// answered any more, and a releasing one not advertised), then responders,
+// then gratuitous announcements.
 func (a *Announcer) reconcileLocked() {
 	assigned := a.assignLocked()
-	o := newOwnership(assigned)
+	a.syncHandoversLocked(assigned)
+	prev := a.owned.Load()
+	o := newOwnership(assigned, a.handovers)
 	a.owned.Store(&o)
 	recreated := a.syncRespondersLocked(assigned)
-	a.logAndAnnounceLocked(a.assigned, assigned, recreated)
+	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated)
 	a.assigned = assigned
+}
+
+// syncHandoversLocked keeps a handover for each releasing VIP on each
+// interface it is answered on, and forgets those of VIPs no longer
+// releasing. A handover outlives the interface choice (a link that goes
+// down and up again does not undo a takeover); only SetAnnouncements
+// listing the VIP as owned, or not at all, does.
+func (a *Announcer) syncHandoversLocked(assigned map[netip.Addr][]string) {
+	maps.DeleteFunc(a.handovers, func(k handoverKey, _ *handover) bool { return !a.releasing[k.vip] })
+	for vip, names := range assigned {
+		if !a.releasing[vip] {
+			continue
+		}
+		for _, name := range names {
+			k := handoverKey{vip, name}
+			if a.handovers[k] == nil {
+				a.handovers[k] = &handover{}
+			}
+		}
+	}
 }
 
 // assignLocked runs ChooseInterfaces for every wanted VIP, keeping only
@@ -94,55 +117,75 @@ func (a *Announcer) syncRespondersLocked(assigned map[netip.Addr][]string) map[r
 func (a *Announcer) openLocked(k responderKey) *responderEntry {
 	ident := a.net.ident[k.iface]
 	mac, _ := net.ParseMAC(ident.mac)
-	iface := k.iface
+	iface, proto := k.iface, k.proto
 	spec := responderSpec{
-		iface:   iface,
-		index:   ident.index,
-		mac:     mac,
-		proto:   k.proto,
-		owns:    func(vip netip.Addr) bool { return a.owns(iface, vip) },
-		log:     a.log,
-		metrics: a.metrics,
-		grat:    a.cfg.Gratuitous,
+		iface:      iface,
+		index:      ident.index,
+		mac:        mac,
+		proto:      proto,
+		owns:       func(vip netip.Addr) bool { return a.owns(iface, vip) },
+		advertises: func(vip netip.Addr) bool { return a.owned.Load().advertises(iface, vip) },
+		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) != nil },
+		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.yield(iface, proto, vip, by) },
+		log:        a.log,
+		metrics:    a.metrics,
+		grat:       a.cfg.Gratuitous,
 	}
 	return &responderEntry{h: a.start(a.runCtx, spec), ident: ident}
 }
 
 // logAndAnnounceLocked logs each VIP and interface pair that starts or stops
-// being announced, and starts a gratuitous burst for the new ones and for
-// those whose responder was just reopened.
-func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, reopened map[responderKey]bool) {
-	vips := slices.SortedFunc(maps.Keys(before), netip.Addr.Compare)
-	for _, vip := range vips {
+// being announced or handed over, starts a gratuitous burst where a VIP
+// becomes owned (new, claimed back from releasing, or on a responder just
+// reopened) and stops the burst where it becomes releasing. prev is the
+// ownership snapshot of before.
+func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, prev ownership, reopened map[responderKey]bool) {
+	for _, vip := range slices.SortedFunc(maps.Keys(before), netip.Addr.Compare) {
 		for _, name := range before[vip] {
-			if slices.Contains(after[vip], name) {
-				continue
+			if !slices.Contains(after[vip], name) {
+				a.log.Info("stopped announcing VIP", "vip", vip, "interface", name, "reason", a.stopReasonLocked(vip, name, prev))
 			}
-			reason := "interface no longer chosen"
-			switch _, wanted := a.want[vip]; {
-			case a.runCtx == nil:
-				reason = "announcer stopped"
-			case !wanted:
-				reason = "VIP withdrawn"
-			}
-			a.log.Info("stopped announcing VIP", "vip", vip, "interface", name, "reason", reason)
 		}
 	}
 	for _, vip := range slices.SortedFunc(maps.Keys(after), netip.Addr.Compare) {
 		for _, name := range after[vip] {
 			k := responderKey{iface: name, proto: protocolOf(vip)}
+			h := a.responders[k].h
 			isNew := !slices.Contains(before[vip], name)
-			if !isNew && !reopened[k] {
-				continue
-			}
-			if isNew {
+			switch {
+			case a.releasing[vip] && isNew:
+				a.log.Info("answering for VIP being handed over, not advertising it", "vip", vip, "interface", name, "protocol", k.proto)
+			case a.releasing[vip] && prev.advertises(name, vip):
+				a.log.Info("releasing VIP: answering until another host announces it", "vip", vip, "interface", name, "protocol", k.proto)
+				h.silence(vip)
+			case a.releasing[vip]:
+			case isNew:
 				a.log.Info("started announcing VIP", "vip", vip, "interface", name, "protocol", k.proto)
-			} else {
+				h.announce(vip)
+			case !prev.advertises(name, vip):
+				a.log.Info("claiming VIP back", "vip", vip, "interface", name, "protocol", k.proto,
+					"was_taken_over", prev.yielded(name, vip))
+				h.announce(vip)
+			case reopened[k]:
 				a.log.Info("announcing VIP again on reopened interface", "vip", vip, "interface", name, "protocol", k.proto)
+				h.announce(vip)
 			}
-			a.responders[k].h.announce(vip)
 		}
 	}
+}
+
+// stopReasonLocked says why vip stopped being announced on iface.
+func (a *Announcer) stopReasonLocked(vip netip.Addr, iface string, prev ownership) string {
+	_, wanted := a.want[vip]
+	switch {
+	case a.runCtx == nil:
+		return "announcer stopped"
+	case !wanted && prev.yielded(iface, vip):
+		return "handed over"
+	case !wanted:
+		return "VIP withdrawn"
+	}
+	return "interface no longer chosen"
 }
 
 func protocolOf(vip netip.Addr) string {

@@ -31,6 +31,7 @@ type protocol interface {
 type responderHandle interface {
 	setVIPs(vips []netip.Addr)
 	announce(vip netip.Addr)
+	silence(vip netip.Addr)
 	nudge()
 	close()
 }
@@ -41,8 +42,15 @@ type responderSpec struct {
 	index   int
 	mac     net.HardwareAddr
 	proto   string // protoARP or protoNDP
-	owns    func(vip netip.Addr) bool
-	log     *slog.Logger
+	// owns says whether vip is answered here, advertises whether
+	// gratuitous packets may be sent for it, releasing whether it is being
+	// handed over and still answered; yield records that another host
+	// (by) announced it (see Announcer.yield).
+	owns       func(vip netip.Addr) bool
+	advertises func(vip netip.Addr) bool
+	releasing  func(vip netip.Addr) bool
+	yield      func(vip netip.Addr, by net.HardwareAddr)
+	log        *slog.Logger
 	metrics *metrics
 	grat    GratuitousConfig
 }
@@ -62,6 +70,9 @@ type responder struct {
 
 	mu     sync.Mutex
 	bursts map[netip.Addr]*burst
+	// sending is held while a gratuitous packet is checked for and sent,
+	// so that silence can wait for one in flight.
+	sending sync.Mutex
 }
 
 type burst struct{ cancel context.CancelFunc }
@@ -177,6 +188,22 @@ func (r *responder) announce(vip netip.Addr) {
 	})
 }
 
+// silence stops a gratuitous burst in progress for vip. When it returns, no
+// gratuitous packet for vip is being sent and none will be until announce
+// is called again.
+func (r *responder) silence(vip netip.Addr) {
+	// Cancelling under sending waits for a packet in flight, and
+	// sendGratuitous sees the cancellation before sending another.
+	r.sending.Lock()
+	defer r.sending.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b := r.bursts[vip]; b != nil {
+		b.cancel()
+		delete(r.bursts, vip)
+	}
+}
+
 func (r *responder) endBurst(vip netip.Addr, b *burst) {
 	b.cancel()
 	r.mu.Lock()
@@ -187,7 +214,8 @@ func (r *responder) endBurst(vip netip.Addr, b *burst) {
 }
 
 // sendBurst sends grat.Count announcements, the first as soon as the
-// sockets are open, and stops early when vip is no longer announced here.
+// sockets are open, and stops early when vip is no longer announced here or
+// is being handed over.
 func (r *responder) sendBurst(ctx context.Context, vip netip.Addr) {
 	select {
 	case <-r.ready:
@@ -198,16 +226,32 @@ func (r *responder) sendBurst(ctx context.Context, vip netip.Addr) {
 		if i > 0 && !wait(ctx, r.spec.grat.Interval, nil) {
 			return
 		}
-		if !r.spec.owns(vip) {
+		sent, err := r.sendGratuitous(ctx, vip)
+		if !sent {
 			return
 		}
-		if err := r.p.gratuitous(vip); err != nil {
+		if err != nil {
 			r.log.Warn("sending gratuitous announcement failed", "vip", vip, "error", err)
 			continue
 		}
-		r.spec.metrics.gratuitous.WithLabelValues(r.spec.iface, r.spec.proto).Inc()
 		r.log.Debug("sent gratuitous announcement", "vip", vip, "n", i+1)
 	}
+}
+
+// sendGratuitous sends one gratuitous packet for vip unless the burst was
+// cancelled or vip may not be advertised any more; it reports whether it
+// tried. The packet is counted before silence can return.
+func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, error) {
+	r.sending.Lock()
+	defer r.sending.Unlock()
+	if ctx.Err() != nil || !r.spec.advertises(vip) {
+		return false, nil
+	}
+	if err := r.p.gratuitous(vip); err != nil {
+		return true, err
+	}
+	r.spec.metrics.gratuitous.WithLabelValues(r.spec.iface, r.spec.proto).Inc()
+	return true, nil
 }
 
 // readFailed handles an error from a read loop's socket. It returns false
