@@ -38,10 +38,10 @@ type responderHandle interface {
 
 // responderSpec says which responder to start.
 type responderSpec struct {
-	iface   string
-	index   int
-	mac     net.HardwareAddr
-	proto   string // protoARP or protoNDP
+	iface string
+	index int
+	mac   net.HardwareAddr
+	proto string // protoARP or protoNDP
 	// owns says whether vip is answered here, advertises whether
 	// gratuitous packets may be sent for it, releasing whether it is being
 	// handed over and still answered; yield records that another host
@@ -51,8 +51,8 @@ type responderSpec struct {
 	releasing  func(vip netip.Addr) bool
 	yield      func(vip netip.Addr, by net.HardwareAddr)
 	log        *slog.Logger
-	metrics *metrics
-	grat    GratuitousConfig
+	metrics    *metrics
+	grat       GratuitousConfig
 }
 
 // responder answers one protocol on one interface. Its goroutine opens the
