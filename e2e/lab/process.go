@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -100,7 +101,10 @@ func (p *Process) Signal(sig os.Signal) error {
 	if p.Exited() {
 		return nil
 	}
-	return p.cmd.Process.Signal(sig)
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
 }
 
 // Stop sends SIGTERM, waits up to 10 s, then sends SIGKILL, and returns

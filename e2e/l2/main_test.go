@@ -1,0 +1,163 @@
+// Package l2 holds the end-to-end tests of Herald's L2 mode, in the lab:
+// the controller in the root namespace, a speaker per node namespace
+// (ServiceAccount identities), ARP/NDP probes from the client namespace.
+package l2
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+	svcinfo "github.com/herald-lb/herald/internal/service"
+)
+
+func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }
+
+const testNS = "l2"
+
+var shared struct {
+	once sync.Once
+	bin  deploy.Binaries
+	h    *deploy.Herald
+	err  error
+}
+
+const baseConfig = `
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: l2}
+spec:
+  addresses: [198.51.100.64/27, "2001:db8:1::64-2001:db8:1::7f"]
+  autoAssign: false
+---
+apiVersion: herald.dev/v1beta1
+kind: L2Advertisement
+metadata: {name: l2}
+spec:
+  ipAddressPools: [l2]
+`
+
+// herald returns Herald running in the package's lab (started once), with
+// every speaker running and every link up.
+func herald(t *testing.T) (*lab.Lab, *deploy.Herald) {
+	t.Helper()
+	l := lab.Shared(t)
+	ctx := context.Background()
+	shared.once.Do(func() {
+		h, err := deploy.Install(ctx, l, &shared.bin)
+		if err == nil {
+			err = h.Apply(ctx, baseConfig)
+		}
+		if err == nil {
+			err = h.StartController(ctx)
+		}
+		if err == nil {
+			err = h.StartSpeakers()
+		}
+		shared.h, shared.err = h, err
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	h := shared.h
+	for _, n := range l.Nodes() {
+		if err := l.SetLink(ctx, n.Name, true); err != nil {
+			t.Fatal(err)
+		}
+		if p := h.Speakers[n.Name]; p == nil || p.Exited() {
+			if _, err := h.StartSpeaker(n.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return l, h
+}
+
+// service creates a LoadBalancer Service from pool l2 with pods on nodes,
+// waits for its addresses and returns them.
+func service(t *testing.T, l *lab.Lab, name string, mutate func(*corev1.Service), nodes ...string) (*corev1.Service, []netip.Addr) {
+	t.Helper()
+	ctx := context.Background()
+	svc := lab.LoadBalancerService(testNS, name)
+	svc.Annotations = map[string]string{"herald.dev/address-pool": "l2"}
+	if mutate != nil {
+		mutate(svc)
+	}
+	created, err := l.CreateService(ctx, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
+	if len(nodes) > 0 {
+		if err := l.SetEndpoints(ctx, created, nodes...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ips []netip.Addr
+	want := len(created.Spec.IPFamilies)
+	poll(t, fmt.Sprintf("Service %s to get %d address(es)", name, want), 30*time.Second, func() bool {
+		s, err := l.Client().CoreV1().Services(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		ips = svcinfo.IngressIPs(s)
+		return len(ips) == want
+	})
+	return created, ips
+}
+
+// owner waits until exactly one node answers for vip and returns it.
+func owner(t *testing.T, l *lab.Lab, vip netip.Addr) string {
+	t.Helper()
+	var node string
+	poll(t, fmt.Sprintf("exactly one node answering for %s", vip), 30*time.Second, func() bool {
+		answers := probe(t, l, vip)
+		if len(answers) == 1 {
+			node = answers[0].Node
+		}
+		return len(answers) == 1
+	})
+	return node
+}
+
+// probe sends one ARP who-has (IPv4) or multicast NS (IPv6) from the
+// client and returns the answers.
+func probe(t *testing.T, l *lab.Lab, vip netip.Addr) []lab.Answer {
+	t.Helper()
+	var answers []lab.Answer
+	var err error
+	if vip.Is4() {
+		answers, err = l.ARPProbe(context.Background(), vip)
+	} else {
+		answers, err = l.NDPProbe(context.Background(), vip, false)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answers
+}
+
+// nobody waits until no node answers for vip.
+func nobody(t *testing.T, l *lab.Lab, vip netip.Addr) {
+	t.Helper()
+	poll(t, fmt.Sprintf("nobody answering for %s", vip), 30*time.Second, func() bool { return len(probe(t, l, vip)) == 0 })
+}
+
+func poll(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}

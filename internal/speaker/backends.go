@@ -1,0 +1,32 @@
+package speaker
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/layer2"
+	"github.com/herald-lb/herald/internal/members"
+)
+
+// L2 answers ARP/NDP for the addresses this node announces
+// (*layer2.Announcer).
+type L2 interface {
+	SetAnnouncements(want []layer2.Announcement)
+	Interfaces(ip netip.Addr) []string
+}
+
+// BGP holds this node's BGP sessions and routes (*bgp.Speaker).
+type BGP interface {
+	Apply(ctx context.Context, d bgp.Desired) error
+	Sessions() []bgp.SessionState
+	Shutdown(ctx context.Context) error
+}
+
+// Liveness says which nodes' speakers are alive (*members.Members).
+type Liveness interface {
+	State(node string) members.State
+	Settled() bool
+	Join(addrs []string)
+	Leave(ctx context.Context) error
+}

@@ -1,0 +1,72 @@
+package speaker
+
+import (
+	"net/netip"
+	"slices"
+
+	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// desiredBGP turns this node's BGP decision into the backend's desired
+// state. Both address families ride on every session when the pools hold
+// both (MP-BGP).
+func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) bgp.Desired {
+	d := bgp.Desired{NodeIPv4: v4, NodeIPv6: v6}
+	fams := families(cfg)
+	for _, p := range res.Peers {
+		s := bgp.Session{
+			Name: p.Name, PeerAddress: p.Address, PeerPort: p.Port, MyASN: p.MyASN, PeerASN: p.PeerASN,
+			SourceAddress: p.SourceAddress, RouterID: p.RouterID,
+			HoldTime: p.HoldTime, KeepaliveTime: p.KeepaliveTime, ConnectTime: p.ConnectTime,
+			EBGPMultiHop: p.EBGPMultiHop, Password: p.Password, GracefulRestart: p.GracefulRestart,
+			Families: fams,
+		}
+		if p.BFD != nil {
+			s.BFD = &bgp.BFD{ReceiveInterval: p.BFD.ReceiveInterval, TransmitInterval: p.BFD.TransmitInterval, DetectMultiplier: p.BFD.DetectMultiplier}
+		}
+		d.Sessions = append(d.Sessions, s)
+	}
+	for _, r := range res.Routes {
+		d.Paths = append(d.Paths, bgp.Path{
+			Prefix: r.Prefix, Peers: r.Peers, Communities: r.Communities,
+			LargeCommunities: r.LargeCommunities, LocalPref: r.LocalPref,
+		})
+	}
+	return d
+}
+
+// families: the address families of the configured pools (IPv4 when there
+// is no pool yet, so a session comes up).
+func families(cfg *config.Config) []bgp.Family {
+	var v4, v6 bool
+	for _, name := range cfg.PoolNames() {
+		v4 = v4 || cfg.Pools[name].HasFamily(true)
+		v6 = v6 || cfg.Pools[name].HasFamily(false)
+	}
+	var out []bgp.Family
+	if v4 || !v6 {
+		out = append(out, bgp.IPv4Unicast)
+	}
+	if v6 {
+		out = append(out, bgp.IPv6Unicast)
+	}
+	return out
+}
+
+// advertisedRoutes maps each Service to the routes (prefix and peers) this
+// node advertises for it, for events.
+func advertisedRoutes(res announce.BGPResult) map[string][]string {
+	out := map[string][]string{}
+	for _, r := range res.Routes {
+		desc := r.Prefix.String() + " to " + joinNames(r.Peers)
+		for _, s := range r.Services {
+			out[s] = append(out[s], desc)
+		}
+	}
+	for s := range out {
+		slices.Sort(out[s])
+	}
+	return out
+}

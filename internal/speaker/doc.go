@@ -1,0 +1,16 @@
+// Package speaker is the frame of Herald's speaker, the DaemonSet that
+// makes the network deliver Service addresses to nodes. It watches
+// Services, EndpointSlices, Nodes, Herald's objects and Secrets, runs one
+// reconcile that asks internal/announce what this node should announce,
+// and applies the difference through two backends with a handful of
+// methods: L2 (ARP/NDP, internal/layer2) and BGP (internal/bgp). Node
+// liveness comes from internal/members.
+//
+// L2 hand-over is make-before-break: a node that loses an address to
+// another live node keeps answering until the new owner's gratuitous ARP /
+// unsolicited NA is seen (or a grace period ends), then stops at once, so
+// clients see neither a gap nor two answers. A restarting speaker claims
+// nothing until its view of the other members has settled. On SIGTERM the
+// speaker hands its addresses over, leaves the member list, and withdraws
+// its BGP routes before closing the sessions.
+package speaker

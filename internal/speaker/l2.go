@@ -1,0 +1,98 @@
+package speaker
+
+import (
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/layer2"
+)
+
+// l2State remembers what this node announces in L2 mode, and the
+// addresses it is handing over to another node.
+type l2State struct {
+	owned     map[netip.Addr]announce.L2Owner
+	releasing map[netip.Addr]*release
+}
+
+// release is an address this node lost to another live node: it keeps
+// answering until the new owner announces itself or the grace period ends.
+type release struct {
+	owner      announce.L2Owner // what this node announced, interfaces included
+	newOwner   string
+	since      time.Time
+	takenOver  bool
+	interfaces []string
+}
+
+func newL2State() l2State {
+	return l2State{owned: map[netip.Addr]announce.L2Owner{}, releasing: map[netip.Addr]*release{}}
+}
+
+func (l *l2State) yielded(ip netip.Addr) {
+	if r := l.releasing[ip]; r != nil {
+		r.takenOver = true
+	}
+}
+
+func (l *l2State) announcedCount() int { return len(l.owned) + len(l.releasing) }
+
+// l2Plan is the outcome of one L2 decision for this node.
+type l2Plan struct {
+	want    []layer2.Announcement
+	claimed []announce.L2Owner // addresses this node starts announcing
+	dropped []netip.Addr       // addresses it stops announcing
+	// recheck is when a release's grace period ends (zero: none pending).
+	recheck time.Time
+}
+
+// plan decides, from the owners everyone computes, what this node
+// announces: the addresses it owns (none before the member list has
+// settled), plus the ones it is still handing over.
+func (l *l2State) plan(me string, res announce.L2Result, settled bool, now time.Time, grace time.Duration) l2Plan {
+	var p l2Plan
+	owners := map[netip.Addr]announce.L2Owner{}
+	for _, o := range res.Owners {
+		owners[o.IP] = o
+	}
+	mine := map[netip.Addr]announce.L2Owner{}
+	if settled {
+		for ip, o := range owners {
+			if o.Node == me {
+				mine[ip] = o
+				if _, had := l.owned[ip]; !had {
+					p.claimed = append(p.claimed, o)
+				}
+				delete(l.releasing, ip)
+			}
+		}
+	}
+	for ip, o := range l.owned {
+		if _, still := mine[ip]; !still {
+			l.releasing[ip] = &release{owner: o, since: now}
+		}
+	}
+	for ip, r := range l.releasing {
+		next, ok := owners[ip]
+		switch {
+		case !ok || next.Node == "" || r.takenOver || now.Sub(r.since) >= grace:
+			delete(l.releasing, ip)
+			p.dropped = append(p.dropped, ip)
+		default:
+			r.newOwner = next.Node
+			p.want = append(p.want, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
+			if end := r.since.Add(grace); p.recheck.IsZero() || end.Before(p.recheck) {
+				p.recheck = end
+			}
+		}
+	}
+	for _, o := range mine {
+		p.want = append(p.want, layer2.Announcement{IP: o.IP, Interfaces: o.Interfaces})
+	}
+	l.owned = mine
+	slices.SortFunc(p.want, func(a, b layer2.Announcement) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(p.dropped, netip.Addr.Compare)
+	return p
+}

@@ -1,0 +1,80 @@
+package speaker
+
+import (
+	"net/netip"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// state reads everything a decision depends on from the listers.
+func (s *Speaker) state() (announce.State, []config.Problem, error) {
+	in, err := s.configInput()
+	if err != nil {
+		return announce.State{}, nil, err
+	}
+	cfg, problems := config.Build(in)
+	nodes, err := s.nodes.List(labels.Everything())
+	if err != nil {
+		return announce.State{}, nil, err
+	}
+	svcs, err := s.services.List(labels.Everything())
+	if err != nil {
+		return announce.State{}, nil, err
+	}
+	return announce.State{
+		Config:   cfg,
+		Nodes:    nodes,
+		Services: announce.ServicesFrom(svcs, s.opts.Class.IsOurs, s.endpointSlicesOf),
+		Live:     s.live,
+	}, problems, nil
+}
+
+func (s *Speaker) configInput() (config.Input, error) {
+	var in config.Input
+	var err error
+	all := labels.Everything()
+	if in.Pools, err = s.listers.pools.List(all); err != nil {
+		return in, err
+	}
+	if in.L2Advertisements, err = s.listers.l2Adverts.List(all); err != nil {
+		return in, err
+	}
+	if in.BGPAdvertisements, err = s.listers.bgpAdverts.List(all); err != nil {
+		return in, err
+	}
+	if in.Peers, err = s.listers.peers.List(all); err != nil {
+		return in, err
+	}
+	if in.Communities, err = s.listers.communities.List(all); err != nil {
+		return in, err
+	}
+	if in.BFDProfiles, err = s.listers.bfdProfiles.List(all); err != nil {
+		return in, err
+	}
+	in.Secrets, err = s.secrets.Secrets(s.opts.Namespace).List(all)
+	return in, err
+}
+
+// nodeAddresses returns a node's InternalIP addresses, IPv4 and IPv6.
+func nodeAddresses(n *corev1.Node) (v4, v6 netip.Addr) {
+	for _, a := range n.Status.Addresses {
+		if a.Type != corev1.NodeInternalIP {
+			continue
+		}
+		ip, err := netip.ParseAddr(a.Address)
+		if err != nil {
+			continue
+		}
+		if ip.Is4() && !v4.IsValid() {
+			v4 = ip
+		}
+		if ip.Is6() && !v6.IsValid() {
+			v6 = ip
+		}
+	}
+	return v4, v6
+}

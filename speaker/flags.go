@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/herald-lb/herald/internal/members"
+)
+
+type flags struct {
+	nodeName, kubeconfig, namespace, metricsAddr, healthAddr, logLevel string
+	lbClassOnly                                                        bool
+	memberlist                                                         bool
+	memberlistBindAddr, memberlistKeyFile                              string
+	memberlistPort                                                     int
+	probeInterval, probeTimeout, gossipInterval                        time.Duration
+	suspicionMult                                                      int
+	releaseGrace, shutdownTimeout                                      time.Duration
+}
+
+func parseFlags(args []string) (flags, error) {
+	var f flags
+	d := members.DefaultTiming()
+	fs := flag.NewFlagSet("speaker", flag.ContinueOnError)
+	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this speaker runs on (default $NODE_NAME, set from the downward API)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
+	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: the BGP password Secrets live there")
+	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass herald.dev/herald (must match the controller)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
+	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.BoolVar(&f.memberlist, "memberlist", true, "detect dead speakers with the member list (disable only for tests: failover then waits for Kubernetes to mark the node NotReady)")
+	fs.StringVar(&f.memberlistBindAddr, "memberlist-bind-addr", "", "address the member list binds and advertises (default: the node's InternalIP)")
+	fs.IntVar(&f.memberlistPort, "memberlist-port", 7947, "UDP and TCP port of the member list")
+	fs.StringVar(&f.memberlistKeyFile, "memberlist-key-file", "/etc/herald/memberlist/key", "file holding the member list's encryption key (16, 24 or 32 bytes, raw or base64), mounted from a Secret")
+	fs.DurationVar(&f.probeInterval, "memberlist-probe-interval", d.ProbeInterval, "interval between liveness probes; larger is lighter on big clusters but detects a dead node later")
+	fs.DurationVar(&f.probeTimeout, "memberlist-probe-timeout", d.ProbeTimeout, "time to wait for a probe's answer before probing indirectly")
+	fs.IntVar(&f.suspicionMult, "memberlist-suspicion-mult", d.SuspicionMult, "how many probe intervals (scaled by log n) a suspected node has to refute before it is declared dead")
+	fs.DurationVar(&f.gossipInterval, "memberlist-gossip-interval", d.GossipInterval, "interval between gossip rounds")
+	fs.DurationVar(&f.releaseGrace, "release-grace", 2*time.Second, "how long a node that lost an address keeps answering for it while the new owner takes over")
+	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		return f, err
+	}
+	if fs.NArg() > 0 {
+		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if f.nodeName == "" {
+		fmt.Fprintln(os.Stderr, "speaker: --node-name (or $NODE_NAME) is required")
+		return f, fmt.Errorf("no node name")
+	}
+	return f, nil
+}
+
+func (f flags) timing() members.Timing {
+	t := members.DefaultTiming()
+	t.ProbeInterval, t.ProbeTimeout, t.SuspicionMult, t.GossipInterval = f.probeInterval, f.probeTimeout, f.suspicionMult, f.gossipInterval
+	return t
+}

@@ -1,0 +1,197 @@
+// Command speaker is Herald's speaker: one per node (a DaemonSet on the host
+// network), it announces the addresses this node should announce, with
+// ARP/NDP (L2 mode) and BGP. The logic lives in internal/speaker,
+// internal/announce, internal/layer2, internal/bgp and internal/members.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/daemon"
+	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/layer2"
+	"github.com/herald-lb/herald/internal/members"
+	"github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/internal/speaker"
+)
+
+func main() {
+	f, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		os.Exit(2)
+	}
+	if err := run(f); err != nil {
+		fmt.Fprintln(os.Stderr, "speaker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(f flags) error {
+	log, err := daemon.NewLogger(f.logLevel)
+	if err != nil {
+		return err
+	}
+	log = log.With("node", f.nodeName)
+	sigCtx, stop := daemon.SignalContext()
+	defer stop()
+	cfg, err := k8s.RESTConfig(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	herald, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	scheme, err := k8s.NewScheme()
+	if err != nil {
+		return err
+	}
+	reg := daemon.NewRegistry()
+	health := &daemon.Health{}
+	if err := daemon.Serve(sigCtx, log, reg, health, f.metricsAddr, f.healthAddr); err != nil {
+		return err
+	}
+	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, scheme, "herald-speaker")
+	defer stopEvents()
+
+	// The backends call back into the speaker, which needs them to exist.
+	var sp atomic.Pointer[speaker.Speaker]
+	trigger := func() {
+		if s := sp.Load(); s != nil {
+			s.Trigger()
+		}
+	}
+	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg,
+		OnYield: func(vip netip.Addr, _ string, _ net.HardwareAddr) {
+			if s := sp.Load(); s != nil {
+				s.Yielded(vip)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	bgpSpeaker, err := bgp.New(bgp.Config{Logger: log.With("component", "bgp"), Registerer: reg,
+		OnSessionChange: func(ev bgp.SessionEvent) {
+			if s := sp.Load(); s != nil {
+				s.SessionChanged(ev)
+			}
+		}})
+	if err != nil {
+		return err
+	}
+	ml, err := startMembers(sigCtx, kube, f, log, reg, trigger)
+	if err != nil {
+		return err
+	}
+	opts := speaker.Options{
+		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly},
+		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace,
+		Logger: log, Registerer: reg, Recorder: rec,
+	}
+	if ml != nil {
+		opts.Members = ml
+		defer ml.Shutdown()
+	}
+	s, err := speaker.New(kube, herald, opts)
+	if err != nil {
+		return err
+	}
+	sp.Store(s)
+
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := l2.Run(runCtx); err != nil {
+			log.Error("L2 announcer stopped", "error", err)
+		}
+	})
+	wg.Go(func() {
+		if err := s.Run(runCtx); err != nil {
+			log.Error("speaker stopped", "error", err)
+		}
+	})
+	health.SetReady(true)
+	log.Info("started", "memberlist", ml != nil)
+	<-sigCtx.Done()
+	health.SetReady(false)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
+	defer cancel()
+	s.Shutdown(shutdownCtx)
+	cancelRun()
+	wg.Wait()
+	return nil
+}
+
+// startMembers starts the member list on the node's address, or returns
+// nil when it is disabled.
+func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
+	if !f.memberlist {
+		log.Warn("member list disabled: node liveness comes from Kubernetes alone, so L2 failover waits for the node to turn NotReady")
+		return nil, nil
+	}
+	key, err := members.ReadKeyFile(f.memberlistKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the herald-memberlist Secret): %w", err)
+	}
+	bind := f.memberlistBindAddr
+	if bind == "" {
+		if bind, err = nodeAddress(ctx, kube, f.nodeName); err != nil {
+			return nil, err
+		}
+	}
+	return members.New(members.Config{
+		NodeName: f.nodeName, BindAddr: bind, BindPort: f.memberlistPort, AdvertiseAddr: bind,
+		SecretKey: key, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
+	})
+}
+
+// nodeAddress waits for the node's Node object and returns its first
+// InternalIP (IPv4 preferred).
+func nodeAddress(ctx context.Context, kube kubernetes.Interface, name string) (string, error) {
+	var addr string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, a := range n.Status.Addresses {
+			if a.Type != corev1.NodeInternalIP {
+				continue
+			}
+			if ip, err := netip.ParseAddr(a.Address); err == nil && (addr == "" || ip.Is4()) {
+				addr = a.Address
+			}
+		}
+		return addr != "", nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("node %s has no InternalIP address to bind the member list to (set --memberlist-bind-addr): %w", name, err)
+	}
+	return addr, nil
+}
