@@ -31,12 +31,14 @@ var shared struct {
 	err  error
 }
 
+// baseConfig: the main pool with an L2Advertisement for every node, and
+// small pools to test advertisement selectors (all inside the L2 segment).
 const baseConfig = `
 apiVersion: herald.dev/v1beta1
 kind: IPAddressPool
 metadata: {name: l2}
 spec:
-  addresses: [198.51.100.64/27, "2001:db8:1::64-2001:db8:1::7f"]
+  addresses: [198.51.100.64/28, "2001:db8:1::64-2001:db8:1::7f"]
   autoAssign: false
 ---
 apiVersion: herald.dev/v1beta1
@@ -44,6 +46,42 @@ kind: L2Advertisement
 metadata: {name: l2}
 spec:
   ipAddressPools: [l2]
+---
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: l2-node2}
+spec:
+  addresses: [198.51.100.80/30]
+  autoAssign: false
+---
+apiVersion: herald.dev/v1beta1
+kind: L2Advertisement
+metadata: {name: l2-node2}
+spec:
+  ipAddressPools: [l2-node2]
+  nodeSelectors: [{matchLabels: {kubernetes.io/hostname: node2}}]
+  interfaces: [eth0]
+---
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: l2-badif}
+spec:
+  addresses: [198.51.100.84/30]
+  autoAssign: false
+---
+apiVersion: herald.dev/v1beta1
+kind: L2Advertisement
+metadata: {name: l2-badif}
+spec:
+  ipAddressPools: [l2-badif]
+  interfaces: [nosuch0]
+---
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: dark}
+spec:
+  addresses: [198.51.100.88/30]
+  autoAssign: false
 `
 
 // herald returns Herald running in the package's lab (started once), with

@@ -57,14 +57,21 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 	if o.IP.Is6() {
 		proto = "NDP"
 	}
-	s.log.Info("announcing", "ip", o.IP, "protocol", "l2", "interfaces", ifaces, "services", o.Services)
-	where := strings.Join(ifaces, ", ")
-	if where == "" {
-		where = "the interfaces chosen for it"
+	if len(ifaces) == 0 {
+		s.log.Warn("owns an address but has no interface to announce it on", "ip", o.IP, "interfaces", o.Interfaces)
+		for _, key := range o.Services {
+			if svc := s.service(key); svc != nil {
+				s.rec.Eventf(svc, corev1.EventTypeWarning, "AnnounceFailed",
+					"node %s owns %s but has no usable interface for it (L2Advertisement interfaces %v; default: the interface holding the VIP's subnet, else the default route's)",
+					s.opts.NodeName, o.IP, o.Interfaces)
+			}
+		}
+		return
 	}
+	s.log.Info("announcing", "ip", o.IP, "protocol", "l2", "interfaces", ifaces, "services", o.Services)
 	for _, key := range o.Services {
 		if svc := s.service(key); svc != nil {
-			s.rec.Eventf(svc, corev1.EventTypeNormal, "NodeAssigned", "announcing %s from node %s on %s (%s)", o.IP, s.opts.NodeName, where, proto)
+			s.rec.Eventf(svc, corev1.EventTypeNormal, "NodeAssigned", "announcing %s from node %s on %s (%s)", o.IP, s.opts.NodeName, strings.Join(ifaces, ", "), proto)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package speaker
 
 import (
+	"context"
+	"strings"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/internal/bgp"
@@ -24,4 +28,61 @@ func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
 		return
 	}
 	s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionDown", "node %s: session with %s down: %s", s.opts.NodeName, ev.Peer, ev.Reason)
+}
+
+// sessionProblems remembers the last problem reported per BGPPeer, so a
+// problem is reported once, when it appears or changes.
+type sessionProblems map[string]string
+
+// reportSessionProblems turns what the BGP backend says about sessions
+// that are not established (connect errors, a password that does not
+// match) or are refused or configured with warnings into Warning events on
+// the BGPPeers, once per new problem.
+func (s *Speaker) reportSessionProblems(seen sessionProblems) {
+	if s.opts.BGP == nil {
+		return
+	}
+	current := map[string]bool{}
+	for _, st := range s.opts.BGP.Sessions() {
+		problem := st.Error
+		if problem == "" && st.State != "Established" && st.LastError != "" {
+			problem = "not established: " + st.LastError
+		}
+		if problem == "" && len(st.Warnings) > 0 {
+			problem = strings.Join(st.Warnings, "; ")
+		}
+		current[st.Name] = true
+		if problem == seen[st.Name] {
+			continue
+		}
+		seen[st.Name] = problem
+		if problem == "" {
+			continue
+		}
+		s.log.Warn("BGP session problem", "peer", st.Name, "problem", problem)
+		if peer, err := s.listers.peers.Get(st.Name); err == nil {
+			s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionProblem", "node %s: %s", s.opts.NodeName, problem)
+		}
+	}
+	for name := range seen {
+		if !current[name] {
+			delete(seen, name)
+		}
+	}
+}
+
+// watchSessions reports session problems every interval until ctx ends.
+// Connect errors happen between reconciles, so they are read on a timer.
+func (s *Speaker) watchSessions(ctx context.Context, interval time.Duration) {
+	seen := sessionProblems{}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.reportSessionProblems(seen)
+		}
+	}
 }

@@ -146,6 +146,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 	}
 	s.log.Info("caches synced; announcing")
 	s.Trigger()
+	go s.watchSessions(ctx, 3*time.Second)
 	go func() {
 		<-ctx.Done()
 		s.queue.ShutDown()

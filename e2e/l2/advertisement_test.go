@@ -1,0 +1,37 @@
+package l2
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+)
+
+func fromPool(pool string) func(*corev1.Service) {
+	return func(s *corev1.Service) { s.Annotations["herald.dev/address-pool"] = pool }
+}
+
+func TestAdvertisementNodeSelectorAndInterfaces(t *testing.T) {
+	l, _ := herald(t)
+	_, ips := service(t, l, "node2-only", fromPool("l2-node2"), "node1")
+	if got := owner(t, l, ips[0]); got != "node2" {
+		t.Errorf("the L2Advertisement selects node2 only; %s answers", got)
+	}
+	_, ips = service(t, l, "bad-interface", fromPool("l2-badif"), "node1")
+	c := waitCondition(t, l, "bad-interface", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "Announced")
+	t.Logf("announced (by Kubernetes' view): %s", c.Message)
+	nobody(t, l, ips[0]) // nosuch0 exists on no node: the override is honoured, eth0 is not used
+	waitEvent(t, l, "bad-interface", "AnnounceFailed", "no usable interface")
+}
+
+func TestPoolWithoutAdvertisementIsNotAnnounced(t *testing.T) {
+	l, _ := herald(t)
+	_, ips := service(t, l, "dark", fromPool("dark"), "node1")
+	c := waitCondition(t, l, "dark", v1beta1.ConditionAnnounced, metav1.ConditionFalse, "NoAdvertisementMatches")
+	if c.Message == "" {
+		t.Error("no explanation")
+	}
+	nobody(t, l, ips[0])
+}

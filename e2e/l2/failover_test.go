@@ -1,0 +1,138 @@
+package l2
+
+import (
+	"context"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// failover is what one owner loss looked like from the client.
+type failover struct {
+	oldOwner, newOwner  string
+	gratuitous, answer  time.Duration // event -> first gratuitous ARP / first answered probe from the new owner
+	unanswered, doubled int           // probes after the event
+}
+
+// abruptFailover kills the owner's speaker (SIGKILL) and takes its link
+// down, then measures the take-over; the link and speaker are restored.
+func abruptFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr) failover {
+	return measureFailover(t, l, h, vip, func(owner string) error {
+		if err := h.Speakers[owner].Kill(); err != nil {
+			return err
+		}
+		return l.SetLink(context.Background(), owner, false)
+	})
+}
+
+// gracefulFailover sends SIGTERM to the owner's speaker.
+func gracefulFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr) failover {
+	return measureFailover(t, l, h, vip, func(owner string) error { return h.Speakers[owner].Stop() })
+}
+
+func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr, event func(owner string) error) failover {
+	t.Helper()
+	ctx := context.Background()
+	var f failover
+	f.oldOwner = ownerTB(t, l, vip)
+	watch, err := l.WatchGratuitous()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon, err := l.StartARPMonitor(vip, 10*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mon.Wait(ctx, time.Time{}, lab.Probe.Answered); err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	if err := event(f.oldOwner); err != nil {
+		t.Fatal(err)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	taken, err := mon.Wait(waitCtx, at, func(p lab.Probe) bool { return p.Answered() && p.Nodes()[0] != f.oldOwner })
+	if err != nil {
+		t.Fatalf("no other node took %s over after the owner %s went: %v", vip, f.oldOwner, err)
+	}
+	// watch a little longer for double answers after the take-over
+	_, _ = mon.Wait(ctx, taken.Sent.Add(300*time.Millisecond), func(lab.Probe) bool { return true })
+	probes, err := mon.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	announced, err := watch.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.newOwner = taken.Nodes()[0]
+	f.answer = taken.Sent.Sub(at)
+	if g, ok := announced.First(vip, f.newOwner, at); ok {
+		f.gratuitous = g.At.Sub(at)
+	}
+	after := probes.After(at)
+	f.unanswered = len(after.Unanswered())
+	f.doubled = len(after.Conflicts())
+	restore(t, l, h, f.oldOwner)
+	return f
+}
+
+// restore brings the old owner's link and speaker back.
+func restore(t testing.TB, l *lab.Lab, h *deploy.Herald, node string) {
+	t.Helper()
+	if err := l.SetLink(context.Background(), node, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.StartSpeaker(node); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAbruptFailover(t *testing.T) {
+	l, h := herald(t)
+	_, ips := service(t, l, "abrupt", nil, "node1", "node2", "node3")
+	f := abruptFailover(t, l, h, ips[0])
+	t.Logf("%s killed + link down: %s sent gratuitous ARP after %v, first answer after %v, %d probes unanswered",
+		f.oldOwner, f.newOwner, f.gratuitous.Round(time.Millisecond), f.answer.Round(time.Millisecond), f.unanswered)
+	if f.gratuitous == 0 {
+		t.Error("the new owner sent no gratuitous ARP")
+	}
+	if f.doubled > 0 {
+		t.Errorf("%d probes answered by two nodes", f.doubled)
+	}
+}
+
+func TestGracefulHandOverNoGapNoDoubleAnswer(t *testing.T) {
+	l, h := herald(t)
+	_, ips := service(t, l, "graceful", nil, "node1", "node2", "node3")
+	for i := 0; i < 3; i++ {
+		f := gracefulFailover(t, l, h, ips[0])
+		t.Logf("SIGTERM %s: %s took over (gratuitous ARP after %v); %d unanswered, %d answered twice",
+			f.oldOwner, f.newOwner, f.gratuitous.Round(time.Millisecond), f.unanswered, f.doubled)
+		if f.unanswered > 0 || f.doubled > 0 {
+			t.Errorf("hand-over %d: %d probes unanswered, %d answered by two nodes; want none", i, f.unanswered, f.doubled)
+		}
+	}
+}
+
+// ownerTB is owner for testing.TB (benchmarks too).
+func ownerTB(t testing.TB, l *lab.Lab, vip netip.Addr) string {
+	t.Helper()
+	tt, ok := t.(*testing.T)
+	if ok {
+		return owner(tt, l, vip)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if a, err := l.ARPProbe(context.Background(), vip); err == nil && len(a) == 1 {
+			return a[0].Node
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no single owner for %s", vip)
+	return ""
+}
