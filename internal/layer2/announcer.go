@@ -42,7 +42,7 @@ type Announcer struct {
 	mu         sync.Mutex
 	want       map[netip.Addr][]string // VIP -> override
 	releasing  map[netip.Addr]bool     // wanted VIPs being handed over
-	handovers  map[handoverKey]*handover
+	states     map[vipOnLink]*vipState // shared with the snapshots
 	assigned   map[netip.Addr][]string // VIP -> interfaces announced on
 	net        netState
 	responders map[responderKey]*responderEntry
@@ -85,7 +85,7 @@ func New(cfg Config) (*Announcer, error) {
 		start:      startResponder,
 		want:       map[netip.Addr][]string{},
 		releasing:  map[netip.Addr]bool{},
-		handovers:  map[handoverKey]*handover{},
+		states:     map[vipOnLink]*vipState{},
 		assigned:   map[netip.Addr][]string{},
 		responders: map[responderKey]*responderEntry{},
 		warned:     map[warning]bool{},

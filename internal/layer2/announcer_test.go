@@ -22,6 +22,7 @@ type fakeResponders struct {
 type fakeResponder struct {
 	f    *fakeResponders
 	name string
+	spec responderSpec
 }
 
 func (f *fakeResponders) start(_ context.Context, spec responderSpec) responderHandle {
@@ -30,7 +31,7 @@ func (f *fakeResponders) start(_ context.Context, spec responderSpec) responderH
 	f.mu.Lock()
 	f.open[name] = true
 	f.mu.Unlock()
-	return &fakeResponder{f: f, name: name}
+	return &fakeResponder{f: f, name: name, spec: spec}
 }
 
 func (f *fakeResponders) record(e string) {
@@ -51,8 +52,11 @@ func (f *fakeResponders) take() []string {
 func (r *fakeResponder) setVIPs(vips []netip.Addr) {
 	r.f.record(fmt.Sprintf("vips %s %v", r.name, vips))
 }
+// announce records the call and, as a real burst does with its first
+// packet, lets the VIP be answered.
 func (r *fakeResponder) announce(vip netip.Addr) {
 	r.f.record(fmt.Sprintf("announce %s %v", r.name, vip))
+	r.spec.announced(vip)
 }
 func (r *fakeResponder) silence(vip netip.Addr) {
 	r.f.record(fmt.Sprintf("silence %s %v", r.name, vip))

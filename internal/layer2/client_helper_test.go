@@ -38,7 +38,8 @@ func (f frame) time() time.Time { return time.Unix(0, f.T) }
 
 // runClientHelper sniffs ARP and NDP on eth0 (an ETH_P_ALL packet socket
 // sees both directions) and, on "probe <ip> <interval>", sends ARP requests
-// for ip until "stop".
+// for ip until "stop"; on "probeall <ipv4> <ipv6> <interval>", ARP requests
+// and neighbour solicitations from rotating sources (see probeBoth).
 func runClientHelper() {
 	var out helperOut
 	ifi, err := net.InterfaceByName("eth0")
@@ -66,6 +67,11 @@ func runClientHelper() {
 			ctx, stop = context.WithCancel(context.Background())
 			d, _ := time.ParseDuration(f[2])
 			go probeARP(ctx, ifi, netip.MustParseAddr(f[1]), d)
+			out.printf("probing")
+		case len(f) == 4 && f[0] == "probeall":
+			stop()
+			d, _ := time.ParseDuration(f[3])
+			stop = probeBoth(context.Background(), ifi, netip.MustParseAddr(f[1]), netip.MustParseAddr(f[2]), d)
 			out.printf("probing")
 		case len(f) == 1 && f[0] == "stop":
 			stop()

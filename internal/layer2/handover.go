@@ -20,8 +20,8 @@ import (
 // still being released there. It reports whether it did; only the first
 // announcement counts, so OnYield and the metric fire once per hand-over.
 func (a *Announcer) yield(iface, proto string, vip netip.Addr, by net.HardwareAddr) bool {
-	h := a.owned.Load().releasing(iface, vip)
-	if h == nil || !h.yielded.CompareAndSwap(false, true) {
+	s := a.owned.Load().state(iface, vip)
+	if s == nil || !s.releasing || !s.answering.CompareAndSwap(true, false) {
 		return false
 	}
 	a.metrics.handovers.WithLabelValues(iface, proto).Inc()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -52,7 +53,13 @@ func (o *helperOut) printf(format string, args ...any) {
 }
 
 func runAnnouncerHelper() {
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	// Debug logs every packet; HERALD_L2_LOG=info keeps the read loops
+	// free of a write per packet, for tests that time them.
+	level := slog.LevelDebug
+	if os.Getenv("HERALD_L2_LOG") == "info" {
+		level = slog.LevelInfo
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	var g GratuitousConfig
 	if s := os.Getenv("HERALD_L2_GRAT"); s != "" {
 		n, d, _ := strings.Cut(s, "/")
@@ -60,7 +67,11 @@ func runAnnouncerHelper() {
 		g.Interval, _ = time.ParseDuration(d)
 	}
 	reg := prometheus.NewRegistry()
-	a, err := New(Config{Logger: log, Registerer: reg, Gratuitous: g})
+	var out helperOut
+	onYield := func(vip netip.Addr, iface string, by net.HardwareAddr) {
+		out.printf("yield %s %s %s %d", vip, iface, by, time.Now().UnixNano())
+	}
+	a, err := New(Config{Logger: log, Registerer: reg, Gratuitous: g, OnYield: onYield})
 	if err != nil {
 		log.Error("new", "error", err)
 		return
@@ -68,7 +79,6 @@ func runAnnouncerHelper() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	var out helperOut
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -80,7 +90,7 @@ func runAnnouncerHelper() {
 			want := parseAnnouncements(f[1:])
 			t0 := time.Now().UnixNano()
 			a.SetAnnouncements(want)
-			out.printf("ok %d", t0)
+			out.printf("ok %d %d", t0, time.Now().UnixNano())
 		case "ifaces":
 			out.printf("ifaces %s", strings.Join(a.Interfaces(netip.MustParseAddr(f[1])), ","))
 		case "metric":
@@ -93,12 +103,14 @@ func runAnnouncerHelper() {
 	}
 }
 
-// parseAnnouncements reads "ip" or "ip@if1,if2" words.
+// parseAnnouncements reads "ip" or "ip@if1,if2" words, prefixed with "~"
+// for a releasing VIP.
 func parseAnnouncements(words []string) []Announcement {
 	var want []Announcement
 	for _, w := range words {
+		w, releasing := strings.CutPrefix(w, "~")
 		ip, ifs, _ := strings.Cut(w, "@")
-		a := Announcement{IP: netip.MustParseAddr(ip)}
+		a := Announcement{IP: netip.MustParseAddr(ip), Releasing: releasing}
 		if ifs != "" {
 			a.Interfaces = strings.Split(ifs, ",")
 		}
@@ -137,6 +149,13 @@ type helper struct {
 
 	mu     sync.Mutex
 	frames []frame
+	yields []yieldEvent
+}
+
+// yieldEvent is an OnYield call in an announcer helper.
+type yieldEvent struct {
+	vip, iface, by string
+	t              time.Time
 }
 
 type syncBuffer struct {
@@ -222,8 +241,40 @@ func (h *helper) readStdout(r io.Reader) {
 			}
 			continue
 		}
+		if y, isYield := strings.CutPrefix(line, "yield "); isYield {
+			if f := strings.Fields(y); len(f) == 4 {
+				ns, _ := strconv.ParseInt(f[3], 10, 64)
+				h.mu.Lock()
+				h.yields = append(h.yields, yieldEvent{vip: f[0], iface: f[1], by: f[2], t: time.Unix(0, ns)})
+				h.mu.Unlock()
+			}
+			continue
+		}
 		h.replies <- line
 	}
+}
+
+// yieldsSeen returns the OnYield calls reported so far.
+func (h *helper) yieldsSeen() []yieldEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]yieldEvent(nil), h.yields...)
+}
+
+// waitYield waits for an OnYield call for vip from the n-th on (0-based).
+func (h *helper) waitYield(from int, vip string) yieldEvent {
+	h.t.Helper()
+	var found yieldEvent
+	eventually(h.t, 10*time.Second, "OnYield for "+vip+" in "+h.name, func() bool {
+		for _, y := range h.yieldsSeen()[from:] {
+			if y.vip == vip {
+				found = y
+				return true
+			}
+		}
+		return false
+	})
+	return found
 }
 
 // call sends a command and returns the helper's reply.
@@ -258,12 +309,20 @@ func (h *helper) expect(want string) {
 // just before the call.
 func (h *helper) set(specs ...string) time.Time {
 	h.t.Helper()
+	before, _ := h.setTimed(specs...)
+	return before
+}
+
+// setTimed calls SetAnnouncements and returns the times just before the
+// call and just after it returned.
+func (h *helper) setTimed(specs ...string) (before, after time.Time) {
+	h.t.Helper()
 	r := h.call("set %s", strings.Join(specs, " "))
-	ns, err := strconv.ParseInt(strings.TrimPrefix(r, "ok "), 10, 64)
-	if err != nil {
+	var t0, t1 int64
+	if _, err := fmt.Sscanf(r, "ok %d %d", &t0, &t1); err != nil {
 		h.t.Fatalf("helper %s: set: %q", h.name, r)
 	}
-	return time.Unix(0, ns)
+	return time.Unix(0, t0), time.Unix(0, t1)
 }
 
 func (h *helper) ifaces(ip string) string {

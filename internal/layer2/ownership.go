@@ -9,62 +9,93 @@ import (
 // interface. Responders read the current snapshot for every packet, so a
 // VIP stops being answered as soon as a new snapshot without it is stored.
 //
-// A VIP owned outright maps to nil. A VIP being handed over to another node
-// (Announcement.Releasing) maps to its handover, whose yielded flag the
-// packet path sets when the new owner announces itself: from then on the
-// VIP is not answered on that interface, with no new snapshot needed.
-type ownership map[string]map[netip.Addr]*handover
+// Each VIP on an interface has a vipState, shared by successive snapshots
+// while the VIP stays owned, or stays releasing, there. Its answering flag
+// is flipped in the packet path, with no new snapshot: on for an owned VIP
+// once its first gratuitous packet has gone out (so the node stops being
+// silent with its announcement, not before it), off for a releasing VIP
+// once another host has announced it (so the old owner stops with the new
+// owner's announcement, not after it).
+type ownership map[string]map[netip.Addr]*vipState
 
-// handover is the state of a releasing VIP on one interface. It outlives
-// snapshots: the announcer keeps it while the VIP stays Releasing.
-type handover struct {
-	yielded atomic.Bool
+// vipState is the state of one VIP on one interface.
+type vipState struct {
+	// releasing is fixed: a VIP that turns releasing or owned gets a new
+	// vipState.
+	releasing bool
+	answering atomic.Bool
 }
 
-// handoverKey names a releasing VIP on one interface.
-type handoverKey struct {
+// vipOnLink names a VIP on an interface.
+type vipOnLink struct {
 	vip   netip.Addr
 	iface string
 }
 
-func newOwnership(assigned map[netip.Addr][]string, handovers map[handoverKey]*handover) ownership {
+// nextVIPState returns the state of a VIP on an interface after a
+// reconcile, given its state before (nil when it was not announced there):
+// the same while nothing changed; a VIP turning releasing answers (also
+// on a node that never answered for it) until the new owner announces
+// itself; a VIP turning owned keeps answering if it did, and otherwise
+// starts with its first gratuitous packet.
+func nextVIPState(old *vipState, releasing bool) *vipState {
+	if old != nil && old.releasing == releasing {
+		return old
+	}
+	s := &vipState{releasing: releasing}
+	s.answering.Store(releasing || old != nil && old.answering.Load())
+	return s
+}
+
+// markAnnounced records that a gratuitous packet for an owned VIP went out
+// (or could not be sent): from now on the VIP is answered.
+func (s *vipState) markAnnounced() {
+	if s != nil && !s.releasing {
+		s.answering.Store(true)
+	}
+}
+
+func newOwnership(assigned map[netip.Addr][]string, states map[vipOnLink]*vipState) ownership {
 	o := ownership{}
 	for vip, ifaces := range assigned {
 		for _, name := range ifaces {
 			if o[name] == nil {
-				o[name] = map[netip.Addr]*handover{}
+				o[name] = map[netip.Addr]*vipState{}
 			}
-			o[name][vip] = handovers[handoverKey{vip, name}]
+			o[name][vip] = states[vipOnLink{vip, name}]
 		}
 	}
 	return o
 }
 
-// owns reports whether vip is answered on the interface: owned, or
-// releasing and not yet taken over.
+// state returns the state of vip on the interface, nil when it is not
+// announced there.
+func (o ownership) state(iface string, vip netip.Addr) *vipState {
+	return o[iface][vip]
+}
+
+// owns reports whether vip is answered on the interface.
 func (o ownership) owns(iface string, vip netip.Addr) bool {
-	h, ok := o[iface][vip]
-	return ok && (h == nil || !h.yielded.Load())
+	s := o[iface][vip]
+	return s != nil && s.answering.Load()
 }
 
 // advertises reports whether gratuitous announcements may be sent for vip
 // on the interface: it is owned and not being handed over.
 func (o ownership) advertises(iface string, vip netip.Addr) bool {
-	h, ok := o[iface][vip]
-	return ok && h == nil
+	s := o[iface][vip]
+	return s != nil && !s.releasing
 }
 
-// releasing returns the handover of vip on the interface while it is being
-// handed over and still answered, or nil.
-func (o ownership) releasing(iface string, vip netip.Addr) *handover {
-	if h := o[iface][vip]; h != nil && !h.yielded.Load() {
-		return h
-	}
-	return nil
+// releasing reports whether vip is being handed over on the interface and
+// still answered there.
+func (o ownership) releasing(iface string, vip netip.Addr) bool {
+	s := o[iface][vip]
+	return s != nil && s.releasing && s.answering.Load()
 }
 
 // yielded reports whether vip was taken over on the interface.
 func (o ownership) yielded(iface string, vip netip.Addr) bool {
-	h := o[iface][vip]
-	return h != nil && h.yielded.Load()
+	s := o[iface][vip]
+	return s != nil && s.releasing && !s.answering.Load()
 }

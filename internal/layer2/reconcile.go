@@ -14,33 +14,34 @@ import (
 // then gratuitous announcements.
 func (a *Announcer) reconcileLocked() {
 	assigned := a.assignLocked()
-	a.syncHandoversLocked(assigned)
+	a.syncStatesLocked(assigned)
 	prev := a.owned.Load()
-	o := newOwnership(assigned, a.handovers)
+	o := newOwnership(assigned, a.states)
 	a.owned.Store(&o)
 	recreated := a.syncRespondersLocked(assigned)
 	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated)
 	a.assigned = assigned
 }
 
-// syncHandoversLocked keeps a handover for each releasing VIP on each
-// interface it is answered on, and forgets those of VIPs no longer
-// releasing. A handover outlives the interface choice (a link that goes
-// down and up again does not undo a takeover); only SetAnnouncements
-// listing the VIP as owned, or not at all, does.
-func (a *Announcer) syncHandoversLocked(assigned map[netip.Addr][]string) {
-	maps.DeleteFunc(a.handovers, func(k handoverKey, _ *handover) bool { return !a.releasing[k.vip] })
+// syncStatesLocked gives each VIP its state on each interface it is
+// announced on (see nextVIPState). The state of a releasing VIP outlives
+// the interface choice, so that a link going down and up again does not
+// undo a takeover; only SetAnnouncements listing the VIP as owned, or not
+// at all, does.
+func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) {
+	next := map[vipOnLink]*vipState{}
 	for vip, names := range assigned {
-		if !a.releasing[vip] {
-			continue
-		}
 		for _, name := range names {
-			k := handoverKey{vip, name}
-			if a.handovers[k] == nil {
-				a.handovers[k] = &handover{}
-			}
+			k := vipOnLink{vip, name}
+			next[k] = nextVIPState(a.states[k], a.releasing[vip])
 		}
 	}
+	for k, s := range a.states {
+		if _, ok := next[k]; !ok && s.releasing && a.releasing[k.vip] {
+			next[k] = s
+		}
+	}
+	a.states = next
 }
 
 // assignLocked runs ChooseInterfaces for every wanted VIP, keeping only
@@ -125,7 +126,8 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 		proto:      proto,
 		owns:       func(vip netip.Addr) bool { return a.owns(iface, vip) },
 		advertises: func(vip netip.Addr) bool { return a.owned.Load().advertises(iface, vip) },
-		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) != nil },
+		announced:  func(vip netip.Addr) { a.owned.Load().state(iface, vip).markAnnounced() },
+		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) },
 		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.yield(iface, proto, vip, by) },
 		log:        a.log,
 		metrics:    a.metrics,
@@ -164,7 +166,7 @@ func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, 
 				h.announce(vip)
 			case !prev.advertises(name, vip):
 				a.log.Info("claiming VIP back", "vip", vip, "interface", name, "protocol", k.proto,
-					"was_taken_over", prev.yielded(name, vip))
+					"taken_over", prev.yielded(name, vip))
 				h.announce(vip)
 			case reopened[k]:
 				a.log.Info("announcing VIP again on reopened interface", "vip", vip, "interface", name, "protocol", k.proto)

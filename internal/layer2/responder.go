@@ -43,11 +43,13 @@ type responderSpec struct {
 	mac   net.HardwareAddr
 	proto string // protoARP or protoNDP
 	// owns says whether vip is answered here, advertises whether
-	// gratuitous packets may be sent for it, releasing whether it is being
-	// handed over and still answered; yield records that another host
-	// (by) announced it (see Announcer.yield).
+	// gratuitous packets may be sent for it, announced records that one
+	// was (see vipState), releasing says whether vip is being handed over
+	// and still answered; yield records that another host (by) announced
+	// it (see Announcer.yield).
 	owns       func(vip netip.Addr) bool
 	advertises func(vip netip.Addr) bool
+	announced  func(vip netip.Addr)
 	releasing  func(vip netip.Addr) bool
 	yield      func(vip netip.Addr, by net.HardwareAddr)
 	log        *slog.Logger
@@ -247,6 +249,12 @@ func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, e
 	if ctx.Err() != nil || !r.spec.advertises(vip) {
 		return false, nil
 	}
+	// Answer from the announcement on (even if sending it fails: silence
+	// would be worse). Marked just before sending, not after: the send
+	// returns only once the kernel has also handled what arrived
+	// meanwhile, and a request read in that time would go unanswered by
+	// both this node and a releasing one that has already yielded.
+	r.spec.announced(vip)
 	if err := r.p.gratuitous(vip); err != nil {
 		return true, err
 	}
