@@ -52,6 +52,7 @@ func (f *fakeResponders) take() []string {
 func (r *fakeResponder) setVIPs(vips []netip.Addr) {
 	r.f.record(fmt.Sprintf("vips %s %v", r.name, vips))
 }
+
 // announce records the call and, as a real burst does with its first
 // packet, lets the VIP be answered.
 func (r *fakeResponder) announce(vip netip.Addr) {
