@@ -11,12 +11,15 @@ BIN := bin
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build test unit e2e fuzz verify generate deps control-plane bench bench-controller clean help
+.PHONY: all build images test unit e2e fuzz verify generate deps control-plane bench bench-controller clean help
+IMAGE_REPO ?= ghcr.io/herald-lb
+IMAGE_TAG ?= v0.1.0
 
 all: build
 
 help:
 	@echo "make build         build bin/controller and bin/speaker"
+	@echo "make images        OCI image tarballs in bin/images (no container engine needed)"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
@@ -27,7 +30,15 @@ help:
 build:
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/controller ./controller
-	@if [ -d speaker ]; then $(GO) build -trimpath -o $(BIN)/speaker ./speaker; fi
+	$(GO) build -trimpath -o $(BIN)/speaker ./speaker
+
+# OCI image tarballs (bin/images/{controller,speaker}.tar), built in Go:
+# `docker load -i` or `kind load image-archive` them.
+images:
+	@mkdir -p $(BIN)/static
+	$(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/static/controller ./controller
+	$(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/static/speaker ./speaker
+	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG)
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then hack/install-deps.sh; else echo "make deps: not root; skipping Debian packages (network tests will skip)"; fi
@@ -51,7 +62,7 @@ test: deps control-plane verify unit e2e fuzz
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages). Packages run two at a time.
 unit:
-	$(GO) test -count=1 -timeout 30m ./api/... ./internal/... ./controller/... $(if $(wildcard speaker),./speaker/...)
+	$(GO) test -count=1 -timeout 30m ./api/... ./internal/... ./controller/... ./speaker/... ./hack/...
 
 # End-to-end tests in the network lab, one package at a time (each brings
 # up its own lab on 198.51.100.0/24).
