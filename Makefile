@@ -11,7 +11,7 @@ BIN := bin
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images test unit e2e fuzz verify generate deps control-plane bench bench-controller clean help
+.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane bench bench-controller clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -49,6 +49,11 @@ deps:
 control-plane:
 	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-20 minutes..."
 	hack/build-control-plane.sh
+
+# The lab with Herald in it, a sample Service, and a report; the lab stays
+# up afterwards (make lab-down removes it).
+demo: deps control-plane
+	$(GO) run ./e2e/cmd/herald-demo
 
 generate:
 	hack/update-codegen.sh

@@ -16,6 +16,7 @@ const (
 	ReasonNetworkUnavailable = "NetworkUnavailable"
 	ReasonNoAdvertisement    = "NoAdvertisementMatches"
 	ReasonNoEligibleNode     = "NoEligibleNode"
+	ReasonNoReadyEndpoint    = "NoReadyEndpoint"
 	ReasonAnnounced          = "Announced"
 	ReasonNoAddress          = "NoAddress"
 )

@@ -133,9 +133,12 @@ func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []
 	case !l2Covered && !bgpCovered:
 		st.Reason = ReasonNoAdvertisement
 		st.Message = "no L2Advertisement or BGPAdvertisement selects this Service's pool and labels; create one, or check its ipAddressPools and serviceSelectors"
+	case !s.Endpoints.AnyReady && (bgpCovered || s.ETPLocal):
+		st.Reason = ReasonNoReadyEndpoint
+		st.Message = "the Service has no ready endpoint: BGP advertises a Service, and externalTrafficPolicy: Local announces it, only from nodes that can deliver its traffic; it is announced as soon as a pod is ready"
 	default:
 		st.Reason = ReasonNoEligibleNode
-		st.Message = "no node may announce the Service: nodes are excluded (label node.kubernetes.io/exclude-from-external-load-balancers, ToBeDeletedByClusterAutoscaler taint), not Ready, not selected by the advertisements' nodeSelectors, or, with externalTrafficPolicy: Local (or BGP), have no ready endpoint"
+		st.Message = "no node may announce the Service: every candidate node is excluded (label node.kubernetes.io/exclude-from-external-load-balancers, taint ToBeDeletedByClusterAutoscaler), not Ready, not selected by the advertisements' nodeSelectors, or (externalTrafficPolicy: Local) has no ready local endpoint"
 	}
 	return st
 }

@@ -43,7 +43,12 @@ func TestStatuses(t *testing.T) {
 	check("ns/bgp", true, ReasonAnnounced, "BGP by node1, node2")
 	check("ns/none", false, ReasonNoAdvertisement, "no L2Advertisement or BGPAdvertisement")
 	check("ns/pending", false, ReasonNoAddress)
-	check("ns/local-no-endpoints", false, ReasonNoEligibleNode, "no node may announce")
+	check("ns/local-no-endpoints", false, ReasonNoReadyEndpoint, "no ready endpoint")
+	noEndpoints := svc("ns/bgp-no-endpoints", "198.51.100.131")
+	noEndpoints.Endpoints.AnyReady = false
+	st.Services = append(st.Services, noEndpoints)
+	got = Statuses(st)
+	check("ns/bgp-no-endpoints", false, ReasonNoReadyEndpoint, "as soon as a pod is ready")
 	for _, n := range st.Nodes {
 		n.Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = ""
 	}

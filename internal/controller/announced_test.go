@@ -82,8 +82,7 @@ func TestAnnouncedCondition(t *testing.T) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Selector = map[string]string{"app": "x"}
 	})
-	e.waitCondition("local", v1beta1.ConditionAnnounced, metav1.ConditionFalse, "NoEligibleNode")
-	e.waitEvent(e.ns, "local", "UnAvailableLoadBalancer")
+	e.waitCondition("local", v1beta1.ConditionAnnounced, metav1.ConditionFalse, "NoReadyEndpoint")
 	e.endpointsOn("local", n3)
 	c = e.waitCondition("local", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "Announced")
 	if !stringsContains(c.Message, "answered by node "+n3) {

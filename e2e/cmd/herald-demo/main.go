@@ -1,0 +1,69 @@
+// Command herald-demo is `make demo`: it brings the network lab up (left
+// running), installs Herald in it with the manifests' RBAC and the L2 and
+// BGP samples, creates two HTTPS-style Services and prints what Herald did
+// and how to look around. `make lab-down` removes everything.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/demo"
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+func main() {
+	port := flag.Int("port", lab.APIServerPort, "kube-apiserver port on "+lab.RootIPv4)
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *port); err != nil {
+		fmt.Fprintln(os.Stderr, "herald-demo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, port int) error {
+	for _, rs := range lab.Status("") {
+		if rs.Detached && rs.Ready {
+			return fmt.Errorf("a lab is already up (run %s); `make lab-down` first, then `make demo` again", rs.ID)
+		}
+	}
+	start := time.Now()
+	fmt.Println("Bringing the lab up: 3 nodes, an FRR router, a client, kube-apiserver, kube-proxy...")
+	l, err := lab.Start(ctx, lab.Options{Nodes: 3, Detached: true, APIServerPort: port,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Lab run %s is up (%s).\n", l.RunID(), time.Since(start).Round(100*time.Millisecond))
+	fmt.Println("Building and starting Herald (controller + 3 speakers, ServiceAccount identities from manifests/rbac)...")
+	var bin deploy.Binaries
+	if _, err := demo.Setup(ctx, l, &bin); err != nil {
+		return fmt.Errorf("%w\n(the lab is still up: `make lab-status`, `make lab-down`)", err)
+	}
+	r, err := demo.Run(ctx, l)
+	if err != nil {
+		return fmt.Errorf("%w\n(the lab is still up: `make lab-status`, `make lab-down`)", err)
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b)
+	demo.Print(&b, l, r)
+	fmt.Fprintf(&b, "Done in %s. The lab stays up. Look around:\n", time.Since(start).Round(time.Second))
+	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", l.AdminKubeconfig())
+	fmt.Fprintf(&b, "  kubectl get svc -n %s; kubectl describe svc -n %s demo-l2; kubectl get ipaddresspools\n", demo.Namespace, demo.Namespace)
+	fmt.Fprintf(&b, "  ip netns exec %s arping -c 2 -I eth0 %s      # ask who has the L2 address\n", l.NS(lab.Client), r.L2.Address)
+	fmt.Fprintf(&b, "  ip netns exec %s curl http://%s:443/           # through the router (BGP)\n", l.NS(lab.External), r.BGP.Address)
+	fmt.Fprintf(&b, "  make lab-status                                      # every namespace, process and log\n")
+	fmt.Fprintf(&b, "  make lab-down                                        # remove everything\n")
+	fmt.Print(b.String())
+	return nil
+}

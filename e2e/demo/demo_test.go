@@ -1,0 +1,70 @@
+package demo
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+// TestMakeDemo runs what `make demo` runs (the herald-demo command, which
+// leaves a detached lab up), checks its report, then takes the lab down
+// with `herald-lab down`, as a user would with `make lab-down`.
+func TestMakeDemo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the demo needs root (network namespaces)")
+	}
+	if testing.Short() {
+		t.Skip("-short: no lab")
+	}
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(timeout time.Duration, args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./e2e/cmd/" + args[0]}, args[1:]...)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	start := time.Now()
+	out, err := run(10*time.Minute, "herald-demo", "-port", "16443")
+	t.Logf("make demo took %s; its report:\n%s", time.Since(start).Round(time.Second), out)
+	if regexp.MustCompile(`Lab run \S+ is up`).MatchString(out) {
+		// the demo started a lab of its own: take it down as `make lab-down` would
+		t.Cleanup(func() {
+			if out, err := run(2*time.Minute, "herald-lab", "down"); err != nil {
+				t.Errorf("herald-lab down: %v\n%s", err, out)
+			}
+		})
+	}
+	if err != nil {
+		t.Fatalf("herald-demo: %v", err)
+	}
+	for what, re := range map[string]string{
+		"an L2 address":              `Service demo/demo-l2 .*\n  address +198\.51\.100\.(6[4-9]|[7-9][0-9]) \(ipMode VIP\)`,
+		"one ARP owner":              `ARP answer +([0-9a-f]{2}:){5}[0-9a-f]{2} = node[123]`,
+		"a BGP address":              `Service demo/demo-bgp .*\n  address +198\.51\.100\.1[2-5][0-9] \(ipMode VIP\)`,
+		"routes with three hops":     `router routes +198\.51\.100\.1[2-5][0-9]/32 via [^\n]*\(node1\), [^\n]*\(node2\), [^\n]*\(node3\)`,
+		"HTTP through the L2 VIP":    `HTTP +from client to 198\.51\.100\.[0-9]+:443 -> answered by pod-node[23]`,
+		"HTTP through the BGP VIP":   `HTTP +from ext to 198\.51\.100\.[0-9]+:443 -> answered by pod-node[23]`,
+		"the Service's events":       `EnsuredLoadBalancer`,
+		"how to take the lab down":   `make lab-down`,
+		"the kubeconfig to look at ": `export KUBECONFIG=`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("the report lacks %s (%s)", what, re)
+		}
+	}
+	if strings.Count(out, "ARP answer") != 1 {
+		t.Errorf("want exactly one node answering ARP for the L2 address")
+	}
+}
