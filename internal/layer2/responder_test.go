@@ -1,0 +1,112 @@
+package layer2
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeProto counts gratuitous packets per VIP; while block is set, a send
+// waits for it to be closed.
+type fakeProto struct {
+	mu    sync.Mutex
+	sent  map[netip.Addr]int
+	block chan struct{}
+	into  chan struct{} // receives when a blocked send starts
+}
+
+func (p *fakeProto) open(*net.Interface) error              { return nil }
+func (p *fakeProto) serve(context.Context, *sync.WaitGroup) {}
+func (p *fakeProto) close()                                 {}
+func (p *fakeProto) setVIPs([]netip.Addr)                   {}
+
+func (p *fakeProto) gratuitous(vip netip.Addr) error {
+	p.mu.Lock()
+	block := p.block
+	p.mu.Unlock()
+	if block != nil {
+		p.into <- struct{}{}
+		<-block
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sent[vip]++
+	return nil
+}
+
+func (p *fakeProto) count(vip netip.Addr) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sent[vip]
+}
+
+// testResponder returns an open responder on p sending bursts of count
+// packets every interval, for VIPs that are all advertised.
+func testResponder(t *testing.T, p *fakeProto, count int, interval time.Duration) *responder {
+	t.Helper()
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &responder{
+		spec: responderSpec{
+			iface: "eth0", proto: protoARP, log: slog.New(slog.DiscardHandler), metrics: m,
+			advertises: func(netip.Addr) bool { return true },
+			announced:  func(netip.Addr) {},
+			grat:       GratuitousConfig{Count: count, Interval: interval},
+		},
+		p:      p,
+		log:    slog.New(slog.DiscardHandler),
+		nudges: make(chan struct{}, 1),
+		ready:  make(chan struct{}),
+		bursts: map[netip.Addr]*burst{},
+	}
+	close(r.ready)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	t.Cleanup(r.close)
+	return r
+}
+
+// TestResponderSilence stops a burst in progress: no packet for the VIP
+// after silence returns, while a burst for another VIP goes on.
+func TestResponderSilence(t *testing.T) {
+	p := &fakeProto{sent: map[netip.Addr]int{}}
+	r := testResponder(t, p, 1000, time.Millisecond)
+	r.announce(vip4)
+	eventually(t, 5*time.Second, "3 packets of the burst", func() bool { return p.count(vip4) >= 3 })
+	r.silence(vip4)
+	n := p.count(vip4)
+	r.announce(vip6)
+	eventually(t, 5*time.Second, "20 packets of another burst", func() bool { return p.count(vip6) >= 20 })
+	if got := p.count(vip4); got != n {
+		t.Fatalf("%d packets when silenced, %d later", n, got)
+	}
+}
+
+// TestResponderSilenceWaitsForSend: silence returns only once a packet
+// being sent is out, so the caller knows none is in flight.
+func TestResponderSilenceWaitsForSend(t *testing.T) {
+	p := &fakeProto{sent: map[netip.Addr]int{}, block: make(chan struct{}), into: make(chan struct{}, 1)}
+	r := testResponder(t, p, 5, time.Millisecond)
+	r.announce(vip4)
+	<-p.into
+	done := make(chan struct{})
+	go func() { r.silence(vip4); close(done) }()
+	select {
+	case <-done:
+		t.Fatal("silence returned while a packet was being sent")
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.mu.Lock()
+	close(p.block)
+	p.block = nil
+	p.mu.Unlock()
+	<-done
+	if got := p.count(vip4); got != 1 {
+		t.Fatalf("%d packets sent, want the one in flight", got)
+	}
+}
