@@ -1,0 +1,81 @@
+package l2
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// scrape reads a Prometheus text endpoint into "name{labels}" -> value.
+func scrape(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// TestMetricsFollowTheSystem scrapes the controller and the speakers and
+// checks the figures move as Herald works.
+func TestMetricsFollowTheSystem(t *testing.T) {
+	l, _ := herald(t)
+	ctrl := lab.RootIPv4 + ":7472"
+	before := scrape(t, ctrl)
+	_, ips := service(t, l, "metrics", nil, "node1")
+	vip := ips[0]
+	node := owner(t, l, vip)
+	n, _ := l.Node(node)
+	speaker := fmt.Sprintf("%s:7472", n.IPv4)
+
+	poll(t, "controller metrics to move", 20*time.Second, func() bool {
+		after := scrape(t, ctrl)
+		return after["herald_controller_allocations_total"] > before["herald_controller_allocations_total"] &&
+			after[`herald_controller_pool_addresses_in_use{family="IPv4",pool="l2"}`] >= 1 &&
+			after[`herald_controller_pool_addresses{family="IPv4",pool="l2"}`] == 16 &&
+			after["herald_controller_leader"] == 1
+	})
+	s1 := scrape(t, speaker)
+	if s1[`herald_speaker_announced{protocol="l2"}`] < 1 {
+		t.Errorf("the owner's speaker reports %v L2 addresses", s1[`herald_speaker_announced{protocol="l2"}`])
+	}
+	if s1[`herald_speaker_members{state="alive"}`] != 3 {
+		t.Errorf("members alive = %v, want 3", s1[`herald_speaker_members{state="alive"}`])
+	}
+	key := `herald_l2_requests_received_total{interface="eth0",protocol="arp"}`
+	for i := 0; i < 3; i++ {
+		if _, err := l.ARPProbe(context.Background(), vip); err != nil {
+			t.Fatal(err)
+		}
+	}
+	poll(t, "ARP request and reply counters to move", 10*time.Second, func() bool {
+		s2 := scrape(t, speaker)
+		return s2[key] >= s1[key]+3 &&
+			s2[`herald_l2_responses_sent_total{interface="eth0",protocol="arp"}`] >= s1[`herald_l2_responses_sent_total{interface="eth0",protocol="arp"}`]+3
+	})
+	if s1[`herald_l2_gratuitous_sent_total{interface="eth0",protocol="arp"}`] < 1 {
+		t.Error("no gratuitous ARP counted on the owner")
+	}
+	if _, ok := s1["herald_speaker_reconcile_duration_seconds_count"]; !ok {
+		t.Error("no reconcile duration histogram")
+	}
+}
