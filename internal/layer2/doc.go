@@ -10,7 +10,15 @@
 //     neighbour-unreachability probes) per chosen interface with IPv6 VIPs;
 //   - the netlink subscriptions (links, addresses, default routes) that keep
 //     the responders in step with the interfaces, without polling;
-//   - the herald_l2_* Prometheus counters.
+//   - the herald_l2_* Prometheus counters, among them hand-overs.
+//
+// Hand-over (make-before-break): a VIP the speaker lists as Releasing is
+// still answered but never advertised, until another host announces it with
+// a gratuitous ARP or an unsolicited NA; the responder reading that packet
+// stops answering for the VIP on that interface at once and Config.OnYield
+// tells the speaker. On the other side, a VIP is answered from its first
+// gratuitous packet on, so the new owner announces itself before it
+// answers.
 //
 // It never decides which VIPs this node owns (the speaker does, through
 // SetAnnouncements), never adds addresses, routes or neighbour entries to the

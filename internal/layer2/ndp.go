@@ -58,6 +58,14 @@ func (p *ndpProto) open(ifi *net.Interface) error {
 		_ = conn.Close()
 		return fmt.Errorf("ask for the hop limit of NDP messages: %w", err)
 	}
+	// A socket bound to the link-local address gets multicast sent to
+	// groups it did not join only while IPV6_MULTICAST_ALL is on (the
+	// default); joining all-nodes makes the unsolicited NAs independent
+	// of that.
+	if err := conn.JoinGroup(netip.IPv6LinkLocalAllNodes()); err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("join the all-nodes group: %w", err)
+	}
 	prog, err := nsFilter()
 	if err != nil {
 		_ = conn.Close()
