@@ -1,0 +1,124 @@
+package bgp
+
+import (
+	"context"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// TestLocalTrafficPolicyNextHops: with externalTrafficPolicy Local only
+// the nodes with a local endpoint are next hops, and moving the endpoints
+// moves the next hops; the client's address reaches the pod unchanged.
+func TestLocalTrafficPolicyNextHops(t *testing.T) {
+	l, _ := herald(t)
+	ctx := context.Background()
+	svc, ips := service(t, l, "local", poolMain, func(s *corev1.Service) {
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}, "node3")
+	prefix := host(ips[0])
+	waitFIB(t, l, prefix, "node3")
+
+	if err := l.SetEndpoints(ctx, svc, "node1", "node2"); err != nil {
+		t.Fatal(err)
+	}
+	r := waitFIB(t, l, prefix, "node1", "node2")
+	if got := pathPeers(r); !slices.Equal(got, nodeAddrs(l, false, "node1", "node2")) {
+		t.Errorf("paths from %v, want node1 and node2 only", got)
+	}
+	var answer lab.PodAnswer
+	poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
+		var err error
+		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
+		return err == nil
+	})
+	if answer.Pod != lab.PodName("node1") && answer.Pod != lab.PodName("node2") {
+		t.Errorf("answered by %s, want the pod on node1 or node2", answer.Pod)
+	}
+	if answer.ClientAddr.Addr().String() != lab.ExternalIPv4 {
+		t.Errorf("the pod saw the client as %s, want %s (Local keeps the source)", answer.Client, lab.ExternalIPv4)
+	}
+
+	if err := l.SetEndpoints(ctx, svc, "node2"); err != nil {
+		t.Fatal(err)
+	}
+	waitFIB(t, l, prefix, "node2")
+}
+
+// TestIneligibleNodeLosesNextHop: the exclusion label, the
+// ToBeDeletedByClusterAutoscaler taint and NotReady each take that node's
+// next hop away, while the other nodes' next hops stay throughout; undoing
+// the change brings it back.
+func TestIneligibleNodeLosesNextHop(t *testing.T) {
+	l, _ := herald(t)
+	ctx := context.Background()
+	all := allNodes(l)
+	_, ips := service(t, l, "eligible", poolMain, dualStack, all...)
+	v4, v6 := host(ips[0]), host(ips[1])
+	waitFIB(t, l, v4, all...)
+	waitFIB(t, l, v6, all...)
+
+	cases := []struct {
+		what         string
+		node         string
+		change, undo func(node string) error
+	}{
+		{"exclusion label", "node1",
+			func(n string) error { return l.SetNodeLabel(ctx, n, corev1.LabelNodeExcludeBalancers, "") },
+			func(n string) error { return l.RemoveNodeLabel(ctx, n, corev1.LabelNodeExcludeBalancers) }},
+		{"autoscaler taint", "node2",
+			func(n string) error {
+				return l.AddNodeTaint(ctx, n, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
+			},
+			func(n string) error { return l.RemoveNodeTaint(ctx, n, "ToBeDeletedByClusterAutoscaler") }},
+		{"NotReady", "node3",
+			func(n string) error { return l.SetNodeReady(ctx, n, false) },
+			func(n string) error { return l.SetNodeReady(ctx, n, true) }},
+	}
+	for _, c := range cases {
+		others := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == c.node })
+		start := time.Now()
+		if err := c.change(c.node); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.undo(c.node) })
+		for _, p := range []netip.Prefix{v4, v6} {
+			fibStays(t, l, p, others, c.what+" on "+c.node, func(r lab.Route) bool {
+				return slices.Equal(sortedNodes(r), others) && len(r.Paths) == len(others)
+			})
+		}
+		t.Logf("%s on %s: its next hop gone after %v, %v stayed", c.what, c.node, time.Since(start).Round(time.Millisecond), others)
+		if err := c.undo(c.node); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []netip.Prefix{v4, v6} {
+			fibStays(t, l, p, others, "undoing "+c.what, func(r lab.Route) bool { return slices.Equal(sortedNodes(r), all) })
+		}
+	}
+
+	// "false" does not exclude
+	if err := l.SetNodeLabel(ctx, "node1", corev1.LabelNodeExcludeBalancers, "false"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.RemoveNodeLabel(ctx, "node1", corev1.LabelNodeExcludeBalancers) })
+	stableFIB(t, l, v4, all, 2*time.Second)
+}
+
+// stableFIB checks that prefix keeps exactly nodes as next hops during an
+// observation window (a change that should move nothing is given that long
+// to move something).
+func stableFIB(t *testing.T, l *lab.Lab, prefix netip.Prefix, nodes []string, window time.Duration) {
+	t.Helper()
+	end := time.Now().Add(window)
+	for time.Now().Before(end) {
+		r := route(t, l, prefix)
+		if got := sortedNodes(r); !slices.Equal(got, nodes) {
+			t.Fatalf("%s via %v during the observation window, want %v", prefix, got, nodes)
+		}
+	}
+}

@@ -1,0 +1,279 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	svcinfo "github.com/herald-lb/herald/internal/service"
+)
+
+// service creates a LoadBalancer Service from pool with pods on nodes,
+// waits for its addresses and returns them (IPv4 first).
+func service(t testing.TB, l *lab.Lab, name, pool string, mutate func(*corev1.Service), nodes ...string) (*corev1.Service, []netip.Addr) {
+	t.Helper()
+	ctx := context.Background()
+	svc := lab.LoadBalancerService(testNS, name)
+	svc.Annotations = map[string]string{"herald.dev/address-pool": pool}
+	if mutate != nil {
+		mutate(svc)
+	}
+	created, err := l.CreateService(ctx, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
+	if len(nodes) > 0 {
+		if err := l.SetEndpoints(ctx, created, nodes...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ips []netip.Addr
+	want := len(created.Spec.IPFamilies)
+	poll(t, fmt.Sprintf("Service %s to get %d address(es)", name, want), 30*time.Second, func() bool {
+		s, err := l.Client().CoreV1().Services(testNS).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		ips = svcinfo.IngressIPs(s)
+		return len(ips) == want
+	})
+	slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
+	return created, ips
+}
+
+// dualStack makes a Service require both families.
+func dualStack(s *corev1.Service) {
+	p := corev1.IPFamilyPolicyRequireDualStack
+	s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	s.Spec.IPFamilyPolicy = &p
+}
+
+func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+
+// nodeAddrs lists the nodes' IPv4 (or IPv6) segment addresses.
+func nodeAddrs(l *lab.Lab, v6 bool, names ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, n := range l.Nodes() {
+		if len(names) > 0 && !slices.Contains(names, n.Name) {
+			continue
+		}
+		if v6 {
+			out = append(out, n.IPv6)
+		} else {
+			out = append(out, n.IPv4)
+		}
+	}
+	return out
+}
+
+func allNodes(l *lab.Lab) []string {
+	var out []string
+	for _, n := range l.Nodes() {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// route reads the router's RIB and FIB for a prefix.
+func route(t testing.TB, l *lab.Lab, prefix netip.Prefix) lab.Route {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := l.RouterRoutes(ctx, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// waitFIB waits until the router's kernel routes for prefix lead to
+// exactly nodes (none: the prefix is gone from the RIB and the FIB), and
+// returns the route.
+func waitFIB(t testing.TB, l *lab.Lab, prefix netip.Prefix, nodes ...string) lab.Route {
+	t.Helper()
+	slices.Sort(nodes)
+	var r lab.Route
+	poll(t, fmt.Sprintf("router FIB for %s via %v", prefix, nodes), 30*time.Second, func() bool {
+		r = route(t, l, prefix)
+		if len(nodes) == 0 {
+			return len(r.Paths) == 0 && len(r.FIB) == 0
+		}
+		return slices.Equal(sortedNodes(r), nodes) && len(r.Paths) > 0
+	})
+	return r
+}
+
+// sortedNodes are the nodes of a route's FIB next hops, sorted by name.
+func sortedNodes(r lab.Route) []string {
+	n := r.FIBNodes()
+	slices.Sort(n)
+	return n
+}
+
+// pathPeers lists the neighbors the router learned prefix from.
+func pathPeers(r lab.Route) []netip.Addr {
+	var out []netip.Addr
+	for _, p := range r.Paths {
+		out = append(out, p.Peer)
+	}
+	slices.SortFunc(out, func(a, b netip.Addr) int { return a.Compare(b) })
+	return out
+}
+
+// fibStays polls the router's FIB for prefix until done holds, checking
+// on every read that each of keep is still a next hop.
+func fibStays(t testing.TB, l *lab.Lab, prefix netip.Prefix, keep []string, what string, done func(lab.Route) bool) lab.Route {
+	t.Helper()
+	var r lab.Route
+	poll(t, what, 30*time.Second, func() bool {
+		r = route(t, l, prefix)
+		for _, k := range keep {
+			if !slices.Contains(r.FIBNodes(), k) {
+				t.Fatalf("%s: %s lost next hop %s (FIB via %v)", what, prefix, k, r.FIBNodes())
+			}
+		}
+		return done(r)
+	})
+	return r
+}
+
+// neighbors returns the router's BGP sessions by address.
+func neighbors(t testing.TB, l *lab.Lab) map[netip.Addr]routerconf.Peer {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	peers, err := l.RouterNeighbors(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[netip.Addr]routerconf.Peer{}
+	for _, p := range peers {
+		out[p.Address] = p
+	}
+	return out
+}
+
+// established lists the addresses of the router's established sessions.
+func established(t testing.TB, l *lab.Lab) []netip.Addr {
+	t.Helper()
+	var up []netip.Addr
+	for a, p := range neighbors(t, l) {
+		if p.Up() {
+			up = append(up, a)
+		}
+	}
+	slices.SortFunc(up, func(a, b netip.Addr) int { return a.Compare(b) })
+	return up
+}
+
+// waitSessions waits until the router's established sessions are exactly
+// want.
+func waitSessions(t testing.TB, l *lab.Lab, timeout time.Duration, want ...netip.Addr) {
+	t.Helper()
+	slices.SortFunc(want, func(a, b netip.Addr) int { return a.Compare(b) })
+	var up []netip.Addr
+	err := pollErr(timeout, func() bool {
+		up = established(t, l)
+		return slices.Equal(up, want)
+	})
+	if err != nil {
+		t.Fatalf("router sessions: established %v, want %v after %s", up, want, timeout)
+	}
+}
+
+func poll(t testing.TB, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	if err := pollErr(timeout, ok); err != nil {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	}
+}
+
+func pollErr(timeout time.Duration, ok func() bool) error {
+	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+}
+
+// apply applies YAML and, at the end of the test, deletes the objects it
+// names (kind/name pairs in undo) and re-applies the base configuration.
+func apply(t testing.TB, h *deploy.Herald, yaml string, undo ...string) {
+	t.Helper()
+	t.Cleanup(func() {
+		ctx := context.Background()
+		if len(undo) > 0 {
+			if _, err := h.Kubectl(ctx, append([]string{"delete", "--ignore-not-found", "--wait=false"}, undo...)...); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := h.Apply(ctx, baseConfig); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := h.Apply(context.Background(), yaml); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitServiceCondition waits for a Service condition and returns it.
+func waitServiceCondition(t testing.TB, l *lab.Lab, name, typ string, status metav1.ConditionStatus, fragments ...string) metav1.Condition {
+	t.Helper()
+	var c metav1.Condition
+	poll(t, fmt.Sprintf("Service %s condition %s=%s %q", name, typ, status, fragments), 30*time.Second, func() bool {
+		s, err := l.Client().CoreV1().Services(testNS).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, cc := range s.Status.Conditions {
+			if cc.Type == typ && cc.Status == status && containsAll(cc.Message, fragments) {
+				c = cc
+				return true
+			}
+		}
+		return false
+	})
+	return c
+}
+
+// waitEvent waits for an event with reason on the object kind/name (in any
+// namespace: events of cluster-scoped objects go to "default") whose
+// message contains every fragment, and returns its message.
+func waitEvent(t testing.TB, l *lab.Lab, kind, name, reason string, fragments ...string) string {
+	t.Helper()
+	var msg string
+	poll(t, fmt.Sprintf("event %s on %s %s with %q", reason, kind, name, fragments), 30*time.Second, func() bool {
+		evs, err := l.Client().CoreV1().Events("").List(context.Background(),
+			metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name})
+		if err != nil {
+			return false
+		}
+		for _, ev := range evs.Items {
+			if ev.Reason == reason && containsAll(ev.Message, fragments) {
+				msg = ev.Message
+				return true
+			}
+		}
+		return false
+	})
+	return msg
+}
+
+func containsAll(s string, fragments []string) bool {
+	for _, f := range fragments {
+		if !strings.Contains(s, f) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,166 @@
+// Package bgp holds the end-to-end tests and benchmarks of Herald's BGP
+// mode, in the lab: the controller in the root namespace, a speaker per
+// node namespace (ServiceAccount identities), a real router (FRR, and BIRD
+// 2 for one test) that learns the Services' routes, and an external client
+// behind the router for the data path.
+package bgp
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }
+
+const testNS = "bgp"
+
+// Pools (the lab's BGP range is 198.51.100.128/27 and 2001:db8:ff::/120;
+// these addresses only live in the router's RIB and the nodes' kube-proxy):
+const (
+	poolMain  = "bgp"   // 198.51.100.128/29, 2001:db8:ff::/121: the base advertisement
+	poolAttrs = "attrs" // 198.51.100.136/29, 2001:db8:ff::80/122: per-test advertisements
+	poolAgg   = "agg"   // 198.51.100.144/28: aggregation
+	peerV4    = "router"
+	peerV6    = "router-v6"
+)
+
+// baseConfig is what every test starts from: one pool advertised to the
+// router over an IPv4 session from every node (both families ride on it,
+// MP-BGP), plus pools without advertisement for the tests to use, a BFD
+// profile and a Community alias. Tests that change an object put it back
+// by applying baseConfig again (server-side apply of the same manager
+// also removes the fields a test added).
+const baseConfig = `
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: bgp}
+spec:
+  addresses: [198.51.100.128/29, 2001:db8:ff::/121]
+  autoAssign: false
+---
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: attrs}
+spec:
+  addresses: [198.51.100.136/29, 2001:db8:ff::80/122]
+  autoAssign: false
+---
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: agg}
+spec:
+  addresses: [198.51.100.144/28]
+  autoAssign: false
+---
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: 64513
+  peerASN: 64512
+  peerAddress: 198.51.100.1
+  holdTime: 9s
+  keepaliveTime: 3s
+  connectTime: 2s
+---
+apiVersion: herald.dev/v1beta1
+kind: BGPAdvertisement
+metadata: {name: bgp}
+spec:
+  ipAddressPools: [bgp]
+---
+apiVersion: herald.dev/v1beta1
+kind: BFDProfile
+metadata: {name: fast}
+spec:
+  receiveInterval: 100
+  transmitInterval: 100
+  detectMultiplier: 3
+---
+apiVersion: herald.dev/v1beta1
+kind: Community
+metadata: {name: well-known}
+spec:
+  communities:
+    - {name: no-export, value: "65535:65281"}
+    - {name: edge, value: "large:64512:7:7"}
+`
+
+var shared struct {
+	once sync.Once
+	bin  deploy.Binaries
+	h    *deploy.Herald
+	err  error
+}
+
+// herald returns Herald running in the package's lab (started once), with
+// the base configuration, every speaker running, every link up, the
+// default FRR router, and the nodes' IPv4 sessions established.
+func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
+	t.Helper()
+	l := lab.Shared(t)
+	ctx := context.Background()
+	shared.once.Do(func() {
+		h, err := deploy.Install(ctx, l, &shared.bin)
+		if err == nil {
+			err = h.Apply(ctx, baseConfig)
+		}
+		if err == nil {
+			err = h.StartController(ctx)
+		}
+		if err == nil {
+			err = h.StartSpeakers()
+		}
+		shared.h, shared.err = h, err
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	h := shared.h
+	if err := h.Apply(ctx, baseConfig); err != nil {
+		t.Fatal(err)
+	}
+	if !defaultRouter(l) {
+		if err := l.ReconfigureRouter(ctx, lab.FRR, lab.BGPOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range l.Nodes() {
+		if err := l.SetLink(ctx, n.Name, true); err != nil {
+			t.Fatal(err)
+		}
+		if p := h.Speakers[n.Name]; p == nil || p.Exited() {
+			if _, err := h.StartSpeaker(n.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
+	return l, h
+}
+
+// defaultRouter: FRR with the lab's defaults is running.
+func defaultRouter(l *lab.Lab) bool {
+	c := l.RouterConfig()
+	return l.RouterKind() == lab.FRR && len(c.Neighbors) == 0 && c.ASN == lab.RouterASN &&
+		c.PeerASN == lab.NodeASN && c.HoldTime == 9 && c.Keepalive == 3 && !c.ListenRangeBFD
+}
+
+// reconfigureRouter restarts the router with opts for the rest of the
+// test, and restores the default FRR router at its end.
+func reconfigureRouter(t testing.TB, l *lab.Lab, kind lab.RouterKind, opts lab.BGPOptions) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := l.ReconfigureRouter(context.Background(), lab.FRR, lab.BGPOptions{}); err != nil {
+			t.Errorf("restoring the default router: %v", err)
+		}
+	})
+	if err := l.ReconfigureRouter(context.Background(), kind, opts); err != nil {
+		t.Fatal(err)
+	}
+}
