@@ -77,13 +77,19 @@ e2e:
 fuzz:
 	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
 
-bench: bench-pure bench-controller
+bench: bench-pure bench-controller bench-l2 bench-bgp
 
 bench-pure:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/bgp/ ./internal/layer2/
 
 bench-controller:
 	$(GO) test -count=1 -run '^$$' -bench 'Controller(StartWith1000Pending|Create1000)$$' -benchtime 1x ./internal/controller/
+
+bench-l2:
+	$(GO) test -count=1 -p 1 -run '^$$' -bench L2 -benchtime 1x -timeout 30m ./e2e/l2/
+
+bench-bgp:
+	$(GO) test -count=1 -p 1 -run '^$$' -bench BGP -benchtime 1x -timeout 30m ./e2e/bgp/
 
 bench-controller-10k:
 	$(GO) test -count=1 -run '^$$' -bench 'ControllerCreate10000' -benchtime 1x -timeout 30m ./internal/controller/

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
@@ -276,4 +277,14 @@ func containsAll(s string, fragments []string) bool {
 		}
 	}
 	return true
+}
+
+// heraldClient is a client of Herald's API group as the lab's admin.
+func heraldClient(t testing.TB, l *lab.Lab) versioned.Interface {
+	t.Helper()
+	c, err := versioned.NewForConfig(l.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

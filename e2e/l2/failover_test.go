@@ -37,7 +37,7 @@ func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr,
 	t.Helper()
 	ctx := context.Background()
 	var f failover
-	f.oldOwner = ownerTB(t, l, vip)
+	f.oldOwner = owner(t, l, vip)
 	watch, err := l.WatchGratuitous()
 	if err != nil {
 		t.Fatal(err)
@@ -117,22 +117,4 @@ func TestGracefulHandOverNoGapNoDoubleAnswer(t *testing.T) {
 			t.Errorf("hand-over %d: %d probes unanswered, %d answered by two nodes; want none", i, f.unanswered, f.doubled)
 		}
 	}
-}
-
-// ownerTB is owner for testing.TB (benchmarks too).
-func ownerTB(t testing.TB, l *lab.Lab, vip netip.Addr) string {
-	t.Helper()
-	tt, ok := t.(*testing.T)
-	if ok {
-		return owner(tt, l, vip)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if a, err := l.ARPProbe(context.Background(), vip); err == nil && len(a) == 1 {
-			return a[0].Node
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no single owner for %s", vip)
-	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ type netipAddr = netip.Addr
 // stableOwner checks that node alone answers for vip during an observation
 // window: probes every 20 ms for the given time (a change that should move
 // nothing is given that long to move something).
-func stableOwner(t *testing.T, l *lab.Lab, vip netip.Addr, node string, window time.Duration) {
+func stableOwner(t testing.TB, l *lab.Lab, vip netip.Addr, node string, window time.Duration) {
 	t.Helper()
 	mon, err := l.StartARPMonitor(vip, 20*time.Millisecond)
 	if err != nil {
@@ -37,7 +38,7 @@ func stableOwner(t *testing.T, l *lab.Lab, vip netip.Addr, node string, window t
 	}
 }
 
-func waitCondition(t *testing.T, l *lab.Lab, name, typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
+func waitCondition(t testing.TB, l *lab.Lab, name, typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
 	var c metav1.Condition
 	poll(t, fmt.Sprintf("%s condition %s=%s/%s", name, typ, status, reason), 30*time.Second, func() bool {
@@ -56,7 +57,7 @@ func waitCondition(t *testing.T, l *lab.Lab, name, typ string, status metav1.Con
 	return c
 }
 
-func waitEvent(t *testing.T, l *lab.Lab, name, reason string, fragments ...string) {
+func waitEvent(t testing.TB, l *lab.Lab, name, reason string, fragments ...string) {
 	t.Helper()
 	poll(t, fmt.Sprintf("event %s on %s", reason, name), 30*time.Second, func() bool {
 		evs, err := l.Client().CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
@@ -77,4 +78,13 @@ func waitEvent(t *testing.T, l *lab.Lab, name, reason string, fragments ...strin
 		}
 		return false
 	})
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }

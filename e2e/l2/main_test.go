@@ -86,7 +86,7 @@ spec:
 
 // herald returns Herald running in the package's lab (started once), with
 // every speaker running and every link up.
-func herald(t *testing.T) (*lab.Lab, *deploy.Herald) {
+func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 	t.Helper()
 	l := lab.Shared(t)
 	ctx := context.Background()
@@ -122,7 +122,7 @@ func herald(t *testing.T) (*lab.Lab, *deploy.Herald) {
 
 // service creates a LoadBalancer Service from pool l2 with pods on nodes,
 // waits for its addresses and returns them.
-func service(t *testing.T, l *lab.Lab, name string, mutate func(*corev1.Service), nodes ...string) (*corev1.Service, []netip.Addr) {
+func service(t testing.TB, l *lab.Lab, name string, mutate func(*corev1.Service), nodes ...string) (*corev1.Service, []netip.Addr) {
 	t.Helper()
 	ctx := context.Background()
 	svc := lab.LoadBalancerService(testNS, name)
@@ -154,7 +154,7 @@ func service(t *testing.T, l *lab.Lab, name string, mutate func(*corev1.Service)
 }
 
 // owner waits until exactly one node answers for vip and returns it.
-func owner(t *testing.T, l *lab.Lab, vip netip.Addr) string {
+func owner(t testing.TB, l *lab.Lab, vip netip.Addr) string {
 	t.Helper()
 	var node string
 	poll(t, fmt.Sprintf("exactly one node answering for %s", vip), 30*time.Second, func() bool {
@@ -169,7 +169,7 @@ func owner(t *testing.T, l *lab.Lab, vip netip.Addr) string {
 
 // probe sends one ARP who-has (IPv4) or multicast NS (IPv6) from the
 // client and returns the answers.
-func probe(t *testing.T, l *lab.Lab, vip netip.Addr) []lab.Answer {
+func probe(t testing.TB, l *lab.Lab, vip netip.Addr) []lab.Answer {
 	t.Helper()
 	var answers []lab.Answer
 	var err error
@@ -185,12 +185,12 @@ func probe(t *testing.T, l *lab.Lab, vip netip.Addr) []lab.Answer {
 }
 
 // nobody waits until no node answers for vip.
-func nobody(t *testing.T, l *lab.Lab, vip netip.Addr) {
+func nobody(t testing.TB, l *lab.Lab, vip netip.Addr) {
 	t.Helper()
 	poll(t, fmt.Sprintf("nobody answering for %s", vip), 30*time.Second, func() bool { return len(probe(t, l, vip)) == 0 })
 }
 
-func poll(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+func poll(t testing.TB, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return ok(), nil

@@ -15,8 +15,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/demo"
+	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 

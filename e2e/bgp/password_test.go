@@ -1,0 +1,123 @@
+package bgp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+const routerPassword = "herald-md5"
+
+// TestPassword: the router lists the nodes as static neighbors with a TCP
+// MD5 password. Without a password, with a missing Secret and with a wrong
+// password no session comes up and the BGPPeer says why (the Valid
+// condition for the missing Secret, SessionProblem events for the rest);
+// with the right password every session is established and the route is
+// there.
+func TestPassword(t *testing.T) {
+	l, h := herald(t)
+	ctx := context.Background()
+	var static []lab.StaticNeighbor
+	for _, n := range allNodes(l) {
+		static = append(static, lab.StaticNeighbor{Node: n, Password: routerPassword})
+	}
+	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{StaticNeighbors: static})
+	all := allNodes(l)
+	_, ips := service(t, l, "md5", poolMain, nil, all...)
+
+	// no password: the router drops the SYNs, the speakers report it
+	msg := waitEvent(t, l, "BGPPeer", peerV4, "SessionProblem", "not established")
+	t.Logf("no password: SessionProblem %q", msg)
+	noSessions(t, l)
+
+	// a Secret that does not exist
+	apply(t, h, peerWithSecret)
+	c := waitPeerCondition(t, l, peerV4, metav1.ConditionFalse, "SecretNotFound")
+	t.Logf("missing Secret: Valid=%s %s: %s", c.Status, c.Reason, c.Message)
+
+	// a wrong password
+	secrets := l.Client().CoreV1().Secrets(deploy.Namespace)
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "router-md5", Namespace: deploy.Namespace},
+		StringData: map[string]string{"password": "not-" + routerPassword}}
+	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = secrets.Delete(context.Background(), secret.Name, metav1.DeleteOptions{}) })
+	waitPeerCondition(t, l, peerV4, metav1.ConditionTrue, "")
+	msg = waitEvent(t, l, "BGPPeer", peerV4, "SessionProblem", "TCP MD5 password set")
+	t.Logf("wrong password: SessionProblem %q", msg)
+	noSessions(t, l)
+
+	// the right one
+	secret.StringData["password"] = routerPassword
+	if _, err := secrets.Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
+	for a, p := range neighbors(t, l) {
+		if p.Up() && p.Dynamic {
+			t.Errorf("session with %s came through the listen range, want the static neighbor with the password", a)
+		}
+	}
+	waitFIB(t, l, host(ips[0]), all...)
+	for _, n := range all {
+		waitEvent(t, l, "BGPPeer", peerV4, "SessionEstablished", "node "+n+": session with "+lab.RouterIPv4+" established")
+	}
+}
+
+const peerWithSecret = `
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: 64513
+  peerASN: 64512
+  peerAddress: 198.51.100.1
+  holdTime: 9s
+  keepaliveTime: 3s
+  connectTime: 2s
+  passwordSecret: router-md5
+`
+
+// noSessions checks that the router has no established session now and
+// over a short monitored window.
+func noSessions(t *testing.T, l *lab.Lab) {
+	t.Helper()
+	end := time.Now().Add(2 * time.Second)
+	for time.Now().Before(end) {
+		if up := established(t, l); len(up) > 0 {
+			t.Fatalf("sessions established with %v, want none", up)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitPeerCondition waits for the BGPPeer's Valid condition (with reason,
+// unless empty) and returns it.
+func waitPeerCondition(t *testing.T, l *lab.Lab, name string, status metav1.ConditionStatus, reason string) metav1.Condition {
+	t.Helper()
+	hc := heraldClient(t, l)
+	var c metav1.Condition
+	poll(t, "BGPPeer "+name+" Valid="+string(status)+" "+reason, 30*time.Second, func() bool {
+		p, err := hc.HeraldV1beta1().BGPPeers().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, cc := range p.Status.Conditions {
+			if cc.Type == v1beta1.ConditionValid && cc.Status == status && (reason == "" || cc.Reason == reason) &&
+				cc.ObservedGeneration == p.Generation {
+				c = cc
+				return true
+			}
+		}
+		return false
+	})
+	return c
+}
