@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build, once per version, the Kubernetes control-plane binaries Herald's tests
-# run for real: etcd, kube-apiserver and kube-proxy, from the Go module proxy.
+# run for real: etcd, kube-apiserver, kube-proxy and kubectl, from the Go
+# module proxy.
 #
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces every staging
 # module with ./staging/...). A wrapper module that requires it and pins each
@@ -11,7 +12,7 @@
 # take no time at all.
 #
 # Usage: hack/build-control-plane.sh [component...]
-#   components: etcd kube-apiserver kube-proxy (default: all three)
+#   components: etcd kube-apiserver kube-proxy kubectl (default: all four)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +26,7 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOWORK=off
 mkdir -p "$BIN" "$SRC"
 
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-proxy)
+[ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-proxy kubectl)
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
@@ -53,7 +54,11 @@ k8s_wrapper() {
       done
       echo ")"
     } >"$dir/go.mod"
-    printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n)\n' >"$dir/tools.go"
+  fi
+  local tools
+  tools=$(printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n')
+  if [ "$(cat "$dir/tools.go" 2>/dev/null)" != "$tools" ] || [ ! -f "$dir/go.sum" ]; then
+    printf '%s\n' "$tools" >"$dir/tools.go"
     (cd "$dir" && go mod tidy)
   fi
   echo "$dir"
@@ -94,7 +99,7 @@ build_etcd() {
 for c in "${components[@]}"; do
   case $c in
     etcd) build_etcd ;;
-    kube-apiserver|kube-proxy) build_k8s "$c" ;;
+    kube-apiserver|kube-proxy|kubectl) build_k8s "$c" ;;
     *) log "unknown component $c"; exit 2 ;;
   esac
 done
