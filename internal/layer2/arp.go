@@ -68,7 +68,10 @@ func (p *arpProto) readLoop(ctx context.Context) {
 
 func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet, vip netip.Addr) {
 	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoARP).Inc()
-	if err := p.client.Reply(req, p.spec.mac, vip); err != nil {
+	p.spec.sending.RLock()
+	err := p.client.Reply(req, p.spec.mac, vip)
+	p.spec.sending.RUnlock()
+	if err != nil {
 		log.Warn("sending ARP reply failed", "vip", vip, "to", req.SenderIP, "error", err)
 		return
 	}

@@ -157,7 +157,8 @@ type handoverReport struct {
 	// packet to its first answer.
 	firstNewAfterGrat []time.Duration
 	// doubleBeforeGrat is, for each probe answered by both nodes, how long
-	// before the new owner's first gratuitous packet the client sent it.
+	// before the nearest new owner's first gratuitous packet the client
+	// sent it.
 	doubleBeforeGrat []time.Duration
 	// late are the probes the old owner answered although the client sent
 	// them well after it saw the new owner's first gratuitous packet.
@@ -173,10 +174,13 @@ const lateAfter = 5 * time.Millisecond
 func (h *handoverLab) report(rounds []handoverRound, probes []*probeResult) handoverReport {
 	rep := handoverReport{probeCounts: countProbes(probes)}
 	frames := h.cli.framesSince(0)
+	grats := map[string][]time.Time{}
 	for i, r := range rounds {
-		end := time.Now()
+		// The old owner of this round is the new owner of the next one:
+		// its answers from then on belong to that round.
+		next := time.Now()
 		if i+1 < len(rounds) {
-			end = rounds[i+1].released
+			next = rounds[i+1].announced
 		}
 		for _, proto := range []string{protoARP, protoNDP} {
 			grat := isGARP(h.macs[r.nw], labVIP4)
@@ -188,32 +192,34 @@ func (h *handoverLab) report(rounds []handoverRound, probes []*probeResult) hand
 				h.t.Errorf("round %d %s: no gratuitous packet from the new owner", i, proto)
 				continue
 			}
-			rep.add(h, r, proto, g.time(), probes, end)
+			grats[proto] = append(grats[proto], g.time())
+			rep.add(h, r, proto, g.time(), probes, next)
 		}
+	}
+	for _, p := range rep.doubles {
+		rep.doubleBeforeGrat = append(rep.doubleBeforeGrat, nearest(grats[p.proto], p.t).Sub(p.t))
 	}
 	return rep
 }
 
 // add accounts for one round and protocol whose new owner's first
-// gratuitous packet the client saw at g.
-func (rep *handoverReport) add(h *handoverLab, r handoverRound, proto string, g time.Time, probes []*probeResult, end time.Time) {
+// gratuitous packet the client saw at g; the round ends when the next one
+// announces.
+func (rep *handoverReport) add(h *handoverLab, r handoverRound, proto string, g time.Time, probes []*probeResult, next time.Time) {
 	oldMAC, newMAC := h.macs[r.old], h.macs[r.nw]
 	var lastOld, firstNew time.Time
 	for _, p := range probes {
-		if p.proto != proto || !p.t.Before(end) {
+		if p.proto != proto {
 			continue
 		}
-		if t, ok := p.by[oldMAC]; ok {
+		if t, ok := p.by[oldMAC]; ok && t.Before(next) {
 			if t.After(lastOld) {
 				lastOld = t
 			}
-			if p.t.Sub(g) > lateAfter && !p.t.Before(r.released) {
-				rep.late = append(rep.late, fmt.Sprintf("%s probe from %s sent %v after %s's gratuitous, answered by %s",
-					proto, p.src, p.t.Sub(g), newMAC, oldMAC))
+			if p.t.Sub(g) > lateAfter {
+				rep.late = append(rep.late, fmt.Sprintf("%s probe from %s sent %v after %s's gratuitous, answered by %s %v later",
+					proto, p.src, p.t.Sub(g), newMAC, oldMAC, t.Sub(p.t)))
 			}
-		}
-		if _, ok := p.by[newMAC]; ok && len(p.by) > 1 && !p.t.Before(r.released) {
-			rep.doubleBeforeGrat = append(rep.doubleBeforeGrat, g.Sub(p.t))
 		}
 		if t, ok := p.by[newMAC]; ok && !p.t.Before(r.released) && (firstNew.IsZero() || t.Before(firstNew)) {
 			firstNew = t
@@ -225,6 +231,17 @@ func (rep *handoverReport) add(h *handoverLab, r handoverRound, proto string, g 
 	if !firstNew.IsZero() {
 		rep.firstNewAfterGrat = append(rep.firstNewAfterGrat, firstNew.Sub(g))
 	}
+}
+
+// nearest returns the time in ts closest to t.
+func nearest(ts []time.Time, t time.Time) time.Time {
+	var best time.Time
+	for _, x := range ts {
+		if best.IsZero() || x.Sub(t).Abs() < best.Sub(t).Abs() {
+			best = x
+		}
+	}
+	return best
 }
 
 func firstFrame(frames []frame, pred func(frame) bool) frame {
@@ -311,4 +328,7 @@ func BenchmarkLabHandover(b *testing.B) {
 	b.ReportMetric(float64(med.Microseconds()), "µs-grat-to-last-old-answer-median")
 	b.ReportMetric(float64(hi.Microseconds()), "µs-grat-to-last-old-answer-max")
 	b.Log(rep)
+	for _, l := range rep.late {
+		b.Log(l)
+	}
 }

@@ -193,7 +193,10 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	if !from.IsValid() || from.IsUnspecified() {
 		dst, solicited = netip.IPv6LinkLocalAllNodes(), false
 	}
-	if err := p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst); err != nil {
+	p.spec.sending.RLock()
+	err := p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst)
+	p.spec.sending.RUnlock()
+	if err != nil {
 		p.spec.log.Warn("sending neighbor advertisement failed", "vip", vip, "to", dst, "error", err)
 		return
 	}

@@ -52,9 +52,12 @@ type responderSpec struct {
 	announced  func(vip netip.Addr)
 	releasing  func(vip netip.Addr) bool
 	yield      func(vip netip.Addr, by net.HardwareAddr)
-	log        *slog.Logger
-	metrics    *metrics
-	grat       GratuitousConfig
+	// sending is held for reading while an answer is sent (see
+	// responder.sending); startResponder sets it.
+	sending *sync.RWMutex
+	log     *slog.Logger
+	metrics *metrics
+	grat    GratuitousConfig
 }
 
 // responder answers one protocol on one interface. Its goroutine opens the
@@ -73,8 +76,10 @@ type responder struct {
 	mu     sync.Mutex
 	bursts map[netip.Addr]*burst
 	// sending is held while a gratuitous packet is checked for and sent,
-	// so that silence can wait for one in flight.
-	sending sync.Mutex
+	// so that silence can wait for one in flight, and held for reading
+	// while an answer is sent (spec.sending), so that the answers to a VIP
+	// that has just become answerable leave after its first announcement.
+	sending sync.RWMutex
 }
 
 type burst struct{ cancel context.CancelFunc }
@@ -82,19 +87,18 @@ type burst struct{ cancel context.CancelFunc }
 // startResponder starts the responder described by spec under parent.
 func startResponder(parent context.Context, spec responderSpec) responderHandle {
 	spec.log = spec.log.With("interface", spec.iface, "protocol", spec.proto)
-	var p protocol
-	if spec.proto == protoARP {
-		p = newARPProto(spec)
-	} else {
-		p = newNDPProto(spec)
-	}
 	r := &responder{
-		spec:   spec,
-		p:      p,
 		log:    spec.log,
 		nudges: make(chan struct{}, 1),
 		ready:  make(chan struct{}),
 		bursts: map[netip.Addr]*burst{},
+	}
+	spec.sending = &r.sending
+	r.spec = spec
+	if spec.proto == protoARP {
+		r.p = newARPProto(spec)
+	} else {
+		r.p = newNDPProto(spec)
 	}
 	r.ctx, r.cancel = context.WithCancel(parent)
 	r.wg.Go(r.run)
