@@ -1,0 +1,217 @@
+package bgp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/e2e/lab/routerconf"
+)
+
+// peerBFD is the base BGPPeer with the 100 ms x 3 BFD profile.
+const peerBFD = `
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: 64513
+  peerASN: 64512
+  peerAddress: 198.51.100.1
+  holdTime: 9s
+  keepaliveTime: 3s
+  connectTime: 2s
+  bfdProfile: fast
+`
+
+// peerHold3 is the base BGPPeer with hold time 3 s and keepalive 1 s.
+const peerHold3 = `
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: 64513
+  peerASN: 64512
+  peerAddress: 198.51.100.1
+  holdTime: 3s
+  keepaliveTime: 1s
+  connectTime: 2s
+`
+
+// failureSetup is one way of detecting a dead node.
+type failureSetup struct {
+	name   string
+	router lab.BGPOptions
+	peer   string
+	bfd    bool
+}
+
+func failureSetups(l *lab.Lab) []failureSetup {
+	var static []lab.StaticNeighbor
+	for _, n := range allNodes(l) {
+		static = append(static, lab.StaticNeighbor{Node: n, BFD: true})
+	}
+	return []failureSetup{
+		{name: "BFD-100msx3", peer: peerBFD, bfd: true, router: lab.BGPOptions{
+			StaticNeighbors: static, BFD: routerconf.BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}}},
+		{name: "HoldTime-3s", peer: peerHold3, router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
+	}
+}
+
+// TestLinkLossWithdrawsNextHop: a node loses its link (its port on the
+// switch goes down, so the router's own interface stays up and only BFD
+// or the hold timer can tell). With BFD 100 ms x 3 (router static
+// neighbors with bfdd) FRR drops that next hop in well under a second;
+// without BFD, within the hold time (3 s). The figures are logged; the
+// bounds asserted are 1 s (BFD) and hold time + 2 s.
+func TestLinkLossWithdrawsNextHop(t *testing.T) {
+	l, h := herald(t)
+	all := allNodes(l)
+	_, ips := service(t, l, "failure", poolMain, nil, all...)
+	prefix := host(ips[0])
+	for _, s := range failureSetups(l) {
+		t.Run(s.name, func(t *testing.T) {
+			prepareFailure(t, l, h, s, prefix)
+			d := linkLoss(t, l, prefix, "node3")
+			t.Logf("%s: node3's link down -> its next hop gone from FRR's FIB after %v", s.name, d.Round(time.Millisecond))
+			bound := 5 * time.Second
+			if s.bfd {
+				bound = time.Second
+			}
+			if d > bound {
+				t.Errorf("next hop removed after %v, want under %v", d, bound)
+			}
+			recoverLink(t, l, s, prefix, "node3")
+		})
+	}
+}
+
+// prepareFailure reconfigures the router and the BGPPeer for s and waits
+// until every node is a next hop of prefix, with BFD up where asked.
+func prepareFailure(t testing.TB, l *lab.Lab, h *deploy.Herald, s failureSetup, prefix netip.Prefix) {
+	t.Helper()
+	reconfigureRouter(t, l, lab.FRR, s.router)
+	apply(t, h, s.peer)
+	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
+	waitHealthy(t, l, s, prefix)
+}
+
+// waitHealthy waits until every node is a next hop of prefix, every
+// session is up (with BFD up when s uses it), and that holds for a second
+// (GoBGP v4.8.0 may reset a fresh session once after a BFD failure:
+// gobgp-v4-notes.md §5, osrg/gobgp#3561).
+func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) {
+	t.Helper()
+	all := allNodes(l)
+	healthy := func() bool {
+		if !slices.Equal(fibVia(t, l, prefix), all) {
+			return false
+		}
+		peers := neighbors(t, l)
+		for _, a := range nodeAddrs(l, false) {
+			if p := peers[a]; !p.Up() || (s.bfd && p.BFD != "up") {
+				return false
+			}
+		}
+		return true
+	}
+	var since time.Time
+	poll(t, fmt.Sprintf("%s: every node a next hop of %s, sessions (and BFD) up for a second", s.name, prefix), 60*time.Second, func() bool {
+		if !healthy() {
+			since = time.Time{}
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= time.Second
+	})
+}
+
+// linkLoss takes node's link down and returns how long the router's FIB
+// kept node as a next hop of prefix, checking that the other nodes stay.
+func linkLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) time.Duration {
+	t.Helper()
+	others := slices.DeleteFunc(allNodes(l), func(n string) bool { return n == node })
+	start := time.Now()
+	if err := l.SetLink(context.Background(), node, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.SetLink(context.Background(), node, true) })
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		via := fibVia(t, l, prefix)
+		if !slices.Contains(via, node) {
+			d := time.Since(start)
+			if !slices.Equal(via, others) {
+				t.Fatalf("after %s's link went down, %s via %v, want %v", node, prefix, via, others)
+			}
+			return d
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s still a next hop of %s 30 s after its link went down", node, prefix)
+		}
+	}
+	return 0
+}
+
+// recoverLink puts node's link back and waits until all is healthy again.
+func recoverLink(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix, node string) {
+	t.Helper()
+	if err := l.SetLink(context.Background(), node, true); err != nil {
+		t.Fatal(err)
+	}
+	waitHealthy(t, l, s, prefix)
+}
+
+// fibVia reads the router's kernel routes for prefix (only the kernel, to
+// be fast) and returns the nodes of the next hops, sorted.
+func fibVia(t testing.TB, l *lab.Lab, prefix netip.Prefix) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	fam := "-4"
+	if prefix.Addr().Is6() {
+		fam = "-6"
+	}
+	out, err := l.Exec(ctx, lab.Router, "ip", fam, "-j", "route", "show", prefix.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type hop struct {
+		Gateway string `json:"gateway"`
+	}
+	var routes []struct {
+		hop
+		Nexthops []hop `json:"nexthops"`
+	}
+	if err := json.Unmarshal([]byte(out), &routes); err != nil {
+		t.Fatalf("router FIB for %s: %v in %q", prefix, err, out)
+	}
+	var via []string
+	for _, r := range routes {
+		hops := r.Nexthops
+		if len(hops) == 0 {
+			hops = []hop{r.hop}
+		}
+		for _, h := range hops {
+			a, err := netip.ParseAddr(h.Gateway)
+			if err != nil {
+				continue
+			}
+			for _, n := range l.Nodes() {
+				if a.WithZone("") == n.IPv4 || a.WithZone("") == n.IPv6 || a.WithZone("") == n.LinkLocal {
+					via = append(via, n.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(via)
+	return via
+}
