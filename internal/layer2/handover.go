@@ -25,7 +25,7 @@ func (a *Announcer) yield(iface, proto string, vip netip.Addr, by net.HardwareAd
 		return false
 	}
 	a.metrics.handovers.WithLabelValues(iface, proto).Inc()
-	a.log.Info("VIP taken over by another host, stopped answering", "vip", vip, "interface", iface, "by", by.String())
+	a.log.Info("VIP taken over by another host, stopped answering", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	if cb := a.cfg.OnYield; cb != nil {
 		by := slices.Clone(by)
 		go cb(vip, iface, by)

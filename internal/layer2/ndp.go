@@ -20,9 +20,10 @@ import (
 // interface. Multicast solicitations (address resolution) arrive on an
 // ICMPv6 socket bound to the link-local address, once the solicited-node
 // group of the VIP is joined; so do other hosts' unsolicited advertisements
-// to all nodes (ff02::1), which end the hand-over of a releasing VIP. Unicast ones (neighbour unreachability
-// detection, sent to the VIP itself) never reach that socket, because the
-// VIP is not a local address; a packet socket with a BPF filter catches them.
+// to all nodes (ff02::1), which end the hand-over of a releasing VIP.
+// Unicast solicitations (neighbour unreachability detection, sent to the
+// VIP itself) never reach that socket, because the VIP is not a local
+// address; a packet socket with a BPF filter catches them.
 type ndpProto struct {
 	spec responderSpec
 	conn *ndp.Conn

@@ -73,11 +73,12 @@ type yieldCall struct {
 
 // releaseAnnouncer is a test announcer (fake responders) with OnYield
 // calls on a channel and its own registry, running on node(true).
-func releaseAnnouncer(t *testing.T) (*Announcer, *fakeResponders, chan yieldCall, *linkTable) {
+func releaseAnnouncer(t *testing.T) (*Announcer, *fakeResponders, chan yieldCall, *linkTable, *prometheus.Registry) {
 	t.Helper()
 	yields := make(chan yieldCall, 8)
+	reg := prometheus.NewRegistry()
 	a, f, logs := testAnnouncer(t, Config{
-		Registerer: prometheus.NewRegistry(),
+		Registerer: reg,
 		OnYield: func(vip netip.Addr, iface string, by net.HardwareAddr) {
 			yields <- yieldCall{vip, iface, by}
 		},
@@ -89,7 +90,7 @@ func releaseAnnouncer(t *testing.T) (*Announcer, *fakeResponders, chan yieldCall
 			t.Logf("log:\n%s", logs)
 		}
 	})
-	return a, f, yields, links
+	return a, f, yields, links, reg
 }
 
 func expectYield(t *testing.T, yields chan yieldCall, vip netip.Addr) {
@@ -105,7 +106,7 @@ func expectYield(t *testing.T, yields chan yieldCall, vip netip.Addr) {
 }
 
 func TestAnnouncerRelease(t *testing.T) {
-	a, f, yields, links := releaseAnnouncer(t)
+	a, f, yields, links, reg := releaseAnnouncer(t)
 	a.SetAnnouncements([]Announcement{{IP: vip4}})
 	expectEvents(t, f, "open eth0/arp", "vips eth0/arp [198.51.100.70]", "announce eth0/arp 198.51.100.70")
 
@@ -131,6 +132,9 @@ func TestAnnouncerRelease(t *testing.T) {
 	if v := testutil.ToFloat64(a.metrics.handovers.WithLabelValues("eth0", protoARP)); v != 1 {
 		t.Errorf("herald_l2_handovers_total = %g, want 1", v)
 	}
+	if problems, err := testutil.GatherAndLint(reg); err != nil || len(problems) > 0 {
+		t.Errorf("metrics lint: %v %v", err, problems)
+	}
 
 	// Stays silent: same set again, a reconcile, the link going down and up.
 	a.SetAnnouncements([]Announcement{{IP: vip4, Releasing: true}})
@@ -153,7 +157,7 @@ func TestAnnouncerRelease(t *testing.T) {
 }
 
 func TestAnnouncerReleaseNeverOwned(t *testing.T) {
-	a, f, yields, _ := releaseAnnouncer(t)
+	a, f, yields, _, _ := releaseAnnouncer(t)
 	a.SetAnnouncements([]Announcement{{IP: vip6, Releasing: true}, {IP: vip4}})
 	expectEvents(t, f, "open eth0/arp", "vips eth0/arp [198.51.100.70]", "open eth0/ndp", "vips eth0/ndp [2001:db8:1::70]",
 		"announce eth0/arp 198.51.100.70")
@@ -189,7 +193,7 @@ func TestAnnouncerReleaseLogs(t *testing.T) {
 	a.SetAnnouncements(nil)
 	for _, line := range []string{
 		`msg="releasing VIP: answering until another host announces it" vip=198.51.100.70 interface=eth0 protocol=arp`,
-		`msg="VIP taken over by another host, stopped answering" vip=198.51.100.70 interface=eth0 by=02:00:00:00:00:12`,
+		`msg="VIP taken over by another host, stopped answering" vip=198.51.100.70 interface=eth0 protocol=arp by=02:00:00:00:00:12`,
 		`msg="stopped announcing VIP" vip=198.51.100.70 interface=eth0 reason="handed over"`,
 	} {
 		if !strings.Contains(logs.String(), line) {
