@@ -36,6 +36,9 @@ type Announcer struct {
 	log     *slog.Logger
 	metrics *metrics
 	owned   atomic.Pointer[ownership]
+	// contested remembers other hosts' announcements of VIPs this node
+	// owns (vipOnLink -> contested), see contestedMemory.
+	contested sync.Map
 	// start opens a responder; tests replace it to run without sockets.
 	start func(ctx context.Context, spec responderSpec) responderHandle
 

@@ -54,7 +54,7 @@ func (p *arpProto) readLoop(ctx context.Context) {
 			continue
 		}
 		bo.reset()
-		if vip, by, ok := arpTakeover(pkt, frame.Source, p.spec.mac, p.spec.releasing); ok {
+		if vip, by, ok := arpTakeover(pkt, frame.Source, p.spec.mac, p.spec.announces); ok {
 			p.spec.yield(vip, by)
 			continue
 		}

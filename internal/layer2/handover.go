@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ndp"
@@ -15,6 +16,48 @@ import (
 // at once. The decision is taken in the packet path, on the same socket as
 // the requests: a request read before the new owner's gratuitous packet is
 // answered, one read after it is not.
+
+// contestedMemory is how long another host's gratuitous announcement of a
+// VIP this node still owns is remembered: when the VIP turns releasing
+// within that time, the new owner has already announced itself (it learned
+// of the change first) and this node stops answering at once instead of
+// waiting for the next announcement of the burst (a second later).
+const contestedMemory = 3 * time.Second
+
+// foreignAnnouncement handles another host's gratuitous ARP or unsolicited
+// NA for vip, read on iface: a releasing VIP is yielded; an owned one is
+// remembered as contested (see contestedMemory).
+func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, by net.HardwareAddr) {
+	if a.yield(iface, proto, vip, by) {
+		return
+	}
+	if s := a.owned.Load().state(iface, vip); s != nil && !s.releasing {
+		a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
+		a.log.Warn("another host announced a VIP this node owns", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
+	}
+}
+
+// contested records another host announcing a VIP this node owned.
+type contested struct {
+	at time.Time
+	by net.HardwareAddr
+}
+
+// yieldContestedLocked yields at once the VIPs that just turned releasing
+// on an interface where their new owner was already heard announcing them.
+func (a *Announcer) yieldContestedLocked(turned []vipOnLink, now time.Time) {
+	for _, k := range turned {
+		v, ok := a.contested.LoadAndDelete(k)
+		if !ok {
+			continue
+		}
+		c := v.(contested)
+		if now.Sub(c.at) > contestedMemory {
+			continue
+		}
+		a.yield(k.iface, protocolOf(k.vip), k.vip, c.by)
+	}
+}
 
 // yield marks vip as taken over on iface by the host with MAC by, if it is
 // still being released there. It reports whether it did; only the first
@@ -35,7 +78,8 @@ func (a *Announcer) yield(iface, proto string, vip netip.Addr, by net.HardwareAd
 
 // arpTakeover decides whether pkt, read on an interface whose MAC is
 // ourMAC in a frame from ethSrc, is another host's gratuitous ARP for a VIP
-// this node is releasing, and returns the VIP and the announcer's MAC. A
+// this node announces (owns or releases: the predicate), and returns the
+// VIP and the announcer's MAC. A
 // gratuitous ARP is a request or reply whose sender and target IP are both
 // the announced address; it must not come from us.
 func arpTakeover(pkt *arp.Packet, ethSrc, ourMAC net.HardwareAddr, releasing func(netip.Addr) bool) (netip.Addr, net.HardwareAddr, bool) {
@@ -54,8 +98,8 @@ func arpTakeover(pkt *arp.Packet, ethSrc, ourMAC net.HardwareAddr, releasing fun
 }
 
 // naTakeover decides whether na is another host's unsolicited neighbour
-// advertisement (Solicited clear, Override set) for a VIP this node is
-// releasing, and returns the VIP and the advertised MAC: the target
+// advertisement (Solicited clear, Override set) for a VIP this node
+// announces (the predicate), and returns the VIP and the advertised MAC: the target
 // link-layer address option or, without one, srcMAC (the frame's source,
 // nil when unknown). The caller checks the hop limit (255).
 func naTakeover(na *ndp.NeighborAdvertisement, srcMAC, ourMAC net.HardwareAddr, releasing func(netip.Addr) bool) (netip.Addr, net.HardwareAddr, bool) {

@@ -157,7 +157,7 @@ func (p *ndpProto) multicastLoop(ctx context.Context) {
 			if cm == nil || cm.HopLimit != ndp.HopLimit {
 				continue
 			}
-			if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.releasing); ok {
+			if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.announces); ok {
 				p.spec.yield(vip, by)
 			}
 		}

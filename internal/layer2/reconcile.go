@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"time"
 )
 
 // reconcileLocked computes where each wanted VIP is announced and applies
@@ -14,10 +15,11 @@ import (
 // then gratuitous announcements.
 func (a *Announcer) reconcileLocked() {
 	assigned := a.assignLocked()
-	a.syncStatesLocked(assigned)
+	turned := a.syncStatesLocked(assigned)
 	prev := a.owned.Load()
 	o := newOwnership(assigned, a.states)
 	a.owned.Store(&o)
+	a.yieldContestedLocked(turned, time.Now())
 	recreated := a.syncRespondersLocked(assigned)
 	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated)
 	a.assigned = assigned
@@ -28,12 +30,18 @@ func (a *Announcer) reconcileLocked() {
 // the interface choice, so that a link going down and up again does not
 // undo a takeover; only SetAnnouncements listing the VIP as owned, or not
 // at all, does.
-func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) {
+// It returns the VIPs on interfaces that turned from owned to releasing.
+func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) []vipOnLink {
 	next := map[vipOnLink]*vipState{}
+	var turned []vipOnLink
 	for vip, names := range assigned {
 		for _, name := range names {
 			k := vipOnLink{vip, name}
-			next[k] = nextVIPState(a.states[k], a.releasing[vip])
+			old := a.states[k]
+			next[k] = nextVIPState(old, a.releasing[vip])
+			if old != nil && !old.releasing && a.releasing[vip] {
+				turned = append(turned, k)
+			}
 		}
 	}
 	for k, s := range a.states {
@@ -42,6 +50,7 @@ func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) {
 		}
 	}
 	a.states = next
+	return turned
 }
 
 // assignLocked runs ChooseInterfaces for every wanted VIP, keeping only
@@ -128,7 +137,8 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 		advertises: func(vip netip.Addr) bool { return a.owned.Load().advertises(iface, vip) },
 		announced:  func(vip netip.Addr) { a.owned.Load().state(iface, vip).markAnnounced() },
 		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) },
-		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.yield(iface, proto, vip, by) },
+		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.foreignAnnouncement(iface, proto, vip, by) },
+		announces:  func(vip netip.Addr) bool { return a.owned.Load().state(iface, vip) != nil },
 		log:        a.log,
 		metrics:    a.metrics,
 		grat:       a.cfg.Gratuitous,

@@ -51,7 +51,10 @@ type responderSpec struct {
 	advertises func(vip netip.Addr) bool
 	announced  func(vip netip.Addr)
 	releasing  func(vip netip.Addr) bool
-	yield      func(vip netip.Addr, by net.HardwareAddr)
+	// announces says whether vip is owned or released here at all: another
+	// host's announcement of such a VIP is reported to yield.
+	announces func(vip netip.Addr) bool
+	yield     func(vip netip.Addr, by net.HardwareAddr)
 	// sending is held for reading while an answer is sent (see
 	// responder.sending); startResponder sets it.
 	sending *sync.RWMutex
