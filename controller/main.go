@@ -35,7 +35,7 @@ func parseFlags(args []string) (flags, error) {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
-	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass herald.dev/herald (default: also Services without a class)")
+	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass herald.dev/herald (default: also Services without a class); turning it on releases the addresses of Services without a class")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
 	fs.StringVar(&f.leaseName, "lease-name", "herald-controller", "name of the leader-election Lease")
 	fs.StringVar(&f.identity, "identity", envOr("POD_NAME", host), "this replica's identity in the Lease (default: $POD_NAME, else the host name)")

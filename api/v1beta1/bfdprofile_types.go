@@ -2,8 +2,11 @@ package v1beta1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// BFDProfile holds BFD timers for BGP sessions that name it. Detection time
-// is detectMultiplier x max(receiveInterval, the router's transmit interval).
+// BFDProfile holds BFD timers for BGP sessions that name it. The router
+// declares the node down after detectMultiplier x max(transmitInterval,
+// the router's receive interval) without a packet; the node declares the
+// router down after the router's multiplier x max(receiveInterval, the
+// router's transmit interval) (RFC 5880).
 //
 // +genclient
 // +genclient:nonNamespaced

@@ -89,7 +89,7 @@ type BGPAdvertisementSpec struct {
 	// a Community object.
 	// +kubebuilder:validation:MaxItems=32
 	// +kubebuilder:validation:items:MaxLength=40
-	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[0-9]{1,5}:[0-9]{1,5}$') ? self.split(':').all(p, int(p) <= 65535) : self.matches('^large:[0-9]{1,10}:[0-9]{1,10}:[0-9]{1,10}$') ? self.split(':').all(p, p == 'large' || int(p) <= 4294967295) : self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.communities: each entry must be a standard community a:b (each part 0-65535), a large community large:a:b:c (each part 0-4294967295), or the name of a Community alias"
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[0-9]{1,5}:[0-9]{1,5}$') ? self.split(':').all(p, int(p) <= 65535) : self.matches('^large:[0-9]{1,10}:[0-9]{1,10}:[0-9]{1,10}$') ? self.split(':').all(p, p == 'large' || int(p) <= 4294967295) : self.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="spec.communities: each entry must be a standard community a:b (each part 0-65535), a large community large:a:b:c (each part 0-4294967295), or the name of a Community alias"
 	// +listType=set
 	// +optional
 	Communities []string `json:"communities,omitempty"`

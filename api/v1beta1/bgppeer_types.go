@@ -29,7 +29,7 @@ type BGPPeer struct {
 // selected node.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.password) || !has(self.passwordSecret)",message="spec.password and spec.passwordSecret are mutually exclusive: keep the Secret"
-// +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || (has(self.holdTime) && duration(self.holdTime) == duration('0s') ? duration(self.keepaliveTime) == duration('0s') : duration(self.keepaliveTime) < (has(self.holdTime) ? duration(self.holdTime) : duration('90s')))",message="spec.keepaliveTime must be less than spec.holdTime (90s when unset), and 0 when holdTime is 0"
+// +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || duration(self.keepaliveTime) < (has(self.holdTime) ? duration(self.holdTime) : duration('90s'))",message="spec.keepaliveTime must be less than spec.holdTime (90s when unset)"
 // +kubebuilder:validation:XValidation:rule="!self.ebgpMultiHop || self.myASN != self.peerASN",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
 type BGPPeerSpec struct {
@@ -62,27 +62,33 @@ type BGPPeerSpec struct {
 	// +optional
 	SourceAddress string `json:"sourceAddress,omitempty"`
 
-	// RouterID is the BGP identifier. Default: the node's IPv4 address.
+	// RouterID is the BGP identifier. Default: the node's IPv4 address,
+	// which is also the only value accepted on a node that has one (one
+	// embedded BGP server per node has one router ID); set it for nodes
+	// without an IPv4 address.
 	// +kubebuilder:validation:MaxLength=15
 	// +kubebuilder:validation:XValidation:rule="isIP(self) && ip(self).family() == 4",message="spec.routerID must be an IPv4 address"
 	// +optional
 	RouterID string `json:"routerID,omitempty"`
 
-	// HoldTime of the session: 0 (no keepalives) or at least 3s.
-	// Default 90s.
-	// +kubebuilder:validation:XValidation:rule="duration(self) == duration('0s') || duration(self) >= duration('3s')",message="spec.holdTime must be 0 or at least 3s"
-	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('65535s')",message="spec.holdTime must be at most 65535s"
+	// HoldTime of the session, in whole seconds, at least 3s. Default 90s.
+	// (BGP allows 0, "no keepalives"; GoBGP, which Herald embeds, does not.)
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$')",message="spec.holdTime must be whole seconds, e.g. 9s or 1m30s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('3s') && duration(self) <= duration('65535s')",message="spec.holdTime must be between 3s and 65535s"
 	// +optional
 	HoldTime *metav1.Duration `json:"holdTime,omitempty"`
 
-	// KeepaliveTime between KEEPALIVE messages. Default: holdTime/3.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="spec.keepaliveTime must not be negative"
+	// KeepaliveTime between KEEPALIVE messages, in whole seconds.
+	// Default: holdTime/3.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$')",message="spec.keepaliveTime must be whole seconds, e.g. 3s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="spec.keepaliveTime must be at least 1s"
 	// +optional
 	KeepaliveTime *metav1.Duration `json:"keepaliveTime,omitempty"`
 
-	// ConnectTime is how long to wait between attempts to connect.
-	// Default 5s.
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('65535s')",message="spec.connectTime must be between 1s and 65535s"
+	// ConnectTime is how long to wait between attempts to connect, in whole
+	// seconds. Default 5s.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h)?([0-9]+m)?([0-9]+s)?$')",message="spec.connectTime must be whole seconds, e.g. 5s"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('2s') && duration(self) <= duration('65535s')",message="spec.connectTime must be between 2s and 65535s"
 	// +optional
 	ConnectTime *metav1.Duration `json:"connectTime,omitempty"`
 

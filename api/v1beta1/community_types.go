@@ -30,9 +30,10 @@ type CommunitySpec struct {
 
 // CommunityAlias names one community value.
 type CommunityAlias struct {
-	// Name of the alias, used in BGPAdvertisement.spec.communities.
+	// Name of the alias, used in BGPAdvertisement.spec.communities: lower
+	// case letters, digits and dashes, starting with a letter.
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// Value: a standard community a:b or a large community large:a:b:c.
 	// +kubebuilder:validation:MaxLength=40

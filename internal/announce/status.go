@@ -132,7 +132,7 @@ func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []
 		st.Announced, st.Reason, st.Message = true, ReasonAnnounced, strings.Join(parts, "; ")
 	case !l2Covered && !bgpCovered:
 		st.Reason = ReasonNoAdvertisement
-		st.Message = "no L2Advertisement or BGPAdvertisement selects this Service's pool and labels; create one, or check its ipAddressPools and serviceSelectors"
+		st.Message = "no L2Advertisement selects this Service's pool and labels, and no BGPAdvertisement does with a valid BGPPeer to send it to; create one, or check ipAddressPools, serviceSelectors and the BGPPeers' status"
 	case !s.Endpoints.AnyReady && (bgpCovered || s.ETPLocal):
 		st.Reason = ReasonNoReadyEndpoint
 		st.Message = "the Service has no ready endpoint: BGP advertises a Service, and externalTrafficPolicy: Local announces it, only from nodes that can deliver its traffic; it is announced as soon as a pod is ready"

@@ -43,7 +43,7 @@ func buildSelection(kind, name string, pools []string, poolSel, nodeSel, svcSel 
 			continue
 		}
 		ps.add(Problem{Kind: kind, Name: name, Field: fmt.Sprintf("spec.ipAddressPools[%d]", i), Reason: ReasonPoolNotFound,
-			Message: fmt.Sprintf("IPAddressPool %s does not exist or is not valid (see its status); the advertisement applies to its other pools", p)})
+			Message: fmt.Sprintf("IPAddressPool %s does not exist, or is left out of the configuration (invalid or overlapping an older pool: see its status); the advertisement applies to its other pools", p)})
 	}
 	for _, poolName := range cfg.PoolNames() {
 		for _, s := range poolSelectors {

@@ -74,7 +74,7 @@ func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "UnAvailableLoadBalancer", "No node may announce the load balancer: %s", now.Message)
 	case !now.Status && now.Reason == announce.ReasonNoAdvertisement:
 		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
-	case prev != nil && prev.Status == metav1.ConditionTrue:
+	case now.Status && prev != nil && prev.Status == metav1.ConditionTrue:
 		c.rec.Eventf(svc, corev1.EventTypeNormal, "UpdatedLoadBalancer", "Announcing nodes changed: %s", now.Message)
 	}
 }

@@ -27,8 +27,11 @@ import (
 // BFDProfileApplyConfiguration represents a declarative configuration of the BFDProfile type for use
 // with apply.
 //
-// BFDProfile holds BFD timers for BGP sessions that name it. Detection time
-// is detectMultiplier x max(receiveInterval, the router's transmit interval).
+// BFDProfile holds BFD timers for BGP sessions that name it. The router
+// declares the node down after detectMultiplier x max(transmitInterval,
+// the router's receive interval) without a packet; the node declares the
+// router down after the router's multiplier x max(receiveInterval, the
+// router's transmit interval) (RFC 5880).
 type BFDProfileApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`

@@ -40,15 +40,19 @@ type BGPPeerSpecApplyConfiguration struct {
 	// SourceAddress is the local address of the session. Default: the
 	// node's address on the route to the peer.
 	SourceAddress *string `json:"sourceAddress,omitempty"`
-	// RouterID is the BGP identifier. Default: the node's IPv4 address.
+	// RouterID is the BGP identifier. Default: the node's IPv4 address,
+	// which is also the only value accepted on a node that has one (one
+	// embedded BGP server per node has one router ID); set it for nodes
+	// without an IPv4 address.
 	RouterID *string `json:"routerID,omitempty"`
-	// HoldTime of the session: 0 (no keepalives) or at least 3s.
-	// Default 90s.
+	// HoldTime of the session, in whole seconds, at least 3s. Default 90s.
+	// (BGP allows 0, "no keepalives"; GoBGP, which Herald embeds, does not.)
 	HoldTime *v1.Duration `json:"holdTime,omitempty"`
-	// KeepaliveTime between KEEPALIVE messages. Default: holdTime/3.
+	// KeepaliveTime between KEEPALIVE messages, in whole seconds.
+	// Default: holdTime/3.
 	KeepaliveTime *v1.Duration `json:"keepaliveTime,omitempty"`
-	// ConnectTime is how long to wait between attempts to connect.
-	// Default 5s.
+	// ConnectTime is how long to wait between attempts to connect, in whole
+	// seconds. Default 5s.
 	ConnectTime *v1.Duration `json:"connectTime,omitempty"`
 	// PasswordSecret names a Secret in Herald's namespace whose key
 	// "password" holds the TCP MD5 password of the session.

@@ -23,7 +23,8 @@ package v1beta1
 //
 // CommunityAlias names one community value.
 type CommunityAliasApplyConfiguration struct {
-	// Name of the alias, used in BGPAdvertisement.spec.communities.
+	// Name of the alias, used in BGPAdvertisement.spec.communities: lower
+	// case letters, digits and dashes, starting with a letter.
 	Name *string `json:"name,omitempty"`
 	// Value: a standard community a:b or a large community large:a:b:c.
 	Value *string `json:"value,omitempty"`
