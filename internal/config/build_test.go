@@ -147,7 +147,7 @@ func TestAdvertisementNamingAConflictingPool(t *testing.T) {
 		Pools:             []*v1beta1.IPAddressPool{poolObj("old", 0, "198.51.100.0/28"), poolObj("new", 1, "198.51.100.0/29")},
 		BGPAdvertisements: []*v1beta1.BGPAdvertisement{bgpAdvObj("adv", func(s *v1beta1.BGPAdvertisementSpec) { s.IPAddressPools = []string{"new"} })},
 	})
-	wantProblem(t, ps, "BGPAdvertisement", "adv", "spec.ipAddressPools[0]", ReasonPoolNotFound, "not valid")
+	wantProblem(t, ps, "BGPAdvertisement", "adv", "spec.ipAddressPools[0]", ReasonPoolNotFound, "left out of the configuration")
 }
 
 func TestAdvertisementSelectors(t *testing.T) {
