@@ -36,6 +36,7 @@ func (a *Allocator) SetPools(pools []Pool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.pools = set
+	a.attributeOrphans()
 	a.counts = counts{}
 	for ip, ha := range a.book.addrs { // sums only: order does not matter
 		a.counts.addressTaken(ip, ha.pool, set, +1)
@@ -172,4 +173,25 @@ func (a *Allocator) sharesWith(old, h *holder) bool {
 		}
 	}
 	return true
+}
+
+// attributeOrphans gives a pool to assignments restored when no pool
+// contained their addresses, once a pool does (so the pool counts them and
+// the Service's pool annotation can be written).
+func (a *Allocator) attributeOrphans() {
+	for _, h := range a.book.byKey {
+		if h.pool != "" {
+			continue
+		}
+		p := a.pools.firstHolding(h.ips)
+		if p == "" {
+			continue
+		}
+		h.pool = p
+		for _, ip := range h.ips {
+			if ha := a.book.addrs[ip]; ha != nil && ha.pool == "" {
+				ha.pool = p
+			}
+		}
+	}
 }
