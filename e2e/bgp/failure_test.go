@@ -49,6 +49,8 @@ type failureSetup struct {
 	router lab.BGPOptions
 	peer   string
 	bfd    bool
+	// downReason is in the SessionDown event of the node that lost its link.
+	downReason string
 }
 
 func failureSetups(l *lab.Lab) []failureSetup {
@@ -57,9 +59,9 @@ func failureSetups(l *lab.Lab) []failureSetup {
 		static = append(static, lab.StaticNeighbor{Node: n, BFD: true})
 	}
 	return []failureSetup{
-		{name: "BFD-100msx3", peer: peerBFD, bfd: true, router: lab.BGPOptions{
+		{name: "BFD-100msx3", peer: peerBFD, bfd: true, downReason: "BFD down", router: lab.BGPOptions{
 			StaticNeighbors: static, BFD: routerconf.BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}}},
-		{name: "HoldTime-3s", peer: peerHold3, router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
+		{name: "HoldTime-3s", peer: peerHold3, downReason: "hold", router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
 	}
 }
 
@@ -77,6 +79,7 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 	for _, s := range failureSetups(l) {
 		t.Run(s.name, func(t *testing.T) {
 			prepareFailure(t, l, h, s, prefix)
+			start := time.Now()
 			d := linkLoss(t, l, prefix, "node3")
 			t.Logf("%s: node3's link down -> its next hop gone from FRR's FIB after %v", s.name, d.Round(time.Millisecond))
 			bound := 5 * time.Second
@@ -87,6 +90,10 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 				t.Errorf("next hop removed after %v, want under %v", d, bound)
 			}
 			recoverLink(t, l, s, prefix, "node3")
+			// node3's speaker saw it too, and says why on the BGPPeer (the
+			// event reaches the API server once the link is back)
+			msg := waitEventSince(t, l, start, "BGPPeer", peerV4, "SessionDown", "node node3:", s.downReason)
+			t.Logf("%s: SessionDown %q", s.name, msg)
 		})
 	}
 }

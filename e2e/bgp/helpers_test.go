@@ -252,6 +252,14 @@ func waitServiceCondition(t testing.TB, l *lab.Lab, name, typ string, status met
 // message contains every fragment, and returns its message.
 func waitEvent(t testing.TB, l *lab.Lab, kind, name, reason string, fragments ...string) string {
 	t.Helper()
+	return waitEventSince(t, l, time.Time{}, kind, name, reason, fragments...)
+}
+
+// waitEventSince is waitEvent for events last seen at or after since (to
+// the second, the events' resolution).
+func waitEventSince(t testing.TB, l *lab.Lab, since time.Time, kind, name, reason string, fragments ...string) string {
+	t.Helper()
+	since = since.Truncate(time.Second)
 	var msg string
 	poll(t, fmt.Sprintf("event %s on %s %s with %q", reason, kind, name, fragments), 30*time.Second, func() bool {
 		evs, err := l.Client().CoreV1().Events("").List(context.Background(),
@@ -260,7 +268,11 @@ func waitEvent(t testing.TB, l *lab.Lab, kind, name, reason string, fragments ..
 			return false
 		}
 		for _, ev := range evs.Items {
-			if ev.Reason == reason && containsAll(ev.Message, fragments) {
+			last := ev.LastTimestamp.Time
+			if ev.EventTime.After(last) {
+				last = ev.EventTime.Time
+			}
+			if ev.Reason == reason && containsAll(ev.Message, fragments) && !last.Before(since) {
 				msg = ev.Message
 				return true
 			}
