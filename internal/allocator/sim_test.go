@@ -73,7 +73,7 @@ func (s *sim) step() {
 		s.restore(before)
 	default:
 		s.setPools(s.genPools())
-		s.expectUnchanged(before, "")
+		s.expectAttributed(before)
 	}
 	s.checkAll()
 }
@@ -107,6 +107,45 @@ func (s *sim) expectUnchanged(before map[string]Assignment, except string) {
 			}
 		}
 	}
+}
+
+// expectAttributed checks, after SetPools, that every assignment kept its
+// addresses and pool, except that one attributed to no pool may now be
+// attributed to a pool containing all its addresses.
+func (s *sim) expectAttributed(before map[string]Assignment) {
+	s.t.Helper()
+	after := s.snapshot()
+	for key, b := range before {
+		a := after[key]
+		if sameAssignment(b, a) {
+			continue
+		}
+		if b.Pool != "" || !slices.Equal(a.IPs, b.IPs) || !s.poolHoldsAll(a.Pool, a.IPs) {
+			s.fatalf("%s changed from %v to %v", key, b, a)
+		}
+	}
+	if len(after) != len(before) {
+		s.fatalf("SetPools changed the number of assignments from %d to %d", len(before), len(after))
+	}
+}
+
+func (s *sim) poolHoldsAll(name string, ips []netip.Addr) bool {
+	for _, p := range s.pools {
+		if p.Name != name {
+			continue
+		}
+		for _, ip := range ips {
+			in := false
+			for _, r := range p.Ranges {
+				in = in || r.Contains(ip)
+			}
+			if !in {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func (s *sim) setPools(pools []Pool) {
