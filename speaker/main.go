@@ -86,7 +86,7 @@ func run(f flags) error {
 			s.Trigger()
 		}
 	}
-	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg,
+	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg, ExcludeInterfaces: f.excluded(),
 		OnYield: func(vip netip.Addr, _ string, _ net.HardwareAddr) {
 			if s := sp.Load(); s != nil {
 				s.Yielded(vip)

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/internal/members"
+)
+
+func TestTimingPresetAndOverrides(t *testing.T) {
+	f, err := parseFlags([]string{"--node-name=n1", "--memberlist-timing=large", "--memberlist-probe-interval=150ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := f.timing(), members.LargeClusterTiming()
+	want.ProbeInterval = 150 * time.Millisecond
+	if got != want {
+		t.Errorf("timing %+v, want %+v", got, want)
+	}
+	f, _ = parseFlags([]string{"--node-name=n1"})
+	if f.timing() != members.DefaultTiming() {
+		t.Error("default timing")
+	}
+	if _, err := parseFlags([]string{"--node-name=n1", "--memberlist-timing=huge"}); err == nil {
+		t.Error("unknown preset accepted")
+	}
+}
+
+func TestExcludeInterfaces(t *testing.T) {
+	f, _ := parseFlags([]string{"--node-name=n1", "--l2-exclude-interfaces=lo, veth* ,,"})
+	if !slices.Equal(f.excluded(), []string{"lo", "veth*"}) {
+		t.Errorf("excluded %v", f.excluded())
+	}
+	f, _ = parseFlags([]string{"--node-name=n1", "--l2-exclude-interfaces="})
+	if got := f.excluded(); got == nil || len(got) != 0 {
+		t.Errorf("an empty list must exclude nothing (not the defaults): %#v", got)
+	}
+}
