@@ -41,7 +41,7 @@ func TestStatuses(t *testing.T) {
 		}
 	}
 	check("ns/bgp", true, ReasonAnnounced, "BGP by node1, node2")
-	check("ns/none", false, ReasonNoAdvertisement, "no L2Advertisement or BGPAdvertisement")
+	check("ns/none", false, ReasonNoAdvertisement, "no L2Advertisement selects", "no BGPAdvertisement does")
 	check("ns/pending", false, ReasonNoAddress)
 	check("ns/local-no-endpoints", false, ReasonNoReadyEndpoint, "no ready endpoint")
 	noEndpoints := svc("ns/bgp-no-endpoints", "198.51.100.131")
