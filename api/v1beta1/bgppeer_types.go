@@ -30,7 +30,7 @@ type BGPPeer struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.password) || !has(self.passwordSecret)",message="spec.password and spec.passwordSecret are mutually exclusive: keep the Secret"
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || duration(self.keepaliveTime) < (has(self.holdTime) ? duration(self.holdTime) : duration('90s'))",message="spec.keepaliveTime must be less than spec.holdTime (90s when unset)"
-// +kubebuilder:validation:XValidation:rule="!self.ebgpMultiHop || self.myASN != self.peerASN",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN)"
+// +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultiHop) || !self.ebgpMultiHop || self.myASN != self.peerASN",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
 type BGPPeerSpec struct {
 	// MyASN is the speaker's AS number.

@@ -120,6 +120,7 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", okPeer + "holdTime: 1m30s\nkeepaliveTime: 30s\nconnectTime: 2s"},
 		{"BGPPeer", okPeer + "holdTime: 3s\nkeepaliveTime: 1s\nsourceAddress: 198.51.100.11\nrouterID: 198.51.100.11\nebgpMultiHop: true"},
 		{"BGPPeer", "myASN: 4200000000\npeerASN: 64512\npeerAddress: '2001:db8:1::1'\npassword: s3cret"},
+		{"BGPPeer", "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1"}, // iBGP, ebgpMultiHop left out
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
 	}

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -16,6 +17,9 @@ import (
 
 // byService indexes EndpointSlices by "namespace/service".
 const byService = "service"
+
+// objectBatch is how long object changes wait to be reconciled together.
+const objectBatch = 30 * time.Millisecond
 
 func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Interface) error {
 	// Managed fields are of no use here and cost memory on every object.
@@ -44,10 +48,14 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 		bgpAdverts: h.BGPAdvertisements().Lister(), peers: h.BGPPeers().Lister(),
 		communities: h.Communities().Lister(), bfdProfiles: h.BFDProfiles().Lister(),
 	}
+	// Object changes are batched for a few milliseconds: a burst of
+	// Services, EndpointSlices and status writes costs one reconcile, not
+	// one each. Member changes and hand-over confirmations (Trigger) are not
+	// delayed.
 	trigger := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.Trigger() },
-		UpdateFunc: func(any, any) { s.Trigger() },
-		DeleteFunc: func(any) { s.Trigger() },
+		AddFunc:    func(any) { s.queue.AddAfter(reconcileKey, objectBatch) },
+		UpdateFunc: func(any, any) { s.queue.AddAfter(reconcileKey, objectBatch) },
+		DeleteFunc: func(any) { s.queue.AddAfter(reconcileKey, objectBatch) },
 	}
 	infs := []cache.SharedIndexInformer{
 		svcInf.Informer(), sliceInf.Informer(), nodeInf.Informer(), secretInf.Informer(),
