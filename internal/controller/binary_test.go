@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -114,6 +115,24 @@ func (e *env) waitAllAssigned(timeout time.Duration, want func(name string) int)
 		addrs, _ := e.snapshot()
 		for name, a := range addrs {
 			if len(a) != want(name) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitAllAnnotated waits until every Service of the namespace carries the
+// herald.dev/ip-allocated-from-pool annotation.
+func (e *env) waitAllAnnotated(timeout time.Duration) {
+	e.t.Helper()
+	e.eventually("every Service to carry its pool annotation", timeout, func() bool {
+		list, err := e.kube.CoreV1().Services(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, s := range list.Items {
+			if s.Annotations[v1beta1.AnnotationAllocatedFromPool] == "" {
 				return false
 			}
 		}

@@ -44,6 +44,7 @@ func TestRestartKeepsEveryAddress(t *testing.T) {
 	name := func(i int) string { return fmt.Sprintf("svc-%03d", i) }
 	e.createMany(n, name, restartService)
 	e.waitAllAssigned(120*time.Second, func(string) int { return 1 })
+	e.waitAllAnnotated(60 * time.Second) // the annotation follows the status
 	before, versions := e.snapshot()
 
 	ctrl.Kill()
