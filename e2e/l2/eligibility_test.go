@@ -49,6 +49,12 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	if err := undo(before); err != nil {
 		t.Fatal(err)
 	}
+	// undoing the change gives the address back to its first owner (the
+	// rendezvous order did not change): wait for that hand-back to finish
+	poll(t, what+" undone: "+before+" answering again", 30*time.Second, func() bool {
+		a := probe(t, l, vip)
+		return len(a) == 1 && a[0].Node == before
+	})
 }
 
 func TestEligibilityMovesTheAddress(t *testing.T) {
