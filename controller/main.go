@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/internal/controller"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
@@ -86,22 +85,11 @@ func run(f flags) error {
 	}
 	ctx, stop := daemon.SignalContext()
 	defer stop()
-	cfg, err := k8s.RESTConfig(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: float32(f.qps), Burst: f.burst, UserAgent: "herald-controller"})
+	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: float32(f.qps), Burst: f.burst, UserAgent: "herald-controller"})
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	herald, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	scheme, err := k8s.NewScheme()
-	if err != nil {
-		return err
-	}
+	kube := clients.Kube
 	reg := daemon.NewRegistry()
 	leader := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "leader",
 		Help: "1 while this replica is the active (leader) controller."})
@@ -112,15 +100,15 @@ func run(f flags) error {
 	}
 	// Events go through their own client and rate limit, so that a burst of
 	// events never delays the status writes that hand out addresses.
-	eventCfg := *cfg
+	eventCfg := *clients.Config
 	eventCfg.QPS, eventCfg.Burst = 50, 200
 	eventKube, err := kubernetes.NewForConfig(&eventCfg)
 	if err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, scheme, "herald-controller")
+	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, clients.Scheme, "herald-controller")
 	defer stopEvents()
-	c, err := controller.New(kube, herald, controller.Options{
+	c, err := controller.New(kube, clients.Herald, controller.Options{
 		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers, MemberlistSecret: f.memberlistSecret,
 		Logger: log, Registerer: reg, Recorder: rec,
 	})

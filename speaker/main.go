@@ -23,7 +23,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/internal/bgp"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
@@ -55,28 +54,17 @@ func run(f flags) error {
 	log = log.With("node", f.nodeName)
 	sigCtx, stop := daemon.SignalContext()
 	defer stop()
-	cfg, err := k8s.RESTConfig(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
+	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	herald, err := versioned.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	scheme, err := k8s.NewScheme()
-	if err != nil {
-		return err
-	}
+	kube := clients.Kube
 	reg := daemon.NewRegistry()
 	health := &daemon.Health{}
 	if err := daemon.Serve(sigCtx, log, reg, health, f.metricsAddr, f.healthAddr); err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, scheme, "herald-speaker")
+	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, clients.Scheme, "herald-speaker")
 	defer stopEvents()
 
 	// The backends call back into the speaker, which needs them to exist.
@@ -117,7 +105,7 @@ func run(f flags) error {
 		opts.Members = ml
 		defer ml.Shutdown()
 	}
-	s, err := speaker.New(kube, herald, opts)
+	s, err := speaker.New(kube, clients.Herald, opts)
 	if err != nil {
 		return err
 	}

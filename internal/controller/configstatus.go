@@ -15,35 +15,37 @@ import (
 // writeConfigStatuses sets the Valid condition of every advertisement and
 // peer, writing only those that change.
 func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, problems []config.Problem) {
-	now := time.Now()
-	opts := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
 	hc := c.herald.HeraldV1beta1()
 	for _, o := range in.L2Advertisements {
-		want := validConditions(problems, "L2Advertisement", o.Name)
-		if sameConditions(o.Status.Conditions, want, o.Generation) {
-			continue
-		}
-		ac := heraldac.L2Advertisement(o.Name).WithStatus(configStatus(o.Status, want, o.Generation, now))
-		_, err := hc.L2Advertisements().ApplyStatus(ctx, ac, opts)
-		c.logWrite(err, "L2Advertisement", o.Name)
+		c.writeValid(problems, "L2Advertisement", o.ObjectMeta, o.Status, func(st *heraldac.ConfigStatusApplyConfiguration) error {
+			_, err := hc.L2Advertisements().ApplyStatus(ctx, heraldac.L2Advertisement(o.Name).WithStatus(st), applyOpts)
+			return err
+		})
 	}
 	for _, o := range in.BGPAdvertisements {
-		want := validConditions(problems, "BGPAdvertisement", o.Name)
-		if sameConditions(o.Status.Conditions, want, o.Generation) {
-			continue
-		}
-		ac := heraldac.BGPAdvertisement(o.Name).WithStatus(configStatus(o.Status, want, o.Generation, now))
-		_, err := hc.BGPAdvertisements().ApplyStatus(ctx, ac, opts)
-		c.logWrite(err, "BGPAdvertisement", o.Name)
+		c.writeValid(problems, "BGPAdvertisement", o.ObjectMeta, o.Status, func(st *heraldac.ConfigStatusApplyConfiguration) error {
+			_, err := hc.BGPAdvertisements().ApplyStatus(ctx, heraldac.BGPAdvertisement(o.Name).WithStatus(st), applyOpts)
+			return err
+		})
 	}
 	for _, o := range in.Peers {
-		want := validConditions(problems, "BGPPeer", o.Name)
-		if sameConditions(o.Status.Conditions, want, o.Generation) {
-			continue
-		}
-		ac := heraldac.BGPPeer(o.Name).WithStatus(configStatus(o.Status, want, o.Generation, now))
-		_, err := hc.BGPPeers().ApplyStatus(ctx, ac, opts)
-		c.logWrite(err, "BGPPeer", o.Name)
+		c.writeValid(problems, "BGPPeer", o.ObjectMeta, o.Status, func(st *heraldac.ConfigStatusApplyConfiguration) error {
+			_, err := hc.BGPPeers().ApplyStatus(ctx, heraldac.BGPPeer(o.Name).WithStatus(st), applyOpts)
+			return err
+		})
+	}
+}
+
+// writeValid applies an object's Valid condition when it changed.
+func (c *Controller) writeValid(problems []config.Problem, kind string, meta metav1.ObjectMeta, cur v1beta1.ConfigStatus,
+	apply func(*heraldac.ConfigStatusApplyConfiguration) error) {
+	want := validConditions(problems, kind, meta.Name)
+	if sameConditions(cur.Conditions, want, meta.Generation) {
+		return
+	}
+	if err := apply(configStatus(cur, want, meta.Generation, time.Now())); err != nil {
+		c.log.Error("writing status", "kind", kind, "name", meta.Name, "error", err)
+		c.configQueue.AddRateLimited(configKey)
 	}
 }
 
@@ -55,13 +57,6 @@ func validConditions(problems []config.Problem, kind, name string) []condition {
 func configStatus(cur v1beta1.ConfigStatus, want []condition, generation int64, now time.Time) *heraldac.ConfigStatusApplyConfiguration {
 	return heraldac.ConfigStatus().WithObservedGeneration(generation).
 		WithConditions(applyConditions(cur.Conditions, want, generation, now)...)
-}
-
-func (c *Controller) logWrite(err error, kind, name string) {
-	if err != nil {
-		c.log.Error("writing status", "kind", kind, "name", name, "error", err)
-		c.configQueue.AddRateLimited(configKey)
-	}
 }
 
 // findObject returns the input object of a kind and name, for events.
