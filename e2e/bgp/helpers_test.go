@@ -17,7 +17,6 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
-	svcinfo "github.com/herald-lb/herald/internal/service"
 )
 
 // service creates a LoadBalancer Service from pool with pods on nodes,
@@ -30,26 +29,11 @@ func service(t testing.TB, l *lab.Lab, name, pool string, mutate func(*corev1.Se
 	if mutate != nil {
 		mutate(svc)
 	}
-	created, err := l.CreateService(ctx, svc)
+	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
+	created, ips, err := shared.h.CreateService(ctx, svc, nodes...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
-	if len(nodes) > 0 {
-		if err := l.SetEndpoints(ctx, created, nodes...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var ips []netip.Addr
-	want := len(created.Spec.IPFamilies)
-	poll(t, fmt.Sprintf("Service %s to get %d address(es)", name, want), 30*time.Second, func() bool {
-		s, err := l.Client().CoreV1().Services(testNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		ips = svcinfo.IngressIPs(s)
-		return len(ips) == want
-	})
 	slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
 	return created, ips
 }

@@ -105,19 +105,7 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 	t.Helper()
 	l := lab.Shared(t)
 	ctx := context.Background()
-	shared.once.Do(func() {
-		h, err := deploy.Install(ctx, l, &shared.bin)
-		if err == nil {
-			err = h.Apply(ctx, baseConfig)
-		}
-		if err == nil {
-			err = h.StartController(ctx)
-		}
-		if err == nil {
-			err = h.StartSpeakers()
-		}
-		shared.h, shared.err = h, err
-	})
+	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.bin, baseConfig) })
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}

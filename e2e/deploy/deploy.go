@@ -10,10 +10,12 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -158,4 +160,49 @@ func (h *Herald) Stop() {
 	if h.Controller != nil {
 		_ = h.Controller.Stop()
 	}
+}
+
+// Start installs Herald in the lab, applies config (YAML of Herald
+// objects), and starts the controller and a speaker on every node.
+func Start(ctx context.Context, l *lab.Lab, bin *Binaries, config string) (*Herald, error) {
+	h, err := Install(ctx, l, bin)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Apply(ctx, config); err != nil {
+		return nil, err
+	}
+	if err := h.StartController(ctx); err != nil {
+		return nil, err
+	}
+	return h, h.StartSpeakers()
+}
+
+// CreateService creates a Service (with its namespace), gives it pods on
+// nodes (the lab writes its EndpointSlices), and waits until Herald gives
+// it an address per IP family; the addresses are returned in status order.
+func (h *Herald) CreateService(ctx context.Context, svc *corev1.Service, nodes ...string) (*corev1.Service, []netip.Addr, error) {
+	created, err := h.Lab.CreateService(ctx, svc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(nodes) > 0 {
+		if err := h.Lab.SetEndpoints(ctx, created, nodes...); err != nil {
+			return created, nil, err
+		}
+	}
+	var ips []netip.Addr
+	want := len(created.Spec.IPFamilies)
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		s, err := h.Lab.Client().CoreV1().Services(created.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ips = service.IngressIPs(s)
+		return len(ips) == want, nil
+	})
+	if err != nil {
+		return created, ips, fmt.Errorf("Service %s/%s has %v, want %d address(es): %w", created.Namespace, created.Name, ips, want, err)
+	}
+	return created, ips, nil
 }

@@ -12,12 +12,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
-	svcinfo "github.com/herald-lb/herald/internal/service"
 )
 
 func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }
@@ -90,19 +88,7 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 	t.Helper()
 	l := lab.Shared(t)
 	ctx := context.Background()
-	shared.once.Do(func() {
-		h, err := deploy.Install(ctx, l, &shared.bin)
-		if err == nil {
-			err = h.Apply(ctx, baseConfig)
-		}
-		if err == nil {
-			err = h.StartController(ctx)
-		}
-		if err == nil {
-			err = h.StartSpeakers()
-		}
-		shared.h, shared.err = h, err
-	})
+	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.bin, baseConfig) })
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}
@@ -130,26 +116,11 @@ func service(t testing.TB, l *lab.Lab, name string, mutate func(*corev1.Service)
 	if mutate != nil {
 		mutate(svc)
 	}
-	created, err := l.CreateService(ctx, svc)
+	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
+	created, ips, err := shared.h.CreateService(ctx, svc, nodes...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
-	if len(nodes) > 0 {
-		if err := l.SetEndpoints(ctx, created, nodes...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var ips []netip.Addr
-	want := len(created.Spec.IPFamilies)
-	poll(t, fmt.Sprintf("Service %s to get %d address(es)", name, want), 30*time.Second, func() bool {
-		s, err := l.Client().CoreV1().Services(testNS).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		ips = svcinfo.IngressIPs(s)
-		return len(ips) == want
-	})
 	return created, ips
 }
 
