@@ -10,6 +10,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // announcedCondition says whether some node may announce the Service's
@@ -23,7 +24,22 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 	}
 	nodes, _ := c.nodes.List(labels.Everything())
 	all, _ := c.services.List(labels.Everything())
-	svcs := announce.ServicesFrom(all, c.opts.Class.IsOurs, c.endpointSlicesOf)
+	// Only the Services sharing an address with this one matter to its
+	// status: keep the per-sync work small with thousands of Services.
+	mine := map[netip.Addr]bool{}
+	for _, ip := range ips {
+		mine[ip] = true
+	}
+	var sharers []*corev1.Service
+	for _, s := range all {
+		for _, ip := range service.IngressIPs(s) {
+			if mine[ip] {
+				sharers = append(sharers, s)
+				break
+			}
+		}
+	}
+	svcs := announce.ServicesFrom(sharers, c.opts.Class.IsOurs, c.endpointSlicesOf)
 	key := svc.Namespace + "/" + svc.Name
 	found := false
 	for i := range svcs {
