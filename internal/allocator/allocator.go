@@ -177,10 +177,11 @@ func (a *Allocator) sharesWith(old, h *holder) bool {
 
 // attributeOrphans gives a pool to assignments restored when no pool
 // contained their addresses, once a pool does (so the pool counts them and
-// the Service's pool annotation can be written).
+// the Service's pool annotation can be written). An address shared with
+// other Services stays as it is: its holders must agree on one pool.
 func (a *Allocator) attributeOrphans() {
 	for _, h := range a.book.byKey {
-		if h.pool != "" {
+		if h.pool != "" || a.sharesAny(h) {
 			continue
 		}
 		p := a.pools.firstHolding(h.ips)
@@ -194,4 +195,14 @@ func (a *Allocator) attributeOrphans() {
 			}
 		}
 	}
+}
+
+// sharesAny reports whether another Service holds one of h's addresses.
+func (a *Allocator) sharesAny(h *holder) bool {
+	for _, ip := range h.ips {
+		if ha := a.book.addrs[ip]; ha != nil && len(ha.holders) > 1 {
+			return true
+		}
+	}
+	return false
 }
