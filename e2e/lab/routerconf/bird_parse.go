@@ -200,7 +200,11 @@ func birdProtocolLine(p *Peer, line string, family *string) error {
 		p.ASN = uint32(v)
 	case "Routes":
 		// "1 imported, 0 exported, 1 preferred"
-		if n, err := strconv.Atoi(strings.Fields(val)[0]); err == nil && *family != "" {
+		fields := strings.Fields(val)
+		if len(fields) == 0 {
+			break
+		}
+		if n, err := strconv.Atoi(fields[0]); err == nil && *family != "" {
 			p.Received[*family] += n
 		}
 	}
