@@ -7,6 +7,11 @@ export CGO_ENABLED := 0
 GO ?= go
 FUZZTIME ?= 10s
 BIN := bin
+# How Herald's binaries are built everywhere (here, Dockerfile, e2e/deploy,
+# hack/images): grpcnotrace leaves out grpc's x/net/trace, whose
+# html/template execution turns off the linker's dead-code elimination
+# (speaker 71 MB -> 41 MB, and its resident memory with it).
+GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 
 include hack/versions.env
 include lab.mk
@@ -29,15 +34,15 @@ help:
 
 build:
 	@mkdir -p $(BIN)
-	$(GO) build -trimpath -o $(BIN)/controller ./controller
-	$(GO) build -trimpath -o $(BIN)/speaker ./speaker
+	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/controller ./controller
+	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/speaker ./speaker
 
 # OCI image tarballs (bin/images/{controller,speaker}.tar), built in Go:
 # `docker load -i` or `kind load image-archive` them.
 images:
 	@mkdir -p $(BIN)/static
-	$(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/static/controller ./controller
-	$(GO) build -trimpath -ldflags="-s -w" -o $(BIN)/static/speaker ./speaker
+	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/controller ./controller
+	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/speaker ./speaker
 	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG)
 
 deps:

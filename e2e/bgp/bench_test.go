@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,12 +175,11 @@ func BenchmarkBGP1000Services(b *testing.B) {
 		b.ReportMetric(rib.Seconds(), "s-to-rib")
 		b.ReportMetric(fib.Seconds(), "s-to-fib")
 		for _, node := range allNodes(l) {
-			b.Logf("speaker %s: VmRSS %s, VmHWM %s with 1,000 prefixes (before: VmRSS %s, VmHWM %s); CPU %v, %s",
-				node, mib(after[node].rss), mib(after[node].hwm), mib(before[node].rss), mib(before[node].hwm),
-				(after[node].cpu - before[node].cpu).Round(10*time.Millisecond), reconcileStats(b, l, node))
+			b.Logf("speaker %s with 1,000 prefixes: %v (before: %v); CPU %v, %s",
+				node, after[node], before[node], (after[node].CPU - before[node].CPU).Round(10*time.Millisecond), reconcileStats(b, l, node))
 		}
-		b.ReportMetric(float64(after["node1"].rss)/(1<<20), "rss-MiB")
-		b.ReportMetric(float64(after["node1"].hwm)/(1<<20), "hwm-MiB")
+		b.ReportMetric(float64(after["node1"].RSS)/(1<<20), "rss-MiB")
+		b.ReportMetric(float64(after["node1"].HWM)/(1<<20), "hwm-MiB")
 
 		start = time.Now()
 		if err := deleteAll(l, n, name); err != nil {
@@ -300,53 +298,14 @@ func fibCountV6(b *testing.B, l *lab.Lab) int {
 	return strings.Count(out, "\n")
 }
 
-// memory is a speaker's resident memory now and at its peak, and the CPU
-// time it has used.
-type memory struct {
-	rss, hwm int64
-	cpu      time.Duration
-}
-
-// speakerMemory reads VmRSS and VmHWM of every speaker process, and its
-// CPU time (utime + stime).
-func speakerMemory(b *testing.B, h *deploy.Herald) map[string]memory {
+// speakerMemory reads every speaker's memory and CPU time.
+func speakerMemory(b *testing.B, h *deploy.Herald) map[string]deploy.Memory {
 	b.Helper()
-	out := map[string]memory{}
-	for node, p := range h.Speakers {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))
-		if err != nil {
-			b.Fatal(err)
-		}
-		var m memory
-		// after "(comm)": state is field 3, utime 14 and stime 15 (clock ticks of 10 ms)
-		if _, rest, ok := strings.Cut(string(stat), ") "); ok {
-			if f := strings.Fields(rest); len(f) > 12 {
-				ut, _ := strconv.ParseInt(f[11], 10, 64)
-				st, _ := strconv.ParseInt(f[12], 10, 64)
-				m.cpu = time.Duration(ut+st) * 10 * time.Millisecond
-			}
-		}
-		for _, line := range strings.Split(string(data), "\n") {
-			key, val, _ := strings.Cut(line, ":")
-			f := strings.Fields(val)
-			if len(f) == 0 {
-				continue
-			}
-			kb, _ := strconv.ParseInt(f[0], 10, 64)
-			switch key {
-			case "VmRSS":
-				m.rss = kb * 1024
-			case "VmHWM":
-				m.hwm = kb * 1024
-			}
-		}
-		out[node] = m
+	m, err := h.SpeakerMemory()
+	if err != nil {
+		b.Fatal(err)
 	}
-	return out
+	return m
 }
 
 // reconcileStats reads a speaker's reconcile count and mean duration from
@@ -380,5 +339,3 @@ func reconcileStats(b *testing.B, l *lab.Lab, node string) string {
 	}
 	return fmt.Sprintf("%.0f reconciles since start, mean %v", count, time.Duration(sum/count*float64(time.Second)).Round(10*time.Microsecond))
 }
-
-func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

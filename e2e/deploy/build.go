@@ -10,6 +10,10 @@ import (
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
+// buildFlags are those of the Makefile's GOBUILDFLAGS, so that the lab runs
+// the binaries users get (stripped, without grpc's x/net/trace).
+var buildFlags = []string{"-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w"}
+
 // Binaries builds the controller and speaker once per process, into
 // $HERALD_CACHE/e2e-bin (overwritten by the next build).
 type Binaries struct {
@@ -40,7 +44,8 @@ func (b *Binaries) Build() error {
 		}
 		b.Dir = dir
 		for _, c := range []string{"controller", "speaker"} {
-			cmd := exec.Command("go", "build", "-o", filepath.Join(dir, c), "./"+c)
+			args := append(append([]string{"build"}, buildFlags...), "-o", filepath.Join(dir, c), "./"+c)
+			cmd := exec.Command("go", args...)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
 			if out, err := cmd.CombinedOutput(); err != nil {

@@ -3,10 +3,15 @@ package l2
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -96,4 +101,56 @@ func report(b *testing.B, what string, d []time.Duration) {
 	slices.Sort(d)
 	p := func(q float64) time.Duration { return d[int(q*float64(len(d)-1)+0.5)].Round(time.Millisecond) }
 	b.Logf("%-70s n=%d p50=%v p99=%v max=%v", what, len(d), p(0.5), p(0.99), d[len(d)-1].Round(time.Millisecond))
+}
+
+// BenchmarkL2IdleSpeakerMemory restarts every speaker (L2 configuration, no
+// Service), waits until each sees all members, then samples their memory
+// for 10 s and prints the last and the largest sample of each.
+func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
+	l, h := herald(b)
+	for _, n := range l.Nodes() {
+		if err := h.Speakers[n.Name].Stop(); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := h.StartSpeaker(n.Name); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, n := range l.Nodes() {
+		addr := fmt.Sprintf("%s:7472", n.IPv4)
+		poll(b, "speaker on "+n.Name+" to see 3 members", 30*time.Second, func() bool {
+			return scrapeOK(addr)[`herald_speaker_members{state="alive"}`] == float64(len(l.Nodes()))
+		})
+	}
+	peak := map[string]deploy.Memory{}
+	var last map[string]deploy.Memory
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
+		m, err := h.SpeakerMemory()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for node, v := range m {
+			if v.RSS > peak[node].RSS {
+				peak[node] = v
+			}
+		}
+		last = m
+	}
+	for _, n := range l.Nodes() {
+		b.Logf("idle speaker on %s: %v; largest sample VmRSS %.1f MiB", n.Name, last[n.Name], float64(peak[n.Name].RSS)/(1<<20))
+	}
+	n1, _ := l.Node("node1")
+	gm := scrape(b, fmt.Sprintf("%s:7472", n1.IPv4))
+	b.Logf("node1's Go runtime: heap in use %.1f MiB, heap released %.1f MiB, stacks %.1f MiB, runtime structures %.1f MiB, %v goroutines",
+		gm["go_memstats_heap_inuse_bytes"]/(1<<20), gm["go_memstats_heap_released_bytes"]/(1<<20), gm["go_memstats_stack_inuse_bytes"]/(1<<20),
+		(gm["go_memstats_mspan_inuse_bytes"]+gm["go_memstats_mcache_inuse_bytes"]+gm["go_memstats_buck_hash_sys_bytes"]+gm["go_memstats_gc_sys_bytes"]+gm["go_memstats_other_sys_bytes"])/(1<<20),
+		gm["go_goroutines"])
+	for _, u := range []string{"heap?gc=1", "goroutine?debug=1"} {
+		resp, err := http.Get(fmt.Sprintf("http://%s:7472/debug/pprof/%s", n1.IPv4, u))
+		if err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			os.WriteFile("/tmp/sz/"+strings.Split(u, "?")[0], data, 0o644)
+		}
+	}
+	b.ReportMetric(float64(last["node1"].RSS)/(1<<20), "rss-MiB")
 }

@@ -14,11 +14,26 @@ import (
 )
 
 // scrape reads a Prometheus text endpoint into "name{labels}" -> value.
-func scrape(t *testing.T, addr string) map[string]float64 {
+func scrape(t testing.TB, addr string) map[string]float64 {
 	t.Helper()
+	out, err := scrapeMetrics(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// scrapeOK is scrape for a process that may not be listening yet (empty
+// when it is not).
+func scrapeOK(addr string) map[string]float64 {
+	out, _ := scrapeMetrics(addr)
+	return out
+}
+
+func scrapeMetrics(addr string) (map[string]float64, error) {
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		t.Fatalf("scraping %s: %v", addr, err)
+		return nil, fmt.Errorf("scraping %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
@@ -32,7 +47,7 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 			out[line[:i]] = v
 		}
 	}
-	return out
+	return out, nil
 }
 
 // TestMetricsFollowTheSystem scrapes the controller and the speakers and
