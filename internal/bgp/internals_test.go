@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	api "github.com/osrg/gobgp/v4/api"
+	"github.com/osrg/gobgp/v4/pkg/apiutil"
 )
 
 func TestGobgpHandler(t *testing.T) {
@@ -95,5 +99,28 @@ func TestMetricsCounterSurvivesRecreate(t *testing.T) {
 	m.observe(nil)
 	if _, ok := m.totals["a"]; ok {
 		t.Error("a session no longer reported must be dropped")
+	}
+}
+
+// TestGobgpKeepsOnlyUnicastRIBs: the embedded server has RIBs for IPv4 and
+// IPv6 unicast only (every other family would cost memory for nothing).
+func TestGobgpKeepsOnlyUnicastRIBs(t *testing.T) {
+	ctx := context.Background()
+	g, err := startGobgp(ctx, slog.DiscardHandler, netip.MustParseAddr("198.51.100.1"), 64512, func(*apiutil.WatchEventMessage_PeerEvent) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.stop()
+	table := func(afi api.Family_Afi, safi api.Family_Safi) error {
+		_, err := g.srv.GetTable(ctx, &api.GetTableRequest{TableType: api.TableType_TABLE_TYPE_GLOBAL, Family: &api.Family{Afi: afi, Safi: safi}})
+		return err
+	}
+	for _, afi := range []api.Family_Afi{api.Family_AFI_IP, api.Family_AFI_IP6} {
+		if err := table(afi, api.Family_SAFI_UNICAST); err != nil {
+			t.Errorf("%v unicast: %v", afi, err)
+		}
+	}
+	if table(api.Family_AFI_L2VPN, api.Family_SAFI_EVPN) == nil || table(api.Family_AFI_IP, api.Family_SAFI_FLOW_SPEC_UNICAST) == nil {
+		t.Error("the global RIB has families Herald never advertises")
 	}
 }
