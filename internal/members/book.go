@@ -1,14 +1,16 @@
 package members
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
 
-// book is this process's memory of every node it has ever seen. Unlike
-// memberlist's own node list it never forgets: memberlist reaps dead nodes
-// after GossipToTheDead without telling anyone, and a reaped node must not
-// fall back to Unknown.
+// book is this process's memory of every node it has seen. Unlike
+// memberlist's own node list it does not forget a dead node by itself:
+// memberlist reaps dead nodes after GossipToTheDead without telling anyone,
+// and a reaped node must not fall back to Unknown. Only retain forgets, a
+// node Kubernetes no longer has.
 type book struct {
 	mu    sync.Mutex
 	nodes map[string]entry
@@ -71,6 +73,23 @@ func (b *book) move(node string, to State, allowed func(from State) bool) (trans
 	now := time.Now()
 	b.nodes[node] = entry{state: to, since: now}
 	return transition{node: node, from: from, to: to, at: now}, true
+}
+
+// retain forgets every node that is Dead or Left and not in keep (the
+// Node objects that still exist), and returns their names. Alive and
+// Suspect nodes stay: their speaker still runs, whatever Kubernetes says.
+func (b *book) retain(keep map[string]bool) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var gone []string
+	for name, e := range b.nodes {
+		if !keep[name] && (e.state == Dead || e.state == Left) {
+			delete(b.nodes, name)
+			gone = append(gone, name)
+		}
+	}
+	slices.Sort(gone)
+	return gone
 }
 
 func (b *book) state(node string) State {

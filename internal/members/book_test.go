@@ -1,6 +1,10 @@
 package members
 
-import "testing"
+import (
+	"maps"
+	"slices"
+	"testing"
+)
 
 func TestBookTransitions(t *testing.T) {
 	type step struct {
@@ -94,5 +98,33 @@ func TestStateString(t *testing.T) {
 		if s.String() != w {
 			t.Errorf("State(%d).String() = %q, want %q", int(s), s.String(), w)
 		}
+	}
+}
+
+// TestBookRetain: a node whose Node object is gone is forgotten once it is
+// Dead or Left; a live one stays whatever Kubernetes says.
+func TestBookRetain(t *testing.T) {
+	b := newBook()
+	b.alive("kept-alive")
+	b.alive("gone-alive")
+	b.alive("gone-suspect")
+	b.suspect("gone-suspect")
+	b.dead("gone-dead")
+	b.alive("gone-left")
+	b.left("gone-left")
+	b.dead("kept-dead")
+	gone := b.retain(map[string]bool{"kept-alive": true, "kept-dead": true})
+	if want := []string{"gone-dead", "gone-left"}; !slices.Equal(gone, want) {
+		t.Fatalf("forgot %v, want %v", gone, want)
+	}
+	want := map[string]State{"kept-alive": Alive, "gone-alive": Alive, "gone-suspect": Suspect, "kept-dead": Dead}
+	if got := b.snapshot(); !maps.Equal(got, want) {
+		t.Fatalf("remembers %v, want %v", got, want)
+	}
+	if b.state("gone-dead") != Unknown {
+		t.Error("a forgotten node must read Unknown")
+	}
+	if gone := b.retain(map[string]bool{"kept-alive": true, "kept-dead": true}); len(gone) != 0 {
+		t.Errorf("second retain forgot %v", gone)
 	}
 }

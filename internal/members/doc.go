@@ -4,13 +4,13 @@
 //
 // It answers State(node) with Alive, Suspect, Dead, Left or Unknown, keeps
 // its own memory (a node seen Dead or Left stays so after memberlist forgets
-// it, until it is seen Alive again), tells the speaker through OnChange when
+// it, until it is seen Alive again or its Node object is gone: Retain), tells the speaker through OnChange when
 // anything changed, says when the first join has settled, and on SIGTERM
 // leaves gracefully so that the others hand over before this node goes quiet.
 //
 // It never decides who announces what (internal/announce does, from these
 // states), never reads Kubernetes objects (the speaker passes node addresses
-// to Join and the key to Config), and never runs unencrypted.
+// to Join, node names to Retain and the key to Config), and never runs unencrypted.
 //
 // # Failure detection and its trade-off
 //

@@ -85,11 +85,29 @@ func New(cfg Config) (*Members, error) {
 // that stay unreachable are retried every Timing.RejoinInterval.
 func (m *Members) Join(addrs []string) { m.joiner.request(addrs) }
 
+// Retain forgets the nodes that are Dead or Left and no longer among the
+// Node objects (nodes, this one excepted or not), so that a cluster whose
+// nodes come and go does not remember every node it ever had. Call it
+// when the set of Node names changes.
+func (m *Members) Retain(nodes []string) {
+	keep := make(map[string]bool, len(nodes)+1)
+	for _, n := range nodes {
+		keep[n] = true
+	}
+	keep[m.name] = true
+	gone := m.book.retain(keep)
+	if len(gone) == 0 {
+		return
+	}
+	m.log.Info("forgot members whose Node is gone", "nodes", gone)
+	m.changed()
+}
+
 // State returns what this speaker knows about a node. A node seen Dead or
 // Left stays so until it is seen Alive again; Unknown means never seen.
 func (m *Members) State(node string) State { return m.book.state(node) }
 
-// Snapshot returns the state of every node ever seen, this one included.
+// Snapshot returns the state of every node remembered, this one included.
 // Map order is random: sort the names before using them for anything
 // visible.
 func (m *Members) Snapshot() map[string]State { return m.book.snapshot() }

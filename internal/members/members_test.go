@@ -240,6 +240,43 @@ func TestLeaveWithExpiredContextStillAnnounces(t *testing.T) {
 	t.Logf("node-a sees node-b %v", ms[0].State("node-b"))
 }
 
+// TestRetainForgetsDeletedNodes: once a dead node's Node object is gone,
+// Retain forgets it (state Unknown, no longer counted); a live node is kept
+// even when Kubernetes has no Node for it.
+func TestRetainForgetsDeletedNodes(t *testing.T) {
+	ms := startCluster(t, []string{"node-a", "node-b", "node-c"})
+	observer := ms[0]
+	if err := ms[2].Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, observer, "node-c", Dead, 10*time.Second)
+	observer.Retain([]string{"node-c"}) // still a Node: kept, even if dead
+	if got := observer.State("node-c"); got != Dead {
+		t.Fatalf("node-c is %v after Retain that lists it, want dead", got)
+	}
+	observer.Retain([]string{"node-a"}) // node-b and node-c deleted
+	if got := observer.State("node-c"); got != Unknown {
+		t.Errorf("node-c is %v after its Node was deleted, want unknown", got)
+	}
+	if got := observer.State("node-b"); got != Alive {
+		t.Errorf("node-b is %v: a live member must stay whatever Kubernetes says", got)
+	}
+	if len(observer.logs.matching("forgot members whose Node is gone", "node-c")) != 1 {
+		t.Errorf("no log line for the forgotten node:\n%s", observer.logs.text())
+	}
+	waitMetrics(t, observer, `
+# HELP herald_speaker_member_failures_total Nodes declared dead (stopped answering without leaving) as seen by this speaker.
+# TYPE herald_speaker_member_failures_total counter
+herald_speaker_member_failures_total 1
+# HELP herald_speaker_members Nodes this speaker remembers, by member state (alive, suspect, dead, left); includes itself.
+# TYPE herald_speaker_members gauge
+herald_speaker_members{state="alive"} 2
+herald_speaker_members{state="dead"} 0
+herald_speaker_members{state="left"} 0
+herald_speaker_members{state="suspect"} 0
+`)
+}
+
 // waitMetrics waits until the member's registry exposes exactly want (the
 // gauges are published asynchronously, after OnChange is woken).
 func waitMetrics(t *testing.T, m *testMember, want string) {

@@ -28,5 +28,6 @@ type Liveness interface {
 	State(node string) members.State
 	Settled() bool
 	Join(addrs []string)
+	Retain(nodes []string)
 	Leave(ctx context.Context) error
 }

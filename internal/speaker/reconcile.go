@@ -124,14 +124,15 @@ func (s *Speaker) service(key string) *corev1.Service {
 	return svc
 }
 
-// joinMembers hands the other nodes' addresses to the member list when
-// they change.
+// joinMembers hands the other nodes' addresses to the member list, and
+// the Node names to Retain, when they change.
 func (s *Speaker) joinMembers(nodes []*corev1.Node) {
 	if s.opts.Members == nil {
 		return
 	}
-	var addrs []string
+	var addrs, names []string
 	for _, n := range nodes {
+		names = append(names, n.Name)
 		if n.Name == s.opts.NodeName {
 			continue
 		}
@@ -142,13 +143,17 @@ func (s *Speaker) joinMembers(nodes []*corev1.Node) {
 		}
 	}
 	slices.Sort(addrs)
-	key := strings.Join(addrs, ",")
+	slices.Sort(names)
+	addrKey, nameKey := strings.Join(addrs, ","), strings.Join(names, ",")
 	s.mu.Lock()
-	changed := key != s.joined
-	s.joined = key
+	addrsChanged, namesChanged := addrKey != s.joined, nameKey != s.retained
+	s.joined, s.retained = addrKey, nameKey
 	s.mu.Unlock()
-	if changed {
+	if addrsChanged {
 		s.opts.Members.Join(addrs)
+	}
+	if namesChanged {
+		s.opts.Members.Retain(names)
 	}
 }
 

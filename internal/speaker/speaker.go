@@ -72,6 +72,7 @@ type Speaker struct {
 	bgpAdvert map[string][]string // Service -> routes it is advertised with, for events
 	lastBGP   error
 	joined    string // node addresses last handed to Join
+	retained  string // Node names last handed to Retain
 }
 
 type heraldListers struct {
