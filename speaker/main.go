@@ -143,7 +143,7 @@ func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *
 		log.Warn("member list disabled: node liveness comes from Kubernetes alone, so L2 failover waits for the node to turn NotReady")
 		return nil, nil
 	}
-	key, err := members.ReadKeyFile(f.memberlistKeyFile)
+	keys, err := members.ReadKeyFile(f.memberlistKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the herald-memberlist Secret): %w", err)
 	}
@@ -155,7 +155,7 @@ func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *
 	}
 	return members.New(members.Config{
 		NodeName: f.nodeName, BindAddr: bind, BindPort: f.memberlistPort, AdvertiseAddr: bind,
-		SecretKey: key, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
+		SecretKey: keys.Primary, OtherKeys: keys.Others, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
 	})
 }
 

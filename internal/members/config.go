@@ -32,6 +32,9 @@ type Config struct {
 	// 32 bytes, read with ReadKeyFile from the Secret-mounted key file.
 	// Required.
 	SecretKey []byte
+	// OtherKeys are accepted from other members but never used to send
+	// (Keys.Others: the key being rotated in or out).
+	OtherKeys [][]byte
 	// Logger receives this package's and memberlist's logs; nil discards.
 	Logger *slog.Logger
 	// Registerer receives the herald_speaker_member* collectors; nil
@@ -68,6 +71,11 @@ func (c Config) validate() error {
 	if err := checkKey(c.SecretKey); err != nil {
 		errs = append(errs, err)
 	}
+	for i, k := range c.OtherKeys {
+		if err := checkKey(k); err != nil {
+			errs = append(errs, fmt.Errorf("OtherKeys[%d]: %w", i, err))
+		}
+	}
 	if err := c.Timing.Validate(); err != nil {
 		errs = append(errs, err)
 	}
@@ -84,7 +92,8 @@ func (c Config) memberlistConfig(h *hooks, logger *log.Logger) *memberlist.Confi
 	mc.BindPort = c.BindPort
 	mc.AdvertiseAddr = c.AdvertiseAddr
 	mc.AdvertisePort = c.BindPort
-	mc.SecretKey = bytes.Clone(c.SecretKey)
+	// Validated keys cannot make NewKeyring fail.
+	mc.Keyring, _ = memberlist.NewKeyring(cloneKeys(c.OtherKeys), bytes.Clone(c.SecretKey))
 	mc.GossipVerifyIncoming = true
 	mc.GossipVerifyOutgoing = true
 	mc.Label = memberLabel
@@ -94,4 +103,12 @@ func (c Config) memberlistConfig(h *hooks, logger *log.Logger) *memberlist.Confi
 	mc.Logger = logger
 	c.Timing.apply(mc)
 	return mc
+}
+
+func cloneKeys(keys [][]byte) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = bytes.Clone(k)
+	}
+	return out
 }

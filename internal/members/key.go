@@ -5,26 +5,66 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+	"unicode"
 )
 
-// ReadKeyFile reads the gossip encryption key from a file, normally a
-// Secret key mounted into the speaker Pod. The content is either the key
-// itself (exactly 16, 24 or 32 bytes: AES-128, -192 or -256) or its
-// standard base64 encoding, with or without a trailing newline, e.g. made
-// with `head -c 32 /dev/urandom | base64`.
+// Keys is the member-list keyring: Primary encrypts what this speaker
+// sends; Primary and every one of Others decrypt what it receives. Others
+// exist for rotation (see ReadKeyFile).
+type Keys struct {
+	Primary []byte
+	Others  [][]byte
+}
+
+// ReadKeyFile reads the gossip encryption keys from a file, normally a
+// Secret key mounted into the speaker Pod. The content is either one key
+// (exactly 16, 24 or 32 bytes: AES-128, -192 or -256, raw or in standard
+// base64, with or without a trailing newline, e.g. made with
+// `head -c 32 /dev/urandom | base64`), or several base64 keys separated by
+// newlines, commas or spaces: the first is the primary, the others are
+// only accepted from other speakers. That is how the key rotates without
+// splitting the member list: add the new key second, then put it first,
+// then remove the old one, rolling the speakers after each step.
 //
 // Every speaker reads the same Secret through this function, so all of
-// them derive the same key even for content that would parse both ways.
-func ReadKeyFile(path string) ([]byte, error) {
+// them derive the same keys even for content that would parse both ways.
+func ReadKeyFile(path string) (Keys, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("members key file %s: %w", path, err)
+		return Keys{}, fmt.Errorf("members key file %s: %w", path, err)
 	}
-	key, err := parseKey(data)
+	keys, err := parseKeys(data)
 	if err != nil {
-		return nil, fmt.Errorf("members key file %s: %w", path, err)
+		return Keys{}, fmt.Errorf("members key file %s: %w", path, err)
 	}
-	return key, nil
+	return keys, nil
+}
+
+// parseKeys reads one key (raw or base64), else a list of base64 keys.
+func parseKeys(data []byte) (Keys, error) {
+	if key, err := parseKey(data); err == nil {
+		return Keys{Primary: key}, nil
+	}
+	fields := strings.FieldsFunc(string(data), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+	if len(fields) < 2 {
+		_, err := parseKey(data)
+		return Keys{}, err
+	}
+	var keys Keys
+	for i, f := range fields {
+		key, err := base64.StdEncoding.DecodeString(f)
+		if err != nil || !validKeyLen(len(key)) {
+			return Keys{}, fmt.Errorf("key %d of %d is not the base64 of a 16, 24 or 32-byte key", i+1, len(fields))
+		}
+		if i == 0 {
+			keys.Primary = key
+		} else if !bytes.Equal(key, keys.Primary) && !slices.ContainsFunc(keys.Others, func(k []byte) bool { return bytes.Equal(k, key) }) {
+			keys.Others = append(keys.Others, key)
+		}
+	}
+	return keys, nil
 }
 
 func parseKey(data []byte) ([]byte, error) {
@@ -35,7 +75,7 @@ func parseKey(data []byte) ([]byte, error) {
 	if validKeyLen(len(data)) {
 		return bytes.Clone(data), nil
 	}
-	return nil, fmt.Errorf("holds %d bytes: want a 16, 24 or 32-byte key, raw or base64-encoded", len(data))
+	return nil, fmt.Errorf("holds %d bytes: want a 16, 24 or 32-byte key, raw or base64-encoded (or several base64 keys, one per line)", len(data))
 }
 
 func validKeyLen(n int) bool { return n == 16 || n == 24 || n == 32 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -41,8 +42,45 @@ func TestReadKeyFile(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || !bytes.Equal(got, tc.want) {
+			if err != nil || !bytes.Equal(got.Primary, tc.want) || len(got.Others) != 0 {
 				t.Fatalf("got %x, %v; want %x", got, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadKeyFileRotation: several base64 keys, the first the primary.
+func TestReadKeyFileRotation(t *testing.T) {
+	k1, k2, k3 := bytes.Repeat([]byte{1}, 32), bytes.Repeat([]byte{2}, 16), bytes.Repeat([]byte{3}, 24)
+	b := base64.StdEncoding.EncodeToString
+	cases := []struct {
+		name    string
+		content string
+		primary []byte
+		others  [][]byte
+		wantErr string
+	}{
+		{"lines", b(k1) + "\n" + b(k2) + "\n", k1, [][]byte{k2}, ""},
+		{"commas and spaces", b(k2) + ", " + b(k1) + " " + b(k3), k2, [][]byte{k1, k3}, ""},
+		{"duplicates dropped", b(k1) + "\n" + b(k1) + "\n" + b(k2) + "\n" + b(k2), k1, [][]byte{k2}, ""},
+		{"one bad key", b(k1) + "\n" + b(k1[:20]), nil, nil, "key 2 of 2"},
+		{"not base64", b(k1) + "\nnot-a-key", nil, nil, "key 2 of 2"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "key")
+			if err := os.WriteFile(path, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := ReadKeyFile(path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !bytes.Equal(got.Primary, tc.primary) || !slices.EqualFunc(got.Others, tc.others, bytes.Equal) {
+				t.Fatalf("got %x, %v; want primary %x others %x", got, err, tc.primary, tc.others)
 			}
 		})
 	}

@@ -277,6 +277,54 @@ herald_speaker_members{state="suspect"} 0
 `)
 }
 
+// TestKeyRotationNeverSplits rolls three members through the documented
+// rotation (new key added second, then first, then the old one removed),
+// one member at a time, and checks after every restart that every member
+// sees every other alive: the member list never splits.
+func TestKeyRotationNeverSplits(t *testing.T) {
+	oldKey, newKey := testKey(), []byte("fedcba9876543210fedcba9876543210")
+	names := []string{"node-a", "node-b", "node-c"}
+	ms := startCluster(t, names)
+	steps := []struct {
+		name    string
+		primary []byte
+		others  [][]byte
+	}{
+		{"new key accepted", oldKey, [][]byte{newKey}},
+		{"new key primary", newKey, [][]byte{oldKey}},
+		{"old key removed", newKey, nil},
+	}
+	for _, step := range steps {
+		for i := range ms {
+			if err := ms[i].Leave(leaveCtx(t)); err != nil {
+				t.Fatal(err)
+			}
+			if err := ms[i].Shutdown(); err != nil {
+				t.Fatal(err)
+			}
+			ms[i] = startMember(t, names[i], func(c *Config) { c.SecretKey, c.OtherKeys = step.primary, step.others })
+			var addrs []string
+			for j, m := range ms {
+				if j != i {
+					addrs = append(addrs, m.addr())
+				}
+			}
+			ms[i].Join(addrs)
+			for _, m := range ms {
+				for _, name := range names {
+					waitState(t, m, name, Alive, 10*time.Second)
+				}
+			}
+			t.Logf("%s: %s restarted, all alive", step.name, names[i])
+		}
+	}
+	for _, m := range ms {
+		if n := len(m.logs.matching("cannot join member")); n > 0 {
+			t.Errorf("%s: %d join failures during the rotation", m.name, n)
+		}
+	}
+}
+
 // waitMetrics waits until the member's registry exposes exactly want (the
 // gauges are published asynchronously, after OnChange is woken).
 func waitMetrics(t *testing.T, m *testMember, want string) {
