@@ -108,3 +108,34 @@ func TestNewRefusesMissingOrBadKey(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseKeys: any key file content either fails or gives valid,
+// distinct keys; one valid key alone always reads back as itself.
+func FuzzParseKeys(f *testing.F) {
+	k32 := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	k16 := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	for _, seed := range []string{k32, k32 + "\n", k32 + "\n" + k16, k16 + "," + k32 + " " + k16, "0123456789abcdef", "", "\n\n", "a,b"} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		keys, err := parseKeys(data)
+		if err != nil {
+			return
+		}
+		if !validKeyLen(len(keys.Primary)) {
+			t.Fatalf("primary of %d bytes", len(keys.Primary))
+		}
+		seen := [][]byte{keys.Primary}
+		for _, k := range keys.Others {
+			if !validKeyLen(len(k)) || slices.ContainsFunc(seen, func(s []byte) bool { return bytes.Equal(s, k) }) {
+				t.Fatalf("other key %x invalid or repeated in %x", k, keys)
+			}
+			seen = append(seen, k)
+		}
+		if validKeyLen(len(data)) {
+			if again, err := parseKeys(data); err != nil || !bytes.Equal(again.Primary, keys.Primary) {
+				t.Fatal("parsing is not deterministic")
+			}
+		}
+	})
+}
