@@ -196,7 +196,7 @@ func BenchmarkBGP1000Services(b *testing.B) {
 // nodes); the time until FRR's FIB loses that next hop, with BFD 100 ms x 3
 // and with hold time 3 s. Each round waits for a full recovery first.
 func BenchmarkBGPNodeFailure(b *testing.B) {
-	rounds := map[bool]int{true: 10, false: 5}
+	rounds := map[bool]int{true: 20, false: 5}
 	l, h := herald(b)
 	all := allNodes(l)
 	for _, s := range failureSetups(l) {
