@@ -205,15 +205,57 @@ func BenchmarkBGPNodeFailure(b *testing.B) {
 				_, ips := service(b, l, fmt.Sprintf("failure-%s-%d", strings.ToLower(s.name), iter), poolMain, nil, all...)
 				prefix := host(ips[0])
 				prepareFailure(b, l, h, s, prefix)
-				var ds []time.Duration
+				var ds, bfd []time.Duration
 				for i := range rounds[s.bfd] {
 					node := all[i%len(all)]
+					var bfdDown func() time.Duration
+					if s.bfd {
+						bfdDown = watchBFDDown(b, l, node)
+					}
 					ds = append(ds, linkLoss(b, l, prefix, node))
+					if s.bfd {
+						bfd = append(bfd, bfdDown())
+					}
 					recoverLink(b, l, s, prefix, node)
+				}
+				if s.bfd {
+					report(b, s.name+": link down -> FRR's BFD session down (to within one vtysh call)", "bfd", bfd)
 				}
 				report(b, s.name+": link down -> next hop gone from FRR's FIB", "detect", ds)
 			}
 		})
+	}
+}
+
+// watchBFDDown polls FRR's BFD session with node from now on, and returns
+// a function that waits for the poll that saw it down and returns when
+// that poll began (after the previous one ended: within one vtysh call,
+// about 10 ms, of the change).
+func watchBFDDown(b *testing.B, l *lab.Lab, node string) func() time.Duration {
+	b.Helper()
+	n, err := l.Node(node)
+	if err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	found := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(start) < 30*time.Second {
+			polled := time.Now()
+			out, err := l.RouterCLI(context.Background(), "show bfd peer "+n.IPv4.String()+" json")
+			if err == nil && strings.Contains(strings.ReplaceAll(out, " ", ""), `"status":"down"`) {
+				found <- polled.Sub(start)
+				return
+			}
+		}
+		found <- -1
+	}()
+	return func() time.Duration {
+		d := <-found
+		if d < 0 {
+			b.Fatalf("FRR's BFD session with %s not down 30 s after its link went down", node)
+		}
+		return d
 	}
 }
 
