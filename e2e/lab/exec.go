@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // Exec runs argv inside host's namespace ("" or "root": the root
@@ -66,9 +68,9 @@ func (l *Lab) spawn(o procOptions) (*Process, error) {
 	return p, nil
 }
 
-func (l *Lab) forget(p *Process) {
+func (l *Lab) forget(p *testenv.Process) {
 	l.mu.Lock()
-	l.procs = slices.DeleteFunc(l.procs, func(q *Process) bool { return q == p })
+	l.procs = slices.DeleteFunc(l.procs, func(q *Process) bool { return q.Process == p })
 	l.mu.Unlock()
 	if err := l.state.removeProcess(p.PID()); err != nil {
 		l.log.Debug("forgetting a process in the lab state", "name", p.Name, "err", err)

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // shared is the lab Main started for a test package. It is the only
@@ -112,7 +114,7 @@ func (l *Lab) dumpLogs(w *os.File, lines int) {
 		return nil
 	})
 	for _, f := range files {
-		fmt.Fprintf(w, "==== %s (last %d lines)\n%s\n", f, lines, tailFile(f, lines))
+		fmt.Fprintf(w, "==== %s (last %d lines)\n%s\n", f, lines, testenv.TailFile(f, lines))
 	}
 }
 
