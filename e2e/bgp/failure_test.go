@@ -2,7 +2,6 @@ package bgp
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -183,40 +182,14 @@ func fibVia(t testing.TB, l *lab.Lab, prefix netip.Prefix) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	fam := "-4"
-	if prefix.Addr().Is6() {
-		fam = "-6"
-	}
-	out, err := l.Exec(ctx, lab.Router, "ip", fam, "-j", "route", "show", prefix.String())
+	hops, err := l.RouterFIB(ctx, prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
-	type hop struct {
-		Gateway string `json:"gateway"`
-	}
-	var routes []struct {
-		hop
-		Nexthops []hop `json:"nexthops"`
-	}
-	if err := json.Unmarshal([]byte(out), &routes); err != nil {
-		t.Fatalf("router FIB for %s: %v in %q", prefix, err, out)
-	}
 	var via []string
-	for _, r := range routes {
-		hops := r.Nexthops
-		if len(hops) == 0 {
-			hops = []hop{r.hop}
-		}
-		for _, h := range hops {
-			a, err := netip.ParseAddr(h.Gateway)
-			if err != nil {
-				continue
-			}
-			for _, n := range l.Nodes() {
-				if a.WithZone("") == n.IPv4 || a.WithZone("") == n.IPv6 || a.WithZone("") == n.LinkLocal {
-					via = append(via, n.Name)
-				}
-			}
+	for _, h := range hops {
+		if h.Node != "" {
+			via = append(via, h.Node)
 		}
 	}
 	slices.Sort(via)

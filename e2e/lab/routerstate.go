@@ -66,7 +66,7 @@ func (l *Lab) RouterRoutes(ctx context.Context, prefix netip.Prefix) (Route, err
 		return r, fmt.Errorf("router RIB for %s: %w", prefix, err)
 	}
 	r.Paths = entry.Paths
-	if r.FIB, err = l.fibNextHops(ctx, prefix); err != nil {
+	if r.FIB, err = l.RouterFIB(ctx, prefix); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -86,8 +86,10 @@ func (l *Lab) birdPeers(ctx context.Context) map[string]netip.Addr {
 	return out
 }
 
-// fibNextHops reads `ip -j route show PREFIX` in the router namespace.
-func (l *Lab) fibNextHops(ctx context.Context, prefix netip.Prefix) ([]NextHop, error) {
+// RouterFIB reads the kernel's next hops for prefix in the router
+// namespace (`ip -j route show PREFIX`, no router CLI: fast enough to
+// poll), sorted by address.
+func (l *Lab) RouterFIB(ctx context.Context, prefix netip.Prefix) ([]NextHop, error) {
 	fam := "-4"
 	if prefix.Addr().Is6() {
 		fam = "-6"
