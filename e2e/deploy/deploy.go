@@ -151,6 +151,23 @@ func (h *Herald) StartSpeakers(extra ...string) error {
 	return nil
 }
 
+// Heal brings every node's link up and starts a speaker on each node where
+// none runs (a test stopped, killed or cut it off), so that the next test
+// starts with all of Herald up.
+func (h *Herald) Heal(ctx context.Context) error {
+	for _, n := range h.Lab.Nodes() {
+		if err := h.Lab.SetLink(ctx, n.Name, true); err != nil {
+			return err
+		}
+		if p := h.Speakers[n.Name]; p == nil || p.Exited() {
+			if _, err := h.StartSpeaker(n.Name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // Stop stops every Herald process (SIGTERM); the lab removes the scratch
 // files with its run directory.
 func (h *Herald) Stop() {

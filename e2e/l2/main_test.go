@@ -93,15 +93,8 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 		t.Fatal(shared.err)
 	}
 	h := shared.h
-	for _, n := range l.Nodes() {
-		if err := l.SetLink(ctx, n.Name, true); err != nil {
-			t.Fatal(err)
-		}
-		if p := h.Speakers[n.Name]; p == nil || p.Exited() {
-			if _, err := h.StartSpeaker(n.Name); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if err := h.Heal(ctx); err != nil {
+		t.Fatal(err)
 	}
 	return l, h
 }
