@@ -18,17 +18,7 @@ func TestDataPathL2VIPThroughKubeProxy(t *testing.T) {
 	l := lab.Shared(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	vip4, vip6 := addr("198.51.100.64"), addr("2001:db8:1::64")
-	svc := lab.LoadBalancerService("datapath", "l2", corev1.IPv4Protocol, corev1.IPv6Protocol)
-	if _, err := l.CreateService(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.DeleteService(ctxFor(t, time.Minute), svc.Namespace, svc.Name) })
-	if err := l.SetEndpoints(ctx, svc, "node2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.SetLoadBalancerIngress(ctx, svc, vip4, vip6); err != nil {
-		t.Fatal(err)
-	}
+	servedByHand(t, l, "l2", "node2", vip4, vip6)
 	node1, _ := l.Node("node1")
 	for _, vip := range []netip.Addr{vip4, vip6} {
 		if err := l.SetNeighbor(ctx, lab.Client, vip, node1.MAC); err != nil {
@@ -47,17 +37,7 @@ func TestDataPathThroughRouter(t *testing.T) {
 	l := lab.Shared(t)
 	ctx := ctxFor(t, 2*time.Minute)
 	vip4, vip6 := addr("198.51.100.130"), addr("2001:db8:ff::10")
-	svc := lab.LoadBalancerService("datapath", "bgp", corev1.IPv4Protocol, corev1.IPv6Protocol)
-	if _, err := l.CreateService(ctx, svc); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.DeleteService(ctxFor(t, time.Minute), svc.Namespace, svc.Name) })
-	if err := l.SetEndpoints(ctx, svc, "node2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.SetLoadBalancerIngress(ctx, svc, vip4, vip6); err != nil {
-		t.Fatal(err)
-	}
+	servedByHand(t, l, "bgp", "node2", vip4, vip6)
 	node1, _ := l.Node("node1")
 	for _, r := range []struct{ vip, via netip.Addr }{{vip4, node1.IPv4}, {vip6, node1.IPv6}} {
 		prefix := netip.PrefixFrom(r.vip, r.vip.BitLen())
@@ -73,6 +53,25 @@ func TestDataPathThroughRouter(t *testing.T) {
 			t.Errorf("router FIB for %s: %+v", prefix, route.FIB)
 		}
 		expectPod(t, l, lab.External, r.vip, 80, "pod-node2")
+	}
+}
+
+// servedByHand creates a dual-stack LoadBalancer Service datapath/name
+// with its pod on node and writes vip4 and vip6 into its status, as Herald
+// would; the Service is deleted when the test ends.
+func servedByHand(t *testing.T, l *lab.Lab, name, node string, vip4, vip6 netip.Addr) {
+	t.Helper()
+	ctx := ctxFor(t, time.Minute)
+	svc := lab.LoadBalancerService("datapath", name, corev1.IPv4Protocol, corev1.IPv6Protocol)
+	if _, err := l.CreateService(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.DeleteService(ctxFor(t, time.Minute), svc.Namespace, svc.Name) })
+	if err := l.SetEndpoints(ctx, svc, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.SetLoadBalancerIngress(ctx, svc, vip4, vip6); err != nil {
+		t.Fatal(err)
 	}
 }
 
