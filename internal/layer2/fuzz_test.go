@@ -15,6 +15,20 @@ import (
 // FuzzParseNSFrame feeds arbitrary frames to the packet-socket path: the
 // parser and the decision must never panic, and whatever they accept must be
 // a well-formed solicitation for an owned VIP sent to the VIP itself.
+// decodeARP reads an Ethernet frame carrying ARP, as arp.Client.Read does
+// for the responder.
+func decodeARP(b []byte) (*arp.Packet, *ethernet.Frame, bool) {
+	var fr ethernet.Frame
+	if fr.UnmarshalBinary(b) != nil || fr.EtherType != ethernet.EtherTypeARP {
+		return nil, nil, false
+	}
+	var p arp.Packet
+	if p.UnmarshalBinary(fr.Payload) != nil {
+		return nil, nil, false
+	}
+	return &p, &fr, true
+}
+
 func FuzzParseNSFrame(f *testing.F) {
 	snm, _ := ndp.SolicitedNodeMulticast(vip6)
 	f.Add(nsBytes(f, clientMAC, ourMAC, client6, vip6, vip6, 255))
@@ -61,15 +75,11 @@ func FuzzARPRequestFor(f *testing.F) {
 	f.Add([]byte{})
 	owns := ownsOnly(vip4)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var fr ethernet.Frame
-		if fr.UnmarshalBinary(b) != nil || fr.EtherType != ethernet.EtherTypeARP {
+		p, fr, ok := decodeARP(b)
+		if !ok {
 			return
 		}
-		var p arp.Packet
-		if p.UnmarshalBinary(fr.Payload) != nil {
-			return
-		}
-		vip, ok := arpRequestFor(&p, fr.Destination, ourMAC, owns)
+		vip, ok := arpRequestFor(p, fr.Destination, ourMAC, owns)
 		if !ok {
 			return
 		}

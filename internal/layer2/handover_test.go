@@ -115,15 +115,11 @@ func FuzzARPTakeover(f *testing.F) {
 	f.Add([]byte{})
 	releasing := ownsOnly(vip4)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var fr ethernet.Frame
-		if fr.UnmarshalBinary(b) != nil || fr.EtherType != ethernet.EtherTypeARP {
+		p, fr, ok := decodeARP(b)
+		if !ok {
 			return
 		}
-		var p arp.Packet
-		if p.UnmarshalBinary(fr.Payload) != nil {
-			return
-		}
-		vip, by, ok := arpTakeover(&p, fr.Source, ourMAC, releasing)
+		vip, by, ok := arpTakeover(p, fr.Source, ourMAC, releasing)
 		if !ok {
 			return
 		}
