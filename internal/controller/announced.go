@@ -10,6 +10,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -57,10 +58,5 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 }
 
 func (c *Controller) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
-	objs, _ := c.sliceIndex.ByIndex(byService, svc.Namespace+"/"+svc.Name)
-	out := make([]*discoveryv1.EndpointSlice, 0, len(objs))
-	for _, o := range objs {
-		out = append(out, o.(*discoveryv1.EndpointSlice))
-	}
-	return out
+	return k8s.SlicesOf(c.sliceIndex, svc)
 }

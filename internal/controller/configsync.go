@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-lb/herald/internal/allocator"
 	"github.com/herald-lb/herald/internal/config"
@@ -15,7 +14,7 @@ import (
 // builds a new snapshot, hands its pools to the allocator (which never drops
 // an assignment), reports new problems, and requeues what may change.
 func (c *Controller) rebuildConfig(ctx context.Context) {
-	in, err := c.configInput()
+	in, err := c.listers.Input()
 	if err != nil {
 		c.log.Error("listing configuration", "error", err)
 		c.configQueue.AddRateLimited(configKey)
@@ -36,32 +35,6 @@ func (c *Controller) rebuildConfig(ctx context.Context) {
 	c.writeConfigStatuses(ctx, in, problems)
 	c.enqueueAllServices()
 	c.enqueueAllPools()
-}
-
-func (c *Controller) configInput() (config.Input, error) {
-	var in config.Input
-	var err error
-	all := labels.Everything()
-	if in.Pools, err = c.listers.pools.List(all); err != nil {
-		return in, err
-	}
-	if in.L2Advertisements, err = c.listers.l2Adverts.List(all); err != nil {
-		return in, err
-	}
-	if in.BGPAdvertisements, err = c.listers.bgpAdverts.List(all); err != nil {
-		return in, err
-	}
-	if in.Peers, err = c.listers.peers.List(all); err != nil {
-		return in, err
-	}
-	if in.Communities, err = c.listers.communities.List(all); err != nil {
-		return in, err
-	}
-	if in.BFDProfiles, err = c.listers.bfdProfiles.List(all); err != nil {
-		return in, err
-	}
-	in.Secrets, err = c.secrets.Secrets(c.opts.Namespace).List(all)
-	return in, err
 }
 
 // allocatorPools converts the snapshot's pools, sorted by name.

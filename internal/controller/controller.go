@@ -20,9 +20,9 @@ import (
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
-	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
 	"github.com/herald-lb/herald/internal/allocator"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -63,7 +63,7 @@ type Controller struct {
 	nodes           corelisters.NodeLister
 	sliceIndex      cache.Indexer
 	secrets         corelisters.SecretLister
-	listers         heraldListers
+	listers         k8s.ConfigListers
 	synced          []cache.InformerSynced
 
 	serviceQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -78,15 +78,6 @@ type Controller struct {
 	problems   []config.Problem
 	pending    map[cache.ObjectName]bool // Services waiting for an address
 	tombstones map[cache.ObjectName]*corev1.Service
-}
-
-type heraldListers struct {
-	pools       heraldlisters.IPAddressPoolLister
-	l2Adverts   heraldlisters.L2AdvertisementLister
-	bgpAdverts  heraldlisters.BGPAdvertisementLister
-	peers       heraldlisters.BGPPeerLister
-	communities heraldlisters.CommunityLister
-	bfdProfiles heraldlisters.BFDProfileLister
 }
 
 // New wires the controller's informers and queues; Run starts it.

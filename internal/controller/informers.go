@@ -1,33 +1,25 @@
 package controller
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	"github.com/herald-lb/herald/internal/k8s"
 )
 
 // configKey is the only key of the config queue.
 const configKey = "config"
 
 func (c *Controller) setupInformers() error {
-	// Managed fields are of no use here and cost memory on every object.
-	strip := informers.WithTransform(func(obj any) (any, error) {
-		if m, err := meta.Accessor(obj); err == nil {
-			m.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
 	c.kubeInformers = informers.NewSharedInformerFactory(c.kube, 0)
-	c.lightInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, strip)
+	c.lightInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, k8s.WithoutManagedFields())
 	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.opts.Namespace))
 	c.heraldInformers = heraldinformers.NewSharedInformerFactory(c.herald, 0)
 
@@ -35,18 +27,14 @@ func (c *Controller) setupInformers() error {
 	nsInf := c.lightInformers.Core().V1().Namespaces()
 	nodeInf := c.lightInformers.Core().V1().Nodes()
 	sliceInf := c.lightInformers.Discovery().V1().EndpointSlices()
-	if err := sliceInf.Informer().AddIndexers(cache.Indexers{byService: sliceServiceKey}); err != nil {
+	if err := k8s.IndexSlicesByService(sliceInf.Informer()); err != nil {
 		return err
 	}
 	c.nodes, c.sliceIndex = nodeInf.Lister(), sliceInf.Informer().GetIndexer()
 	secretInf := c.secretInformers.Core().V1().Secrets()
 	h := c.heraldInformers.Herald().V1beta1()
 	c.services, c.namespaces, c.secrets = svcInf.Lister(), nsInf.Lister(), secretInf.Lister()
-	c.listers = heraldListers{
-		pools: h.IPAddressPools().Lister(), l2Adverts: h.L2Advertisements().Lister(),
-		bgpAdverts: h.BGPAdvertisements().Lister(), peers: h.BGPPeers().Lister(),
-		communities: h.Communities().Lister(), bfdProfiles: h.BFDProfiles().Lister(),
-	}
+	c.listers = k8s.NewConfigListers(h, c.secrets.Secrets(c.opts.Namespace))
 
 	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onService(nil, obj) },
@@ -182,24 +170,10 @@ func (c *Controller) requeuePending() {
 }
 
 func (c *Controller) enqueueAllPools() {
-	pools, _ := c.listers.pools.List(labels.Everything())
+	pools, _ := c.listers.Pools.List(labels.Everything())
 	for _, p := range pools {
 		c.poolQueue.Add(p.Name)
 	}
-}
-
-// byService indexes EndpointSlices by "namespace/service".
-const byService = "service"
-
-func sliceServiceKey(obj any) ([]string, error) {
-	es, ok := obj.(*discoveryv1.EndpointSlice)
-	if !ok {
-		return nil, fmt.Errorf("not an EndpointSlice: %T", obj)
-	}
-	if name := es.Labels[discoveryv1.LabelServiceName]; name != "" {
-		return []string{es.Namespace + "/" + name}, nil
-	}
-	return nil, nil
 }
 
 func (c *Controller) enqueueSliceService(obj any) {

@@ -17,7 +17,7 @@ import (
 
 // syncPool keeps a pool's finalizer, usage counts and conditions in step.
 func (c *Controller) syncPool(ctx context.Context, name string) error {
-	pool, err := c.listers.pools.Get(name)
+	pool, err := c.listers.Pools.Get(name)
 	if apierrors.IsNotFound(err) {
 		c.metrics.forgetPool(name)
 		return nil

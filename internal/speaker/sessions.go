@@ -14,7 +14,7 @@ import (
 // BGPPeer, naming this node and the reason. Wire it to the BGP backend's
 // OnSessionChange.
 func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
-	peer, err := s.listers.peers.Get(ev.Name)
+	peer, err := s.listers.Peers.Get(ev.Name)
 	if ev.Up {
 		s.log.Info("BGP session established", "peer", ev.Name, "address", ev.Peer)
 	} else {
@@ -60,7 +60,7 @@ func (s *Speaker) reportSessionProblems(seen sessionProblems) {
 			continue
 		}
 		s.log.Warn("BGP session problem", "peer", st.Name, "problem", problem)
-		if peer, err := s.listers.peers.Get(st.Name); err == nil {
+		if peer, err := s.listers.Peers.Get(st.Name); err == nil {
 			s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionProblem", "node %s: %s", s.opts.NodeName, problem)
 		}
 	}

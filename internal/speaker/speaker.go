@@ -20,7 +20,7 @@ import (
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
-	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
 )
@@ -60,8 +60,7 @@ type Speaker struct {
 	slices          discoverylisters.EndpointSliceLister
 	sliceIndex      cache.Indexer
 	nodes           corelisters.NodeLister
-	secrets         corelisters.SecretLister
-	listers         heraldListers
+	listers         k8s.ConfigListers
 	synced          []cache.InformerSynced
 
 	queue   workqueue.TypedRateLimitingInterface[string]
@@ -73,15 +72,6 @@ type Speaker struct {
 	lastBGP   error
 	joined    string // node addresses last handed to Join
 	retained  string // Node names last handed to Retain
-}
-
-type heraldListers struct {
-	pools       heraldlisters.IPAddressPoolLister
-	l2Adverts   heraldlisters.L2AdvertisementLister
-	bgpAdverts  heraldlisters.BGPAdvertisementLister
-	peers       heraldlisters.BGPPeerLister
-	communities heraldlisters.CommunityLister
-	bfdProfiles heraldlisters.BFDProfileLister
 }
 
 const reconcileKey = "reconcile"

@@ -12,7 +12,7 @@ import (
 
 // state reads everything a decision depends on from the listers.
 func (s *Speaker) state() (announce.State, []config.Problem, error) {
-	in, err := s.configInput()
+	in, err := s.listers.Input()
 	if err != nil {
 		return announce.State{}, nil, err
 	}
@@ -31,32 +31,6 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 		Services: announce.ServicesFrom(svcs, s.opts.Class.IsOurs, s.endpointSlicesOf),
 		Live:     s.live,
 	}, problems, nil
-}
-
-func (s *Speaker) configInput() (config.Input, error) {
-	var in config.Input
-	var err error
-	all := labels.Everything()
-	if in.Pools, err = s.listers.pools.List(all); err != nil {
-		return in, err
-	}
-	if in.L2Advertisements, err = s.listers.l2Adverts.List(all); err != nil {
-		return in, err
-	}
-	if in.BGPAdvertisements, err = s.listers.bgpAdverts.List(all); err != nil {
-		return in, err
-	}
-	if in.Peers, err = s.listers.peers.List(all); err != nil {
-		return in, err
-	}
-	if in.Communities, err = s.listers.communities.List(all); err != nil {
-		return in, err
-	}
-	if in.BFDProfiles, err = s.listers.bfdProfiles.List(all); err != nil {
-		return in, err
-	}
-	in.Secrets, err = s.secrets.Secrets(s.opts.Namespace).List(all)
-	return in, err
 }
 
 // nodeAddresses returns a node's InternalIP addresses, IPv4 and IPv6.
