@@ -115,7 +115,7 @@ spec:
 		t.Fatal(err)
 	}
 	// the controller releases a's address; b's keeps the aggregate up
-	poll(t, "agg-a gone", 30*time.Second, func() bool {
+	lab.Poll(t, "agg-a gone", 30*time.Second, func() bool {
 		_, err := l.Client().CoreV1().Services(testNS).Get(ctx, "agg-a", metav1.GetOptions{})
 		return err != nil
 	})

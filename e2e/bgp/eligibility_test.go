@@ -32,7 +32,7 @@ func TestLocalTrafficPolicyNextHops(t *testing.T) {
 		t.Errorf("paths from %v, want node1 and node2 only", got)
 	}
 	var answer lab.PodAnswer
-	poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
+	lab.Poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
 		var err error
 		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
 		return err == nil

@@ -91,7 +91,7 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 			recoverLink(t, l, s, prefix, "node3")
 			// node3's speaker saw it too, and says why on the BGPPeer (the
 			// event reaches the API server once the link is back)
-			msg := waitEventSince(t, l, start, "BGPPeer", peerV4, "SessionDown", "node node3:", s.downReason)
+			msg := l.WaitEvent(t, start, "BGPPeer", peerV4, "SessionDown", "node node3:", s.downReason)
 			t.Logf("%s: SessionDown %q", s.name, msg)
 		})
 	}
@@ -127,7 +127,7 @@ func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) 
 		return true
 	}
 	var since time.Time
-	poll(t, fmt.Sprintf("%s: every node a next hop of %s, sessions (and BFD) up for a second", s.name, prefix), 60*time.Second, func() bool {
+	lab.Poll(t, fmt.Sprintf("%s: every node a next hop of %s, sessions (and BFD) up for a second", s.name, prefix), 60*time.Second, func() bool {
 		if !healthy() {
 			since = time.Time{}
 			return false

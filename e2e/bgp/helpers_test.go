@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -90,7 +89,7 @@ func waitFIB(t testing.TB, l *lab.Lab, prefix netip.Prefix, nodes ...string) lab
 	t.Helper()
 	slices.Sort(nodes)
 	var r lab.Route
-	poll(t, fmt.Sprintf("router FIB for %s via %v", prefix, nodes), 30*time.Second, func() bool {
+	lab.Poll(t, fmt.Sprintf("router FIB for %s via %v", prefix, nodes), 30*time.Second, func() bool {
 		r = route(t, l, prefix)
 		if len(nodes) == 0 {
 			return len(r.Paths) == 0 && len(r.FIB) == 0
@@ -124,7 +123,7 @@ func pathPeers(r lab.Route) []netip.Addr {
 func fibStays(t testing.TB, l *lab.Lab, prefix netip.Prefix, keep []string, what string, done func(lab.Route) bool) lab.Route {
 	t.Helper()
 	var r lab.Route
-	poll(t, what, 30*time.Second, func() bool {
+	lab.Poll(t, what, 30*time.Second, func() bool {
 		r = route(t, l, prefix)
 		for _, k := range keep {
 			if !slices.Contains(r.FIBNodes(), k) {
@@ -180,13 +179,6 @@ func waitSessions(t testing.TB, l *lab.Lab, timeout time.Duration, want ...netip
 	}
 }
 
-func poll(t testing.TB, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	if err := pollErr(timeout, ok); err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
-}
-
 func pollErr(timeout time.Duration, ok func() bool) error {
 	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return ok(), nil
@@ -213,68 +205,18 @@ func apply(t testing.TB, h *deploy.Herald, yaml string, undo ...string) {
 	}
 }
 
-// waitServiceCondition waits for a Service condition and returns it.
+// waitServiceCondition waits for a Service condition whose message holds
+// every fragment, and returns it.
 func waitServiceCondition(t testing.TB, l *lab.Lab, name, typ string, status metav1.ConditionStatus, fragments ...string) metav1.Condition {
 	t.Helper()
-	var c metav1.Condition
-	poll(t, fmt.Sprintf("Service %s condition %s=%s %q", name, typ, status, fragments), 30*time.Second, func() bool {
-		s, err := l.Client().CoreV1().Services(testNS).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, cc := range s.Status.Conditions {
-			if cc.Type == typ && cc.Status == status && containsAll(cc.Message, fragments) {
-				c = cc
-				return true
-			}
-		}
-		return false
-	})
-	return c
+	return l.WaitServiceCondition(t, testNS, name, typ, status, func(c metav1.Condition) bool { return lab.ContainsAll(c.Message, fragments) })
 }
 
-// waitEvent waits for an event with reason on the object kind/name (in any
-// namespace: events of cluster-scoped objects go to "default") whose
+// waitEvent waits for an event with reason on the object kind/name whose
 // message contains every fragment, and returns its message.
 func waitEvent(t testing.TB, l *lab.Lab, kind, name, reason string, fragments ...string) string {
 	t.Helper()
-	return waitEventSince(t, l, time.Time{}, kind, name, reason, fragments...)
-}
-
-// waitEventSince is waitEvent for events last seen at or after since (to
-// the second, the events' resolution).
-func waitEventSince(t testing.TB, l *lab.Lab, since time.Time, kind, name, reason string, fragments ...string) string {
-	t.Helper()
-	since = since.Truncate(time.Second)
-	var msg string
-	poll(t, fmt.Sprintf("event %s on %s %s with %q", reason, kind, name, fragments), 30*time.Second, func() bool {
-		evs, err := l.Client().CoreV1().Events("").List(context.Background(),
-			metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name})
-		if err != nil {
-			return false
-		}
-		for _, ev := range evs.Items {
-			last := ev.LastTimestamp.Time
-			if ev.EventTime.After(last) {
-				last = ev.EventTime.Time
-			}
-			if ev.Reason == reason && containsAll(ev.Message, fragments) && !last.Before(since) {
-				msg = ev.Message
-				return true
-			}
-		}
-		return false
-	})
-	return msg
-}
-
-func containsAll(s string, fragments []string) bool {
-	for _, f := range fragments {
-		if !strings.Contains(s, f) {
-			return false
-		}
-	}
-	return true
+	return l.WaitEvent(t, time.Time{}, kind, name, reason, fragments...)
 }
 
 // heraldClient is a client of Herald's API group as the lab's admin.

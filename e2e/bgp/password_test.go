@@ -105,7 +105,7 @@ func waitPeerCondition(t *testing.T, l *lab.Lab, name string, status metav1.Cond
 	t.Helper()
 	hc := heraldClient(t, l)
 	var c metav1.Condition
-	poll(t, "BGPPeer "+name+" Valid="+string(status)+" "+reason, 30*time.Second, func() bool {
+	lab.Poll(t, "BGPPeer "+name+" Valid="+string(status)+" "+reason, 30*time.Second, func() bool {
 		p, err := hc.HeraldV1beta1().BGPPeers().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false

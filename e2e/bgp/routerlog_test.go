@@ -81,7 +81,7 @@ func (f *frrLog) lines(fragments ...string) string {
 	data, _ := os.ReadFile(f.path)
 	var out []string
 	for _, line := range strings.Split(string(data), "\n") {
-		if containsAll(line, fragments) {
+		if lab.ContainsAll(line, fragments) {
 			out = append(out, line)
 		}
 	}

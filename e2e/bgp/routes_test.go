@@ -50,7 +50,7 @@ func TestRoutesECMPAndDataPath(t *testing.T) {
 
 	for _, vip := range ips {
 		var answer lab.PodAnswer
-		poll(t, "an HTTP answer through "+vip.String(), 30*time.Second, func() bool {
+		lab.Poll(t, "an HTTP answer through "+vip.String(), 30*time.Second, func() bool {
 			var err error
 			answer, err = l.HTTPGet(ctx, lab.External, vip, 80)
 			return err == nil
@@ -72,7 +72,7 @@ func TestRoutesECMPAndDataPath(t *testing.T) {
 	apply(t, h, peerV6Config, "bgppeer/"+peerV6)
 	waitSessions(t, l, 60*time.Second, append(nodeAddrs(l, false), nodeAddrs(l, true)...)...)
 	both := append(nodeAddrs(l, false), nodeAddrs(l, true)...)
-	poll(t, "paths over both sessions of every node", 30*time.Second, func() bool {
+	lab.Poll(t, "paths over both sessions of every node", 30*time.Second, func() bool {
 		r4, r6 = route(t, l, host(v4)), route(t, l, host(v6))
 		return len(r4.Paths) == 6 && len(r6.Paths) == 6
 	})

@@ -74,7 +74,7 @@ func TestSIGTERMWithdrawsBeforeClosing(t *testing.T) {
 	}
 	t.Logf("speaker on %s stopped (SIGTERM) in %v", victim, time.Since(start).Round(time.Millisecond))
 	var down time.Time
-	poll(t, "FRR logging the session with "+peer.String()+" closing", 30*time.Second, func() bool {
+	lab.Poll(t, "FRR logging the session with "+peer.String()+" closing", 30*time.Second, func() bool {
 		var ok bool
 		down, _, ok = log.first(start, sessionClosing(peer))
 		return ok

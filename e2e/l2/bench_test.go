@@ -118,7 +118,7 @@ func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 	}
 	for _, n := range l.Nodes() {
 		addr := fmt.Sprintf("%s:7472", n.IPv4)
-		poll(b, "speaker on "+n.Name+" to see 3 members", 30*time.Second, func() bool {
+		lab.Poll(b, "speaker on "+n.Name+" to see 3 members", 30*time.Second, func() bool {
 			return scrapeOK(addr)[`herald_speaker_members{state="alive"}`] == float64(len(l.Nodes()))
 		})
 	}

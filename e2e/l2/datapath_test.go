@@ -20,7 +20,7 @@ func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
 	}
 	owner(t, l, ips[0])
 	var answer lab.PodAnswer
-	poll(t, "an HTTP answer through the VIP", 30*time.Second, func() bool {
+	lab.Poll(t, "an HTTP answer through the VIP", 30*time.Second, func() bool {
 		var err error
 		answer, err = l.HTTPGet(context.Background(), lab.Client, ips[0], 80)
 		return err == nil

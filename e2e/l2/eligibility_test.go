@@ -29,7 +29,7 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	}
 	t.Cleanup(func() { _ = undo(before) })
 	var after string
-	poll(t, what+": another node answering", 30*time.Second, func() bool {
+	lab.Poll(t, what+": another node answering", 30*time.Second, func() bool {
 		a := probe(t, l, vip)
 		if len(a) == 1 && a[0].Node != before {
 			after = a[0].Node
@@ -51,7 +51,7 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	}
 	// undoing the change gives the address back to its first owner (the
 	// rendezvous order did not change): wait for that hand-back to finish
-	poll(t, what+" undone: "+before+" answering again", 30*time.Second, func() bool {
+	lab.Poll(t, what+" undone: "+before+" answering again", 30*time.Second, func() bool {
 		a := probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == before
 	})
@@ -103,7 +103,7 @@ func TestLocalTrafficPolicyFollowsEndpoints(t *testing.T) {
 	if err := l.SetEndpoints(ctx, svc, "node1"); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "ownership follows the endpoints to node1", 30*time.Second, func() bool {
+	lab.Poll(t, "ownership follows the endpoints to node1", 30*time.Second, func() bool {
 		a := probe(t, l, ips[0])
 		return len(a) == 1 && a[0].Node == "node1"
 	})

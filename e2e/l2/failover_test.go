@@ -80,7 +80,7 @@ func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr,
 	restore(t, l, h, f.oldOwner)
 	// the old owner still ranks first for the address: wait until it has
 	// taken it back, so the next measurement starts from a settled state
-	poll(t, f.oldOwner+" answering again", 30*time.Second, func() bool {
+	lab.Poll(t, f.oldOwner+" answering again", 30*time.Second, func() bool {
 		a := probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == f.oldOwner
 	})

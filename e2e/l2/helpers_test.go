@@ -2,10 +2,8 @@ package l2
 
 import (
 	"context"
-	"fmt"
 	"net/netip"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -38,46 +36,17 @@ func stableOwner(t testing.TB, l *lab.Lab, vip netip.Addr, node string, window t
 	}
 }
 
+// waitCondition waits for a Service condition with reason, and returns it.
 func waitCondition(t testing.TB, l *lab.Lab, name, typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	t.Helper()
-	var c metav1.Condition
-	poll(t, fmt.Sprintf("%s condition %s=%s/%s", name, typ, status, reason), 30*time.Second, func() bool {
-		s, err := l.Client().CoreV1().Services(testNS).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, cc := range s.Status.Conditions {
-			if cc.Type == typ && cc.Status == status && cc.Reason == reason {
-				c = cc
-				return true
-			}
-		}
-		return false
-	})
-	return c
+	return l.WaitServiceCondition(t, testNS, name, typ, status, func(c metav1.Condition) bool { return c.Reason == reason })
 }
 
+// waitEvent waits for an event with reason on the Service name whose
+// message contains every fragment.
 func waitEvent(t testing.TB, l *lab.Lab, name, reason string, fragments ...string) {
 	t.Helper()
-	poll(t, fmt.Sprintf("event %s on %s", reason, name), 30*time.Second, func() bool {
-		evs, err := l.Client().CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
-		if err != nil {
-			return false
-		}
-		for _, ev := range evs.Items {
-			if ev.Reason != reason {
-				continue
-			}
-			ok := true
-			for _, f := range fragments {
-				ok = ok && strings.Contains(ev.Message, f)
-			}
-			if ok {
-				return true
-			}
-		}
-		return false
-	})
+	l.WaitEvent(t, time.Time{}, "Service", name, reason, fragments...)
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
@@ -121,7 +120,7 @@ func service(t testing.TB, l *lab.Lab, name string, mutate func(*corev1.Service)
 func owner(t testing.TB, l *lab.Lab, vip netip.Addr) string {
 	t.Helper()
 	var node string
-	poll(t, fmt.Sprintf("exactly one node answering for %s", vip), 30*time.Second, func() bool {
+	lab.Poll(t, fmt.Sprintf("exactly one node answering for %s", vip), 30*time.Second, func() bool {
 		answers := probe(t, l, vip)
 		if len(answers) == 1 {
 			node = answers[0].Node
@@ -151,15 +150,5 @@ func probe(t testing.TB, l *lab.Lab, vip netip.Addr) []lab.Answer {
 // nobody waits until no node answers for vip.
 func nobody(t testing.TB, l *lab.Lab, vip netip.Addr) {
 	t.Helper()
-	poll(t, fmt.Sprintf("nobody answering for %s", vip), 30*time.Second, func() bool { return len(probe(t, l, vip)) == 0 })
-}
-
-func poll(t testing.TB, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return ok(), nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
+	lab.Poll(t, fmt.Sprintf("nobody answering for %s", vip), 30*time.Second, func() bool { return len(probe(t, l, vip)) == 0 })
 }

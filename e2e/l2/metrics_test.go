@@ -62,7 +62,7 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 	n, _ := l.Node(node)
 	speaker := fmt.Sprintf("%s:7472", n.IPv4)
 
-	poll(t, "controller metrics to move", 20*time.Second, func() bool {
+	lab.Poll(t, "controller metrics to move", 20*time.Second, func() bool {
 		after := scrape(t, ctrl)
 		return after["herald_controller_allocations_total"] > before["herald_controller_allocations_total"] &&
 			after[`herald_controller_pool_addresses_in_use{family="IPv4",pool="l2"}`] >= 1 &&
@@ -82,7 +82,7 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll(t, "ARP request and reply counters to move", 10*time.Second, func() bool {
+	lab.Poll(t, "ARP request and reply counters to move", 10*time.Second, func() bool {
 		s2 := scrape(t, speaker)
 		return s2[key] >= s1[key]+3 &&
 			s2[`herald_l2_responses_sent_total{interface="eth0",protocol="arp"}`] >= s1[`herald_l2_responses_sent_total{interface="eth0",protocol="arp"}`]+3

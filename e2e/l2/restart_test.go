@@ -74,7 +74,7 @@ func TestRestartedOwnerTakesBackWithoutGap(t *testing.T) {
 	if err := h.Speakers[own].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "another node answering", 30*time.Second, func() bool {
+	lab.Poll(t, "another node answering", 30*time.Second, func() bool {
 		a := probe(t, l, vip)
 		return len(a) == 1 && a[0].Node != own
 	})
