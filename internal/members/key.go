@@ -44,12 +44,12 @@ func ReadKeyFile(path string) (Keys, error) {
 
 // parseKeys reads one key (raw or base64), else a list of base64 keys.
 func parseKeys(data []byte) (Keys, error) {
-	if key, err := parseKey(data); err == nil {
+	key, err := parseKey(data)
+	if err == nil {
 		return Keys{Primary: key}, nil
 	}
 	fields := strings.FieldsFunc(string(data), func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	if len(fields) < 2 {
-		_, err := parseKey(data)
 		return Keys{}, err
 	}
 	var keys Keys
