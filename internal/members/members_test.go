@@ -296,13 +296,17 @@ func TestKeyRotationNeverSplits(t *testing.T) {
 	}
 	for _, step := range steps {
 		for i := range ms {
+			// a restarted speaker comes back on its node's address and port
+			port := ms[i].ml.LocalNode().Port
 			if err := ms[i].Leave(leaveCtx(t)); err != nil {
 				t.Fatal(err)
 			}
 			if err := ms[i].Shutdown(); err != nil {
 				t.Fatal(err)
 			}
-			ms[i] = startMember(t, names[i], func(c *Config) { c.SecretKey, c.OtherKeys = step.primary, step.others })
+			ms[i] = startMember(t, names[i], func(c *Config) {
+				c.SecretKey, c.OtherKeys, c.BindPort = step.primary, step.others, int(port)
+			})
 			var addrs []string
 			for j, m := range ms {
 				if j != i {
