@@ -7,10 +7,11 @@ export CGO_ENABLED := 0
 GO ?= go
 FUZZTIME ?= 10s
 BIN := bin
-# How Herald's binaries are built everywhere (here, Dockerfile, e2e/deploy,
-# hack/images): grpcnotrace leaves out grpc's x/net/trace, whose
-# html/template execution turns off the linker's dead-code elimination
-# (speaker 71 MB -> 41 MB, and its resident memory with it).
+# How Herald's binaries are built everywhere (here, in the Dockerfile, and
+# as testenv.BuildFlags for every build the tests make): grpcnotrace leaves
+# out grpc's x/net/trace, whose html/template execution turns off the
+# linker's dead-code elimination (speaker 71 MB -> 41 MB, and its resident
+# memory with it).
 GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 
 include hack/versions.env

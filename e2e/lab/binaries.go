@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // binaries are the lab's own helpers, built from this repository into the
@@ -24,37 +24,10 @@ func (l *Lab) buildBinaries(ctx context.Context) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	goBin, err := findGo()
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", out+string(filepath.Separator),
-		"./e2e/cmd/podserver", "./e2e/cmd/labprobe")
-	cmd.Dir = l.repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the lab's helpers (go build ./e2e/cmd/podserver ./e2e/cmd/labprobe): %w\n%s", err, msg)
+	if err := testenv.GoBuild(ctx, out+string(filepath.Separator), "./e2e/cmd/podserver", "./e2e/cmd/labprobe"); err != nil {
+		return fmt.Errorf("building the lab's helpers: %w", err)
 	}
 	l.bin = binaries{podserver: filepath.Join(out, "podserver"), labprobe: filepath.Join(out, "labprobe")}
 	l.addTiming("helpers built", start)
 	return nil
-}
-
-// findGo finds the go command: PATH, $GOROOT/bin, /usr/local/go/bin.
-func findGo() (string, error) {
-	if p, err := exec.LookPath("go"); err == nil {
-		return p, nil
-	}
-	var tried []string
-	for _, dir := range []string{os.Getenv("GOROOT"), "/usr/local/go"} {
-		if dir == "" {
-			continue
-		}
-		p := filepath.Join(dir, "bin", "go")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-		tried = append(tried, p)
-	}
-	return "", fmt.Errorf("no go command in PATH (tried also %s): the lab builds its helpers with go", strings.Join(tried, ", "))
 }

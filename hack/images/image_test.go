@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // TestImagesRunTheirBinary builds both images from freshly built static
@@ -20,10 +23,8 @@ func TestImagesRunTheirBinary(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []string{"controller", "speaker"} {
 		bin := filepath.Join(dir, c)
-		cmd := exec.Command("go", "build", "-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w", "-o", bin, "github.com/herald-lb/herald/"+c)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("building %s: %v\n%s", c, err, out)
+		if err := testenv.GoBuild(context.Background(), bin, "./"+c); err != nil {
+			t.Fatal(err)
 		}
 		ref := "ghcr.io/herald-lb/" + c + ":test"
 		tarPath := filepath.Join(dir, c+".tar")

@@ -2,9 +2,7 @@ package controller_test
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
@@ -23,12 +21,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	out := filepath.Join(dir, "controller")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/herald-lb/herald/controller")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./controller: %v\n%s", err, b)
-	}
-	return out, nil
+	return out, testenv.GoBuild(context.Background(), out, "./controller")
 })
 
 // startBinary runs the controller binary with the admin kubeconfig; it is
