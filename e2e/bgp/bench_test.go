@@ -19,6 +19,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	svcinfo "github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // The benchmarks' pool: 1,024 IPv6 addresses outside the tests' pools.
@@ -341,7 +342,7 @@ func fibCountV6(b *testing.B, l *lab.Lab) int {
 }
 
 // speakerMemory reads every speaker's memory and CPU time.
-func speakerMemory(b *testing.B, h *deploy.Herald) map[string]deploy.Memory {
+func speakerMemory(b *testing.B, h *deploy.Herald) map[string]testenv.Memory {
 	b.Helper()
 	m, err := h.SpeakerMemory()
 	if err != nil {

@@ -2,69 +2,20 @@ package deploy
 
 import (
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
-	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
-
-// Memory is what /proc says of one Herald process: resident memory now
-// (in all, anonymous, and file-backed, the mapped binary), at its peak,
-// and the CPU time it has used.
-type Memory struct {
-	RSS, Anon, File, HWM int64 // bytes
-	CPU                  time.Duration
-}
-
-// String prints it in MiB.
-func (m Memory) String() string {
-	return fmt.Sprintf("VmRSS %s (anon %s, file %s), VmHWM %s", mib(m.RSS), mib(m.Anon), mib(m.File), mib(m.HWM))
-}
-
-func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
 
 // SpeakerMemory reads the memory and CPU time of every running speaker,
 // by node.
-func (h *Herald) SpeakerMemory() (map[string]Memory, error) {
-	out := map[string]Memory{}
+func (h *Herald) SpeakerMemory() (map[string]testenv.Memory, error) {
+	out := map[string]testenv.Memory{}
 	for node, p := range h.Speakers {
-		m, err := ProcessMemory(p.PID())
+		m, err := testenv.ProcessMemory(p.PID())
 		if err != nil {
 			return nil, fmt.Errorf("speaker on %s: %w", node, err)
 		}
 		out[node] = m
 	}
 	return out, nil
-}
-
-// ProcessMemory reads VmRSS, RssAnon, RssFile and VmHWM from
-// /proc/PID/status and utime + stime from /proc/PID/stat.
-func ProcessMemory(pid int) (Memory, error) {
-	var m Memory
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return m, err
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return m, err
-	}
-	// after "(comm) ": utime and stime are fields 14 and 15 (clock ticks of 10 ms)
-	if _, rest, ok := strings.Cut(string(stat), ") "); ok {
-		if f := strings.Fields(rest); len(f) > 12 {
-			ut, _ := strconv.ParseInt(f[11], 10, 64)
-			st, _ := strconv.ParseInt(f[12], 10, 64)
-			m.CPU = time.Duration(ut+st) * 10 * time.Millisecond
-		}
-	}
-	fields := map[string]*int64{"VmRSS": &m.RSS, "RssAnon": &m.Anon, "RssFile": &m.File, "VmHWM": &m.HWM}
-	for _, line := range strings.Split(string(status), "\n") {
-		key, val, _ := strings.Cut(line, ":")
-		dst, ok := fields[key]
-		if f := strings.Fields(val); ok && len(f) > 0 {
-			kb, _ := strconv.ParseInt(f[0], 10, 64)
-			*dst = kb * 1024
-		}
-	}
-	return m, nil
 }

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // The L2 benchmarks run many trials in the lab and print p50/p99/max
@@ -122,8 +122,8 @@ func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 			return scrapeOK(addr)[`herald_speaker_members{state="alive"}`] == float64(len(l.Nodes()))
 		})
 	}
-	peak := map[string]deploy.Memory{}
-	var last map[string]deploy.Memory
+	peak := map[string]testenv.Memory{}
+	var last map[string]testenv.Memory
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(500 * time.Millisecond) {
 		m, err := h.SpeakerMemory()
 		if err != nil {

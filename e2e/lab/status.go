@@ -1,12 +1,11 @@
 package lab
 
 import (
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // RunStatus describes one lab run found on the machine.
@@ -75,20 +74,8 @@ func rssOf(pid int, alive bool) int64 {
 	if !alive {
 		return 0
 	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
+	m, _ := testenv.ProcessMemory(pid)
+	return m.RSS
 }
 
 // Memory reports this lab's processes with their resident memory.

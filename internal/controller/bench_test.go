@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // The controller benchmarks run the controller binary against the real
@@ -164,15 +164,6 @@ func report(b *testing.B, lat []time.Duration, total time.Duration, rssKiB int) 
 
 // peakRSS reads a process's VmHWM in KiB.
 func peakRSS(pid int) int {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			v, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
-			return v
-		}
-	}
-	return 0
+	m, _ := testenv.ProcessMemory(pid)
+	return int(m.HWM / 1024)
 }
