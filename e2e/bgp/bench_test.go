@@ -7,7 +7,6 @@ import (
 	"math"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -359,24 +358,11 @@ func reconcileStats(b *testing.B, l *lab.Lab, node string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	out, err := l.Exec(context.Background(), node, "curl", "-sf", "http://"+netip.AddrPortFrom(n.IPv4, 7472).String()+"/metrics")
+	m, err := lab.ScrapeMetrics(netip.AddrPortFrom(n.IPv4, 7472).String())
 	if err != nil {
 		return "no metrics: " + err.Error()
 	}
-	var count, sum float64
-	for _, line := range strings.Split(out, "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		v, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "herald_speaker_reconcile_duration_seconds_count":
-			count = v
-		case "herald_speaker_reconcile_duration_seconds_sum":
-			sum = v
-		}
-	}
+	count, sum := m["herald_speaker_reconcile_duration_seconds_count"], m["herald_speaker_reconcile_duration_seconds_sum"]
 	if count == 0 {
 		return "no reconcile yet"
 	}

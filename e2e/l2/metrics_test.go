@@ -3,10 +3,6 @@ package l2
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +12,7 @@ import (
 // scrape reads a Prometheus text endpoint into "name{labels}" -> value.
 func scrape(t testing.TB, addr string) map[string]float64 {
 	t.Helper()
-	out, err := scrapeMetrics(addr)
+	out, err := lab.ScrapeMetrics(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,28 +22,8 @@ func scrape(t testing.TB, addr string) map[string]float64 {
 // scrapeOK is scrape for a process that may not be listening yet (empty
 // when it is not).
 func scrapeOK(addr string) map[string]float64 {
-	out, _ := scrapeMetrics(addr)
+	out, _ := lab.ScrapeMetrics(addr)
 	return out
-}
-
-func scrapeMetrics(addr string) (map[string]float64, error) {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return nil, fmt.Errorf("scraping %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
-			out[line[:i]] = v
-		}
-	}
-	return out, nil
 }
 
 // TestMetricsFollowTheSystem scrapes the controller and the speakers and
