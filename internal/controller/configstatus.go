@@ -63,34 +63,27 @@ func configStatus(cur v1beta1.ConfigStatus, want []condition, generation int64, 
 func findObject(in config.Input, kind, name string) runtime.Object {
 	switch kind {
 	case "IPAddressPool":
-		for _, o := range in.Pools {
-			if o.Name == name {
-				return o
-			}
-		}
+		return named(in.Pools, name)
 	case "L2Advertisement":
-		for _, o := range in.L2Advertisements {
-			if o.Name == name {
-				return o
-			}
-		}
+		return named(in.L2Advertisements, name)
 	case "BGPAdvertisement":
-		for _, o := range in.BGPAdvertisements {
-			if o.Name == name {
-				return o
-			}
-		}
+		return named(in.BGPAdvertisements, name)
 	case "BGPPeer":
-		for _, o := range in.Peers {
-			if o.Name == name {
-				return o
-			}
-		}
+		return named(in.Peers, name)
 	case "Community":
-		for _, o := range in.Communities {
-			if o.Name == name {
-				return o
-			}
+		return named(in.Communities, name)
+	}
+	return nil
+}
+
+// named returns the object called name, or nil.
+func named[T interface {
+	runtime.Object
+	GetName() string
+}](objs []T, name string) runtime.Object {
+	for _, o := range objs {
+		if o.GetName() == name {
+			return o
 		}
 	}
 	return nil
