@@ -118,9 +118,12 @@ func gather(ctx context.Context, l *lab.Lab, name string, viaRouter bool) (Servi
 		}},
 		{"its announcement", func(ctx context.Context) bool {
 			if viaRouter {
+				// every node advertises it (externalTrafficPolicy Cluster,
+				// the sample advertises from all nodes): wait for the router
+				// to spread it over all of them, not for the first path
 				rt, err := l.RouterRoutes(ctx, netip.PrefixFrom(sr.Address, 32))
 				sr.Routes = rt
-				return err == nil && len(rt.FIB) > 0
+				return err == nil && len(rt.FIB) == len(l.Nodes())
 			}
 			a, err := l.ARPProbe(ctx, sr.Address)
 			sr.ARP = a
