@@ -20,6 +20,11 @@ func TestBIRD(t *testing.T) {
 			t.Errorf("BIRD session with %s: %+v, want a dynamic neighbor of AS %d", a, p, lab.NodeASN)
 		}
 	}
+	// a prefix BIRD does not have reads as no route, not as an error
+	// (birdc exits 1 on "Network not found")
+	if r := route(t, l, netip.MustParsePrefix("198.51.100.99/32")); len(r.Paths) != 0 || len(r.FIB) != 0 {
+		t.Errorf("BIRD has a route for an unused address: %+v", r)
+	}
 	all := allNodes(l)
 	_, ips := service(t, l, "bird", poolMain, dualStack, all...)
 	r4 := waitFIB(t, l, host(ips[0]), all...)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
 )
@@ -53,7 +54,11 @@ func (l *Lab) RouterRoutes(ctx context.Context, prefix netip.Prefix) (Route, err
 	}
 	if l.RouterKind() == BIRD {
 		var out string
-		if out, err = l.RouterCLI(ctx, "show route "+prefix.String()+" all"); err == nil {
+		out, err = l.RouterCLI(ctx, "show route "+prefix.String()+" all")
+		if err != nil && strings.Contains(out, "Network not found") {
+			err = nil // birdc exits 1 on this reply: the router has no such route (yet)
+		}
+		if err == nil {
 			entry, err = routerconf.ParseBIRDRoute(out, l.birdPeers(ctx))
 		}
 	} else {
