@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build, once per version, the Kubernetes control-plane binaries Herald's tests
-# run for real: etcd, kube-apiserver, kube-proxy and kubectl, from the Go
-# module proxy.
+# run for real: etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kubelet, kube-proxy and kubectl, from the Go module proxy.
 #
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces every staging
 # module with ./staging/...). A wrapper module that requires it and pins each
@@ -12,7 +12,8 @@
 # take no time at all.
 #
 # Usage: hack/build-control-plane.sh [component...]
-#   components: etcd kube-apiserver kube-proxy kubectl (default: all four)
+#   components: etcd kube-apiserver kube-controller-manager kube-scheduler
+#               kubelet kube-proxy kubectl (default: all of them)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,7 +27,7 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOWORK=off
 mkdir -p "$BIN" "$SRC"
 
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-proxy kubectl)
+[ ${#components[@]} -gt 0 ] || components=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
@@ -56,7 +57,7 @@ k8s_wrapper() {
     } >"$dir/go.mod"
   fi
   local tools
-  tools=$(printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n)\n')
+  tools=$(printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "k8s.io/kubernetes/cmd/kube-apiserver"\n\t_ "k8s.io/kubernetes/cmd/kube-controller-manager"\n\t_ "k8s.io/kubernetes/cmd/kube-proxy"\n\t_ "k8s.io/kubernetes/cmd/kube-scheduler"\n\t_ "k8s.io/kubernetes/cmd/kubectl"\n\t_ "k8s.io/kubernetes/cmd/kubelet"\n)\n')
   if [ "$(cat "$dir/tools.go" 2>/dev/null)" != "$tools" ] || [ ! -f "$dir/go.sum" ]; then
     printf '%s\n' "$tools" >"$dir/tools.go"
     (cd "$dir" && go mod tidy)
@@ -99,7 +100,7 @@ build_etcd() {
 for c in "${components[@]}"; do
   case $c in
     etcd) build_etcd ;;
-    kube-apiserver|kube-proxy|kubectl) build_k8s "$c" ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler|kubelet|kube-proxy|kubectl) build_k8s "$c" ;;
     *) log "unknown component $c"; exit 2 ;;
   esac
 done

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 packages=("$@")
-[ ${#packages[@]} -gt 0 ] || packages=(iproute2 procps iputils-ping iputils-arping ndisc6 tcpdump nftables iptables conntrack frr bird2 curl)
+[ ${#packages[@]} -gt 0 ] || packages=(iproute2 procps iputils-ping iputils-arping ndisc6 tcpdump nftables iptables conntrack frr bird2 curl containerd runc containernetworking-plugins util-linux)
 
 die() { echo "install-deps: $*" >&2; exit 1; }
 [ "$(uname -s)" = Linux ] || die "the lab needs Linux (network namespaces); this is $(uname -s)"

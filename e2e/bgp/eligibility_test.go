@@ -37,7 +37,7 @@ func TestLocalTrafficPolicyNextHops(t *testing.T) {
 		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
 		return err == nil
 	})
-	if answer.Pod != lab.PodName("node1") && answer.Pod != lab.PodName("node2") {
+	if answer.Node != "node1" && answer.Node != "node2" {
 		t.Errorf("answered by %s, want the pod on node1 or node2", answer.Pod)
 	}
 	if answer.ClientAddr.Addr().String() != lab.ExternalIPv4 {
@@ -76,9 +76,6 @@ func TestIneligibleNodeLosesNextHop(t *testing.T) {
 				return l.AddNodeTaint(ctx, n, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
 			},
 			func(n string) error { return l.RemoveNodeTaint(ctx, n, "ToBeDeletedByClusterAutoscaler") }},
-		{"NotReady", "node3",
-			func(n string) error { return l.SetNodeReady(ctx, n, false) },
-			func(n string) error { return l.SetNodeReady(ctx, n, true) }},
 	}
 	for _, c := range cases {
 		others := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == c.node })

@@ -92,10 +92,10 @@ spec:
 `
 
 var shared struct {
-	once sync.Once
-	bin  deploy.Binaries
-	h    *deploy.Herald
-	err  error
+	once   sync.Once
+	images deploy.Images
+	h      *deploy.Herald
+	err    error
 }
 
 // herald returns Herald running in the package's lab (started once), with
@@ -105,7 +105,7 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 	t.Helper()
 	l := lab.Shared(t)
 	ctx := context.Background()
-	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.bin, baseConfig) })
+	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.images, baseConfig) })
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}

@@ -55,8 +55,8 @@ func TestRoutesECMPAndDataPath(t *testing.T) {
 			answer, err = l.HTTPGet(ctx, lab.External, vip, 80)
 			return err == nil
 		})
-		if answer.Pod != lab.PodName("node2") {
-			t.Errorf("%s answered by %q, want %s", vip, answer.Pod, lab.PodName("node2"))
+		if answer.Node != "node2" {
+			t.Errorf("%s answered by %s on %q, want a pod on node2", vip, answer.Pod, answer.Node)
 		}
 		t.Logf("http://%s answered by %s, which saw the client as %s", netip.AddrPortFrom(vip, 80), answer.Pod, answer.Client)
 	}

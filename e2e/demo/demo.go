@@ -50,8 +50,8 @@ type Report struct {
 
 // Setup installs Herald in the lab, applies the samples and creates the
 // demo Services (pods on node2 and node3).
-func Setup(ctx context.Context, l *lab.Lab, bin *deploy.Binaries) (*deploy.Herald, error) {
-	h, err := deploy.Install(ctx, l, bin)
+func Setup(ctx context.Context, l *lab.Lab, images *deploy.Images) (*deploy.Herald, error) {
+	h, err := deploy.Install(ctx, l, images)
 	if err != nil {
 		return nil, err
 	}
@@ -67,12 +67,6 @@ func Setup(ctx context.Context, l *lab.Lab, bin *deploy.Binaries) (*deploy.Heral
 		if err := h.Apply(ctx, string(data)); err != nil {
 			return nil, err
 		}
-	}
-	if err := h.StartController(ctx); err != nil {
-		return nil, err
-	}
-	if err := h.StartSpeakers("--log-level=info"); err != nil {
-		return nil, err
 	}
 	for name, pool := range map[string]string{"demo-l2": "l2-pool", "demo-bgp": "bgp-pool"} {
 		svc := lab.LoadBalancerService(Namespace, name)
@@ -169,7 +163,7 @@ func Print(w *strings.Builder, l *lab.Lab, r Report) {
 				fmt.Fprintf(w, "  communities      %s\n", strings.Join(sr.Routes.Paths[0].Communities, " "))
 			}
 		}
-		fmt.Fprintf(w, "  HTTP             from %s to %s:443 -> answered by %s (it saw %s)\n", sr.HTTPFrom, sr.Address, sr.HTTP.Pod, sr.HTTP.Client)
+		fmt.Fprintf(w, "  HTTP             from %s to %s:443 -> answered by %s on %s (it saw %s)\n", sr.HTTPFrom, sr.Address, sr.HTTP.Pod, sr.HTTP.Node, sr.HTTP.Client)
 		fmt.Fprintf(w, "  events\n")
 		for _, ev := range sr.Events {
 			fmt.Fprintf(w, "    %-7s %-22s %s\n", ev.Type, ev.Reason, ev.Message)

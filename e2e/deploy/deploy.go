@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -22,62 +21,69 @@ import (
 // Namespace is Herald's namespace in the manifests.
 const Namespace = "herald-system"
 
-// Herald is Herald running in a lab.
+// The workloads of manifests/herald.yaml.
+const (
+	ControllerDeployment = "herald-controller"
+	SpeakerDaemonSet     = "herald-speaker"
+	speakerContainer     = "speaker"
+	controllerContainer  = "controller"
+)
+
+// Herald is Herald installed in a lab the way a user installs it: its
+// images imported into every node's containerd, manifests/herald.yaml
+// applied with kubectl, the controller Deployment and the speaker
+// DaemonSet rolled out.
 type Herald struct {
-	Lab        *lab.Lab
-	Bin        *Binaries
-	Controller *lab.Process
-	Speakers   map[string]*lab.Process
-	// Kubeconfigs of the controller and speaker ServiceAccounts.
-	ControllerKubeconfig, SpeakerKubeconfig string
-	// KeyFile holds the member-list key, as the Secret volume would.
-	KeyFile string
-	dir     string
+	Lab    *lab.Lab
+	Images *Images
+	// Speakers are handles on each node's speaker Pod.
+	Speakers map[string]*Speaker
+	dir      string
 }
 
-// Install applies the namespace and RBAC manifests (the lab installed the
-// CRDs) and prepares ServiceAccount kubeconfigs. Nothing runs yet.
-func Install(ctx context.Context, l *lab.Lab, bin *Binaries) (*Herald, error) {
-	if err := bin.Build(); err != nil {
+// Install builds and imports the images, applies manifests/herald.yaml and
+// waits until the controller and every speaker are rolled out and run the
+// images built from this checkout.
+func Install(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
+	if err := images.Build(); err != nil {
+		return nil, err
+	}
+	if err := l.ImportImages(ctx, images.List()...); err != nil {
 		return nil, err
 	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	h := &Herald{Lab: l, Bin: bin, Speakers: map[string]*lab.Process{}}
+	h := &Herald{Lab: l, Images: images, Speakers: map[string]*Speaker{}}
 	h.dir = filepath.Join(l.Dir(), "herald")
 	if err := os.MkdirAll(h.dir, 0o755); err != nil {
 		return nil, err
 	}
-	m := filepath.Join(root, "manifests")
-	for _, f := range []string{"namespace.yaml", "rbac/controller.yaml", "rbac/speaker.yaml"} {
-		if _, err := h.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", filepath.Join(m, f)); err != nil {
-			return nil, err
-		}
+	for _, n := range l.Nodes() {
+		h.Speakers[n.Name] = &Speaker{h: h, Node: n.Name}
 	}
-	if h.ControllerKubeconfig, err = l.ServiceAccountKubeconfig(ctx, Namespace, "herald-controller"); err != nil {
+	if _, err := h.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", filepath.Join(root, "manifests", "herald.yaml")); err != nil {
 		return nil, err
 	}
-	if h.SpeakerKubeconfig, err = l.ServiceAccountKubeconfig(ctx, Namespace, "herald-speaker"); err != nil {
+	if err := h.WaitRollout(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
-	h.KeyFile = filepath.Join(h.dir, "memberlist-key")
-	return h, nil
+	return h, h.CheckImages(ctx)
+}
+
+// Start installs Herald and applies config (YAML of Herald objects).
+func Start(ctx context.Context, l *lab.Lab, images *Images, config string) (*Herald, error) {
+	h, err := Install(ctx, l, images)
+	if err != nil {
+		return nil, err
+	}
+	return h, h.Apply(ctx, config)
 }
 
 // Kubectl runs the pinned kubectl as the lab's admin.
 func (h *Herald) Kubectl(ctx context.Context, args ...string) (string, error) {
-	kubectl, err := testenv.Binary("kubectl")
-	if err != nil {
-		return "", err
-	}
-	cmd := exec.CommandContext(ctx, kubectl, append([]string{"--kubeconfig", h.Lab.AdminKubeconfig()}, args...)...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return string(out), fmt.Errorf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out), nil
+	return h.Lab.Kubectl(ctx, args...)
 }
 
 // Apply applies YAML (Herald configuration objects, Services, ...) as the
@@ -92,112 +98,86 @@ func (h *Herald) Apply(ctx context.Context, yaml string) error {
 	return err
 }
 
-// StartController runs the controller in the root namespace with its
-// ServiceAccount's identity, and waits for the member-list Secret it
-// creates.
-func (h *Herald) StartController(ctx context.Context, extra ...string) error {
-	args := append([]string{h.Bin.Controller, "--kubeconfig=" + h.ControllerKubeconfig, "--namespace=" + Namespace,
-		"--metrics-addr=" + netip.AddrPortFrom(netip.MustParseAddr(lab.RootIPv4), 7472).String(), "--health-addr=", "--log-level=info"}, extra...)
-	p, err := h.Lab.Start(lab.Root, "controller", args, nil)
-	if err != nil {
-		return err
-	}
-	h.Controller = p
-	return h.writeKeyFile(ctx)
-}
-
-func (h *Herald) writeKeyFile(ctx context.Context) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
-		s, err := h.Lab.Client().CoreV1().Secrets(Namespace).Get(ctx, "herald-memberlist", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		return true, os.WriteFile(h.KeyFile, s.Data["key"], 0o600)
+// WaitRollout waits until the controller Deployment and the speaker
+// DaemonSet have every replica updated, Ready and available.
+func (h *Herald) WaitRollout(ctx context.Context, timeout time.Duration) error {
+	var state string
+	err := lab.PollContext(ctx, timeout, func() bool {
+		var ok bool
+		ok, state = h.rolledOut(ctx)
+		return ok
 	})
-}
-
-// SpeakerArgs are the command line of a node's speaker.
-func (h *Herald) SpeakerArgs(node string, extra ...string) ([]string, error) {
-	n, err := h.Lab.Node(node)
 	if err != nil {
-		return nil, err
-	}
-	return append([]string{h.Bin.Speaker, "--node-name=" + node, "--kubeconfig=" + h.SpeakerKubeconfig, "--namespace=" + Namespace,
-		"--metrics-addr=" + netip.AddrPortFrom(n.IPv4, 7472).String(), "--health-addr=" + netip.AddrPortFrom(n.IPv4, 7473).String(),
-		"--memberlist-key-file=" + h.KeyFile, "--log-level=debug"}, extra...), nil
-}
-
-// StartSpeaker runs a node's speaker in its namespace.
-func (h *Herald) StartSpeaker(node string, extra ...string) (*lab.Process, error) {
-	args, err := h.SpeakerArgs(node, extra...)
-	if err != nil {
-		return nil, err
-	}
-	p, err := h.Lab.Start(node, "speaker-"+node, args, []string{"NODE_NAME=" + node})
-	if err != nil {
-		return nil, err
-	}
-	h.Speakers[node] = p
-	return p, nil
-}
-
-// StartSpeakers runs a speaker on every node.
-func (h *Herald) StartSpeakers(extra ...string) error {
-	for _, n := range h.Lab.Nodes() {
-		if _, err := h.StartSpeaker(n.Name, extra...); err != nil {
-			return err
-		}
+		return fmt.Errorf("Herald not rolled out (%s): %w", state, err)
 	}
 	return nil
 }
 
-// Heal brings every node's link up and starts a speaker on each node where
-// none runs (a test stopped, killed or cut it off), so that the next test
-// starts with all of Herald up.
-func (h *Herald) Heal(ctx context.Context) error {
-	for _, n := range h.Lab.Nodes() {
-		if err := h.Lab.SetLink(ctx, n.Name, true); err != nil {
-			return err
-		}
-		if p := h.Speakers[n.Name]; p == nil || p.Exited() {
-			if _, err := h.StartSpeaker(n.Name); err != nil {
-				return err
+func (h *Herald) rolledOut(ctx context.Context) (bool, string) {
+	kube := h.Lab.Client()
+	d, err := kube.AppsV1().Deployments(Namespace).Get(ctx, ControllerDeployment, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	ds, err := kube.AppsV1().DaemonSets(Namespace).Get(ctx, SpeakerDaemonSet, metav1.GetOptions{})
+	if err != nil {
+		return false, err.Error()
+	}
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	ds1 := ds.Status
+	state := fmt.Sprintf("controller %d/%d ready, %d updated, %d total; speakers %d/%d ready, %d updated, %d available",
+		d.Status.ReadyReplicas, want, d.Status.UpdatedReplicas, d.Status.Replicas,
+		ds1.NumberReady, ds1.DesiredNumberScheduled, ds1.UpdatedNumberScheduled, ds1.NumberAvailable)
+	ok := d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.ReadyReplicas == want &&
+		d.Status.AvailableReplicas == want && d.Status.Replicas == want &&
+		ds1.ObservedGeneration >= ds.Generation && ds1.DesiredNumberScheduled > 0 && ds1.UpdatedNumberScheduled == ds1.DesiredNumberScheduled &&
+		ds1.NumberReady == ds1.DesiredNumberScheduled && ds1.NumberAvailable == ds1.DesiredNumberScheduled
+	return ok, state
+}
+
+// CheckImages checks that every Herald container runs the image built
+// from this checkout (its image ID is the built image's digest).
+func (h *Herald) CheckImages(ctx context.Context) error {
+	pods, err := h.Lab.Client().CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=herald"})
+	if err != nil {
+		return err
+	}
+	for _, p := range pods.Items {
+		for _, c := range p.Status.ContainerStatuses {
+			want := h.Images.Digests[c.Name]
+			if want == "" {
+				continue
+			}
+			if !strings.Contains(c.ImageID, want) {
+				return fmt.Errorf("pod %s container %s runs image %s (%s), not the one built from this checkout (%s)", p.Name, c.Name, c.Image, c.ImageID, want)
 			}
 		}
 	}
 	return nil
 }
 
-// Stop stops every Herald process (SIGTERM); the lab removes the scratch
-// files with its run directory.
-func (h *Herald) Stop() {
-	for _, p := range h.Speakers {
-		_ = p.Stop()
-	}
-	if h.Controller != nil {
-		_ = h.Controller.Stop()
-	}
-}
-
-// Start installs Herald in the lab, applies config (YAML of Herald
-// objects), and starts the controller and a speaker on every node.
-func Start(ctx context.Context, l *lab.Lab, bin *Binaries, config string) (*Herald, error) {
-	h, err := Install(ctx, l, bin)
+// Pods of a Herald component ("controller" or "speaker"), not terminating.
+func (h *Herald) Pods(ctx context.Context, component string) ([]corev1.Pod, error) {
+	pods, err := h.Lab.Client().CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=herald,app.kubernetes.io/component=" + component})
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Apply(ctx, config); err != nil {
-		return nil, err
+	var out []corev1.Pod
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p)
+		}
 	}
-	if err := h.StartController(ctx); err != nil {
-		return nil, err
-	}
-	return h, h.StartSpeakers()
+	return out, nil
 }
 
-// CreateService creates a Service (with its namespace), gives it pods on
-// nodes (the lab writes its EndpointSlices), and waits until Herald gives
-// it an address per IP family; the addresses are returned in status order.
+// CreateService creates a Service (with its namespace), selects the
+// backend pods on nodes (the endpointslice controller lists them), and
+// waits until Herald gives it an address per IP family; the addresses are
+// returned in status order.
 func (h *Herald) CreateService(ctx context.Context, svc *corev1.Service, nodes ...string) (*corev1.Service, []netip.Addr, error) {
 	created, err := h.Lab.CreateService(ctx, svc)
 	if err != nil {
@@ -222,4 +202,24 @@ func (h *Herald) CreateService(ctx context.Context, svc *corev1.Service, nodes .
 		return created, ips, fmt.Errorf("Service %s/%s has %v, want %d address(es): %w", created.Namespace, created.Name, ips, want, err)
 	}
 	return created, ips, nil
+}
+
+// Heal brings every node's link and kubelet up and waits until every node
+// has a Ready speaker and the controller is rolled out, so that the next
+// test starts with all of Herald up.
+func (h *Herald) Heal(ctx context.Context) error {
+	for _, n := range h.Lab.Nodes() {
+		if err := h.Lab.SetLink(ctx, n.Name, true); err != nil {
+			return err
+		}
+		if err := h.Lab.EnsureKubelet(ctx, n.Name); err != nil {
+			return err
+		}
+	}
+	for _, n := range h.Lab.Nodes() {
+		if _, err := h.StartSpeaker(n.Name); err != nil {
+			return err
+		}
+	}
+	return h.WaitRollout(ctx, 2*time.Minute)
 }

@@ -25,8 +25,8 @@ func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
 		answer, err = l.HTTPGet(context.Background(), lab.Client, ips[0], 80)
 		return err == nil
 	})
-	if answer.Pod != lab.PodName("node2") {
-		t.Errorf("answered by %q, want %s", answer.Pod, lab.PodName("node2"))
+	if answer.Node != "node2" {
+		t.Errorf("answered by %s on %q, want a pod on node2", answer.Pod, answer.Node)
 	}
 	t.Logf("%s:80 answered by %s, which saw the client as %s", ips[0], answer.Pod, answer.Client)
 }

@@ -67,8 +67,6 @@ func TestEligibilityMovesTheAddress(t *testing.T) {
 	moveOwner(t, l, vip, "autoscaler taint", func(n string) error {
 		return l.AddNodeTaint(ctx, n, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
 	}, func(n string) error { return l.RemoveNodeTaint(ctx, n, "ToBeDeletedByClusterAutoscaler") })
-	moveOwner(t, l, vip, "NotReady", func(n string) error { return l.SetNodeReady(ctx, n, false) },
-		func(n string) error { return l.SetNodeReady(ctx, n, true) })
 
 	// "false" does not exclude
 	first := owner(t, l, vip)

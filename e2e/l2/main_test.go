@@ -22,10 +22,10 @@ func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }
 const testNS = "l2"
 
 var shared struct {
-	once sync.Once
-	bin  deploy.Binaries
-	h    *deploy.Herald
-	err  error
+	once   sync.Once
+	images deploy.Images
+	h      *deploy.Herald
+	err    error
 }
 
 // baseConfig: the main pool with an L2Advertisement for every node, and
@@ -87,7 +87,7 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 	t.Helper()
 	l := lab.Shared(t)
 	ctx := context.Background()
-	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.bin, baseConfig) })
+	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.images, baseConfig) })
 	if shared.err != nil {
 		t.Fatal(shared.err)
 	}

@@ -29,9 +29,16 @@ func scrapeOK(addr string) map[string]float64 {
 // TestMetricsFollowTheSystem scrapes the controller and the speakers and
 // checks the figures move as Herald works.
 func TestMetricsFollowTheSystem(t *testing.T) {
-	l, _ := herald(t)
-	ctrl := lab.RootIPv4 + ":7472"
-	before := scrape(t, ctrl)
+	l, h := herald(t)
+	ctx := context.Background()
+	scrapeController := func() map[string]float64 {
+		m, err := h.ControllerMetrics(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	before := scrapeController()
 	_, ips := service(t, l, "metrics", nil, "node1")
 	vip := ips[0]
 	node := owner(t, l, vip)
@@ -39,7 +46,7 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 	speaker := fmt.Sprintf("%s:7472", n.IPv4)
 
 	lab.Poll(t, "controller metrics to move", 20*time.Second, func() bool {
-		after := scrape(t, ctrl)
+		after := scrapeController()
 		return after["herald_controller_allocations_total"] > before["herald_controller_allocations_total"] &&
 			after[`herald_controller_pool_addresses_in_use{family="IPv4",pool="l2"}`] >= 1 &&
 			after[`herald_controller_pool_addresses{family="IPv4",pool="l2"}`] == 16 &&

@@ -89,6 +89,12 @@ func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string
 		removed = append(removed, fmt.Sprintf("%d processes", len(pids)))
 	}
 	var errs []string
+	// the containers of the run's nodes: in their cgroups, not in any
+	// recorded process list
+	if cg := runCgroups(id); len(cg) > 0 {
+		errs = append(errs, removeCgroups(id)...)
+		removed = append(removed, fmt.Sprintf("%d node cgroups", len(cg)))
+	}
 	for _, ns := range labNamespaces(id) {
 		if _, err := run(ctx, "ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err.Error())

@@ -13,7 +13,7 @@ import (
 
 // A dual-stack LoadBalancer Service whose status the test writes by hand
 // (no Herald): traffic the client sends to an L2-pool VIP at node1's MAC
-// reaches pod-node2 through node1's kube-proxy, for IPv4 and IPv6.
+// reaches the backend pod on node2 through node1's kube-proxy, for IPv4 and IPv6.
 func TestDataPathL2VIPThroughKubeProxy(t *testing.T) {
 	l := lab.Shared(t)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -26,13 +26,13 @@ func TestDataPathL2VIPThroughKubeProxy(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = l.DeleteNeighbor(ctxFor(t, time.Minute), lab.Client, vip) })
 		for _, port := range []int{80, 443} {
-			expectPod(t, l, lab.Client, vip, port, "pod-node2")
+			expectPod(t, l, lab.Client, vip, port, "node2")
 		}
 	}
 }
 
 // A BGP-pool VIP with a static route on the router via node1: the external
-// client behind the router reaches pod-node2.
+// client behind the router reaches the backend pod on node2.
 func TestDataPathThroughRouter(t *testing.T) {
 	l := lab.Shared(t)
 	ctx := ctxFor(t, 2*time.Minute)
@@ -52,7 +52,7 @@ func TestDataPathThroughRouter(t *testing.T) {
 		if fmt.Sprint(route.FIBNodes()) != "[node1]" {
 			t.Errorf("router FIB for %s: %+v", prefix, route.FIB)
 		}
-		expectPod(t, l, lab.External, r.vip, 80, "pod-node2")
+		expectPod(t, l, lab.External, r.vip, 80, "node2")
 	}
 }
 
@@ -76,16 +76,16 @@ func servedByHand(t *testing.T, l *lab.Lab, name, node string, vip4, vip6 netip.
 }
 
 // expectPod polls (kube-proxy programs new rules within seconds) until an
-// HTTP request from host to vip:port is answered by pod.
-func expectPod(t *testing.T, l *lab.Lab, host string, vip netip.Addr, port int, pod string) {
+// HTTP request from host to vip:port is answered by a backend pod on node.
+func expectPod(t *testing.T, l *lab.Lab, host string, vip netip.Addr, port int, node string) {
 	t.Helper()
 	ctx := ctxFor(t, time.Minute)
 	var got lab.PodAnswer
-	eventually(t, 30*time.Second, fmt.Sprintf("%s -> %s port %d answered by %s", host, vip, port, pod), func() error {
+	eventually(t, 30*time.Second, fmt.Sprintf("%s -> %s port %d answered by a pod on %s", host, vip, port, node), func() error {
 		var err error
 		got, err = l.HTTPGet(ctx, host, vip, port)
-		if err == nil && got.Pod != pod {
-			err = fmt.Errorf("answered by %s", got.Pod)
+		if err == nil && got.Node != node {
+			err = fmt.Errorf("answered by %s on %s", got.Pod, got.Node)
 		}
 		return err
 	})

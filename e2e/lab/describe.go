@@ -19,8 +19,8 @@ func (l *Lab) Describe(w io.Writer) error {
 	if l.opts.NoKubeProxy {
 		proxy = "no kube-proxy"
 	}
-	fmt.Fprintf(&b, "Herald lab %s is up: %d nodes, %s router, %s. State and logs: %s\n\n", l.id, len(l.nodes), l.RouterKind(), proxy, l.dir)
-	fmt.Fprintf(&b, "Kubernetes API  %s (kube-apiserver %s, etcd on 127.0.0.1)\n", l.APIServerURL(), "bound to "+RootIPv4+" only")
+	fmt.Fprintf(&b, "Herald lab %s is up: a %d-node Kubernetes cluster (containerd + kubelet per node), %s router, %s. State and logs: %s\n\n", l.id, len(l.nodes), l.RouterKind(), proxy, l.dir)
+	fmt.Fprintf(&b, "Kubernetes API  %s (kube-apiserver %s, etcd on 127.0.0.1; kube-controller-manager and kube-scheduler beside it)\n", l.APIServerURL(), "bound to "+RootIPv4+" only")
 	fmt.Fprintf(&b, "  export KUBECONFIG=%s\n", l.adminKubeconfig)
 	fmt.Fprintf(&b, "  (works in the root namespace and inside every lab namespace; kube-proxy's: %s)\n\n", l.proxyKubeconfig)
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
@@ -33,7 +33,7 @@ func (l *Lab) Describe(w io.Writer) error {
 	row(Client, l.ns(Client), ClientIPv4, ClientIPv6, planMAC(100).String())
 	row(External, l.ns(External), ExternalIPv4+" (behind router)", ExternalIPv6, planMAC(194).String())
 	for _, n := range l.nodes {
-		row(n.Pod.Name, n.Pod.NS, n.Pod.IPv4.String(), n.Pod.IPv6.String(), "ports "+strings.Join(l.podPorts(), ","))
+		row("pods on "+n.Name, "cni0 in "+n.NS, n.Pod.CIDRv4.String(), n.Pod.CIDRv6.String(), "containerd + kubelet")
 	}
 	row("root leg", rootLinkName(l.id)+" (root ns)", RootIPv4, RootIPv6, planMAC(126).String())
 	row(Bridge, l.ns(Bridge), "br0: the L2 segment", SegmentV4, SegmentV6)
@@ -48,7 +48,8 @@ func (l *Lab) Describe(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, ".\n  %s -c 'show bgp summary'   (BIRD: birdc ... show protocols)\n", l.RouterShellHint())
 	fmt.Fprintf(&b, "\nEnter a host:    ip netns exec %s bash     (any namespace above)\n", l.ns("node1"))
-	fmt.Fprintf(&b, "Try:             ip netns exec %s curl -s http://%s:8080/\n", l.ns(Client), l.nodes[0].Pod.IPv4)
+	fmt.Fprintf(&b, "Try:             kubectl get nodes,pods -A -o wide\n")
+	fmt.Fprintf(&b, "Containers:      ctr --address %s -n k8s.io tasks ls\n", filepath.Join(l.nodeDir(l.nodes[0]), "containerd.sock"))
 	fmt.Fprintf(&b, "Logs:            %s\n", filepath.Join(l.dir, "logs"))
 	fmt.Fprintf(&b, "Stop everything: make lab-down\n")
 	_, err := io.WriteString(w, b.String())

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/herald-lb/herald/internal/testenv"
@@ -86,26 +85,4 @@ func (l *Lab) podPorts() []string {
 		ports = append(ports, fmt.Sprint(p))
 	}
 	return ports
-}
-
-// startPods runs a podserver in every pod namespace and waits for each.
-func (l *Lab) startPods(ctx context.Context) error {
-	start := time.Now()
-	procs := make([]*Process, len(l.nodes))
-	for i, n := range l.nodes {
-		argv := []string{l.bin.podserver, "-name", n.Pod.Name, "-ports", strings.Join(l.podPorts(), ",")}
-		p, err := l.spawn(procOptions{name: "podserver-" + n.Pod.Name, ns: n.Pod.NS, argv: argv})
-		if err != nil {
-			return err
-		}
-		procs[i] = p
-	}
-	err := parallel(len(l.nodes), func(i int) error {
-		return l.waitHTTP(ctx, l.nodes[i].Pod.NS, "http://127.0.0.1:8080/", procs[i], 30*time.Second)
-	})
-	if err != nil {
-		return fmt.Errorf("pod servers: %w", err)
-	}
-	l.addTiming("pod servers up", start)
-	return nil
 }

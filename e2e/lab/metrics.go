@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,8 +21,24 @@ func ScrapeMetrics(addr string) (map[string]float64, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", addr, err)
 	}
+	return parseMetrics(string(body)), nil
+}
+
+// ScrapeMetricsFrom reads http://addr/metrics from inside host's
+// namespace: for endpoints on pod addresses, which the root namespace has
+// no route to (the client reaches them through the router).
+func (l *Lab) ScrapeMetricsFrom(ctx context.Context, host, addr string) (map[string]float64, error) {
+	body, err := l.Exec(ctx, host, l.bin.labprobe, "http", "-url", "http://"+addr+"/metrics", "-timeout", "3s")
+	if err != nil {
+		return nil, fmt.Errorf("scraping %s from %s: %w", addr, host, err)
+	}
+	return parseMetrics(body), nil
+}
+
+// parseMetrics reads Prometheus text into "name{labels}" -> value.
+func parseMetrics(body string) map[string]float64 {
 	out := map[string]float64{}
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
@@ -30,5 +47,5 @@ func ScrapeMetrics(addr string) (map[string]float64, error) {
 			out[line[:i]] = v
 		}
 	}
-	return out, nil
+	return out
 }

@@ -3,7 +3,6 @@ package lab
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,68 +11,13 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// createNodes creates node1..N with their InternalIPs, pod CIDRs and
-// Ready=True. Nothing flips Ready later: there is no kubelet and no
-// node-lifecycle controller.
-func (l *Lab) createNodes(ctx context.Context) error {
-	for _, n := range l.nodes {
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
-				"kubernetes.io/hostname": n.Name, "kubernetes.io/os": "linux", "kubernetes.io/arch": runtime.GOARCH,
-			}},
-			Spec: corev1.NodeSpec{PodCIDR: n.Pod.CIDRv4.String(), PodCIDRs: []string{n.Pod.CIDRv4.String(), n.Pod.CIDRv6.String()}},
-		}
-		created, err := l.kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("creating Node %s: %w", n.Name, err)
-		}
-		now := metav1.Now()
-		created.Status.Addresses = []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: n.IPv4.String()},
-			{Type: corev1.NodeInternalIP, Address: n.IPv6.String()},
-			{Type: corev1.NodeHostName, Address: n.Name},
-		}
-		created.Status.Conditions = []corev1.NodeCondition{readyCondition(corev1.ConditionTrue, now)}
-		if _, err := l.kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("status of Node %s: %w", n.Name, err)
-		}
-		// The TaintNodesByCondition admission plugin gives every new Node
-		// node.kubernetes.io/not-ready:NoSchedule; the node lifecycle
-		// controller would take it away, and the lab has none.
-		if err := l.RemoveNodeTaint(ctx, n.Name, corev1.TaintNodeNotReady); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func readyCondition(status corev1.ConditionStatus, now metav1.Time) corev1.NodeCondition {
-	c := corev1.NodeCondition{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: now, LastTransitionTime: now,
-		Reason: "HeraldLabReady", Message: "set by the Herald lab (no kubelet)"}
-	if status != corev1.ConditionTrue {
-		c.Reason, c.Message = "HeraldLabNotReady", "set NotReady by the Herald lab"
-	}
-	return c
-}
-
-// SetNodeReady sets the node's Ready condition.
-func (l *Lab) SetNodeReady(ctx context.Context, node string, ready bool) error {
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	return l.SetNodeCondition(ctx, node, corev1.NodeReady, status)
-}
-
-// SetNodeCondition sets (or adds) a condition in the node's status, e.g.
-// NetworkUnavailable.
+// SetNodeCondition sets (or adds) a condition the kubelet does not own in
+// the node's status, e.g. NetworkUnavailable (Ready is the kubelet's: stop
+// it with StopKubelet for a real NotReady).
 func (l *Lab) SetNodeCondition(ctx context.Context, node string, typ corev1.NodeConditionType, status corev1.ConditionStatus) error {
 	return l.updateNode(ctx, node, true, func(n *corev1.Node) {
 		now := metav1.Now()
 		c := corev1.NodeCondition{Type: typ, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "HeraldLab"}
-		if typ == corev1.NodeReady {
-			c = readyCondition(status, now)
-		}
 		i := slices.IndexFunc(n.Status.Conditions, func(x corev1.NodeCondition) bool { return x.Type == typ })
 		if i < 0 {
 			n.Status.Conditions = append(n.Status.Conditions, c)

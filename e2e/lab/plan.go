@@ -27,7 +27,7 @@ const (
 	BGPPoolV4 = "198.51.100.128/27"
 	BGPPoolV6 = "2001:db8:ff::/120"
 
-	PodCIDRV4 = "198.51.100.160/27" // node N: 198.51.100.(160+4(N-1))/30
+	PodCIDRV4 = "198.51.100.160/27" // node N: 198.51.100.(160+8(N-1))/29
 	PodCIDRV6 = "2001:db8:10::/48"  // node N: 2001:db8:10:N::/64
 
 	// External client link behind the router.
@@ -41,16 +41,16 @@ const (
 	ServiceCIDRV6  = "2001:db8:5::/112"
 	ServiceCIDRs   = ServiceCIDRV4 + "," + ServiceCIDRV6
 	ClusterCIDRs   = PodCIDRV4 + "," + PodCIDRV6
-	MaxNodes       = 8
+	MaxNodes       = 4 // a /29 of pod addresses each in PodCIDRV4
 	RouterASN      = 64512
 	NodeASN        = 64513
 	APIServerPort  = 6443 // the default for `herald-lab up`
-	podPrefixLenV4 = 30
+	podPrefixLenV4 = 29
 )
 
 // Host names the lab's hosts go by in every method that takes a host:
-// "router", "client", "ext", "bridge", "node1".."node8",
-// "pod-node1".."pod-node8". "" or "root" is the root namespace.
+// "router", "client", "ext", "bridge", "node1".."node4". "" or "root" is
+// the root namespace.
 const (
 	Router   = "router"
 	Client   = "client"
@@ -59,8 +59,9 @@ const (
 	Root     = "root"
 )
 
-// Node is one fake Kubernetes node: a namespace on the segment with a pod
-// namespace behind it.
+// Node is one Kubernetes node: a namespace on the segment running its own
+// containerd, kubelet and kube-proxy, with a CNI bridge (cni0) for its
+// pods.
 type Node struct {
 	Name  string // node1
 	Index int    // 1
@@ -73,21 +74,13 @@ type Node struct {
 	Pod       Pod
 }
 
-// Pod is the stand-in pod behind a node.
+// Pod is a node's pod network: the CNI bridge's subnets.
 type Pod struct {
-	Name       string // pod-node1
-	NS         string
-	IPv4, IPv6 netip.Addr
-	// GatewayV4/V6 are the node-side addresses of the pod link.
-	GatewayV4, GatewayV6 netip.Addr
-	CIDRv4, CIDRv6       netip.Prefix
+	CIDRv4, CIDRv6 netip.Prefix
 }
 
 // NodeName is the name of node i (1-based).
 func NodeName(i int) string { return fmt.Sprintf("node%d", i) }
-
-// PodName is the name of the pod on node.
-func PodName(node string) string { return "pod-" + node }
 
 // NodeIPv4 and the functions below give the plan's addresses for node i.
 func NodeIPv4(i int) netip.Addr { return v4(10 + i) }
@@ -95,8 +88,8 @@ func NodeIPv4(i int) netip.Addr { return v4(10 + i) }
 // NodeIPv6 is node i's segment address 2001:db8:1::1i.
 func NodeIPv6(i int) netip.Addr { return netip.MustParseAddr(fmt.Sprintf("2001:db8:1::%d", 10+i)) }
 
-// PodCIDRv4ForNode is node i's pod /30.
-func PodCIDRv4ForNode(i int) netip.Prefix { return netip.PrefixFrom(v4(160+4*(i-1)), podPrefixLenV4) }
+// PodCIDRv4ForNode is node i's pod /29.
+func PodCIDRv4ForNode(i int) netip.Prefix { return netip.PrefixFrom(v4(160+8*(i-1)), podPrefixLenV4) }
 
 // PodCIDRv6ForNode is node i's pod /64.
 func PodCIDRv6ForNode(i int) netip.Prefix {
@@ -116,11 +109,6 @@ func newNode(i int, runID string) Node {
 	return Node{
 		Name: name, Index: i, NS: nsName(runID, name),
 		IPv4: NodeIPv4(i), IPv6: NodeIPv6(i), MAC: planMAC(byte(10 + i)),
-		Pod: Pod{
-			Name: PodName(name), NS: nsName(runID, PodName(name)),
-			GatewayV4: podV4.Addr().Next(), IPv4: podV4.Addr().Next().Next(),
-			GatewayV6: podV6.Addr().Next(), IPv6: podV6.Addr().Next().Next(),
-			CIDRv4: podV4, CIDRv6: podV6,
-		},
+		Pod: Pod{CIDRv4: podV4, CIDRv6: podV6},
 	}
 }

@@ -111,7 +111,9 @@ func (l *Lab) Announce(ctx context.Context, host string, addr netip.Addr) error 
 
 // PodAnswer is what a pod server answered.
 type PodAnswer struct {
-	Pod    string `json:"pod"`
+	Pod string `json:"pod"`
+	// Node is the node the answering pod runs on.
+	Node   string `json:"node"`
 	Client string `json:"client"`
 	Server string `json:"server"`
 	// ClientAddr is Client parsed: the source address the pod saw.

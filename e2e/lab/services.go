@@ -6,17 +6,11 @@ import (
 	"net/netip"
 
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
 )
-
-// EndpointSliceManager is the managed-by label value of the
-// EndpointSlices the lab writes (it plays the endpoint slice controller
-// for selector-less Services).
-const EndpointSliceManager = "lab.herald.dev"
 
 // LoadBalancerService returns a selector-less Service of type
 // LoadBalancer with allocateLoadBalancerNodePorts false and ports
@@ -56,17 +50,12 @@ func (l *Lab) CreateService(ctx context.Context, svc *corev1.Service) (*corev1.S
 	return created, nil
 }
 
-// DeleteService deletes the Service and the EndpointSlices the lab wrote
-// for it (there is no garbage collector in the lab).
+// DeleteService deletes the Service (the garbage collector removes its
+// EndpointSlices).
 func (l *Lab) DeleteService(ctx context.Context, namespace, name string) error {
 	err := l.kube.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Service %s/%s: %w", namespace, name, err)
-	}
-	sel := discoveryv1.LabelServiceName + "=" + name + "," + discoveryv1.LabelManagedBy + "=" + EndpointSliceManager
-	err = l.kube.DiscoveryV1().EndpointSlices(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return fmt.Errorf("deleting EndpointSlices of %s/%s: %w", namespace, name, err)
 	}
 	return nil
 }

@@ -12,8 +12,8 @@ import (
 
 // setup builds the lab, overlapping what does not depend on each other:
 // the helper build runs beside the network, the control plane and the
-// router; the pods wait for the helpers, kube-proxy for the Node objects
-// (and for the prober it is checked with).
+// router; the nodes (containerd, kubelet) wait for the helpers (the pause
+// and backend images are made from them), kube-proxy for the nodes.
 func (l *Lab) setup(ctx context.Context) error {
 	built := make(chan error, 1)
 	go func() { built <- l.buildBinaries(ctx) }()
@@ -28,21 +28,28 @@ func (l *Lab) setup(ctx context.Context) error {
 	}
 	steps := []func() error{
 		func() error {
-			if err := l.startControlPlane(ctx); err != nil || l.opts.NoKubeProxy {
+			if err := l.startControlPlane(ctx); err != nil {
+				return err
+			}
+			if err := l.startClusterControllers(ctx); err != nil {
 				return err
 			}
 			if err := helpers(); err != nil {
 				return err
+			}
+			images, err := l.buildLabImages()
+			if err != nil {
+				return err
+			}
+			if err := l.startNodes(ctx, images); err != nil {
+				return err
+			}
+			if l.opts.NoKubeProxy {
+				return nil
 			}
 			return l.startKubeProxies(ctx)
 		},
 		func() error { return l.startRouter(ctx) },
-		func() error {
-			if err := helpers(); err != nil {
-				return err
-			}
-			return l.startPods(ctx)
-		},
 	}
 	if err := parallel(len(steps), func(i int) error { return steps[i]() }); err != nil {
 		return errors.Join(err, helpers())
@@ -87,6 +94,7 @@ func (l *Lab) Close() error {
 	defer l.lock.release()
 	start := time.Now()
 	var errs []string
+	errs = append(errs, l.stopNodes(procs)...)
 	if err := parallel(len(procs), func(i int) error { return procs[i].Stop() }); err != nil {
 		errs = append(errs, err.Error())
 	}

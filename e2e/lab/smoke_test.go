@@ -2,6 +2,7 @@ package lab_test
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -102,10 +103,17 @@ func TestClientReachesEveryNode(t *testing.T) {
 			}
 		}
 		// and the pods behind them, through the router, from outside
-		for _, a := range []string{n.Pod.IPv4.String(), n.Pod.IPv6.String()} {
-			got, err := l.HTTPGet(ctx, lab.External, addr(a), 8080)
-			if err != nil || got.Pod != n.Pod.Name {
-				t.Errorf("ext -> %s %s: %+v %v", n.Pod.Name, a, got, err)
+		if err := l.EnsureBackends(ctx, "smoke"); err != nil {
+			t.Fatal(err)
+		}
+		pod, err := l.Backend(ctx, "smoke", n.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range []netip.Addr{pod.IPv4, pod.IPv6} {
+			got, err := l.HTTPGet(ctx, lab.External, a, 8080)
+			if err != nil || got.Pod != pod.Name || got.Node != n.Name {
+				t.Errorf("ext -> %s %s: %+v %v", pod.Name, a, got, err)
 			}
 		}
 	}

@@ -1,8 +1,11 @@
 package lab
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/herald-lb/herald/internal/testenv"
@@ -21,6 +24,9 @@ type RunStatus struct {
 	// Namespaces that exist, and those the state lists but that are gone.
 	Namespaces, MissingNamespaces []string
 	Processes                     []ProcessStatus
+	// ContainerMemory is what the nodes' cgroups (pods, their containers
+	// and shims excluded) use, by node cgroup, in bytes.
+	ContainerMemory map[string]int64
 }
 
 // ProcessStatus is one recorded process.
@@ -55,16 +61,37 @@ func Status(root string) []RunStatus {
 				rs.Processes = append(rs.Processes, ProcessStatus{Name: r.Name, NS: r.NS, PID: r.PID, Alive: alive, RSS: rssOf(r.PID, alive), Log: r.Log})
 			}
 		}
+		rs.ContainerMemory = containerMemory(id)
 		out = append(out, rs)
 	}
 	return out
 }
 
-// TotalRSS sums the resident memory of the run's live processes.
+// containerMemory reads memory.usage_in_bytes of each node cgroup of a run.
+func containerMemory(id string) map[string]int64 {
+	out := map[string]int64{}
+	matches, _ := filepath.Glob(filepath.Join(cgroupMount, "memory", nsPrefix+id+"-*"))
+	for _, m := range matches {
+		data, err := os.ReadFile(filepath.Join(m, "memory.usage_in_bytes"))
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil {
+			out[filepath.Base(m)] = v
+		}
+	}
+	return out
+}
+
+// TotalRSS sums the resident memory of the run's live processes and the
+// memory its nodes' containers use.
 func (rs RunStatus) TotalRSS() int64 {
 	var sum int64
 	for _, p := range rs.Processes {
 		sum += p.RSS
+	}
+	for _, v := range rs.ContainerMemory {
+		sum += v
 	}
 	return sum
 }

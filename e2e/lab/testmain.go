@@ -144,6 +144,9 @@ func (l *Lab) findLeftovers() []string {
 	if exists(l.dir) {
 		left = append(left, "directory "+l.dir)
 	}
+	for _, cg := range runCgroups(l.id) {
+		left = append(left, "cgroup "+cg)
+	}
 	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mounts), "\n") {
 			if strings.Contains(line, nsPrefix+l.id+"-") || strings.Contains(line, l.dir) {

@@ -12,14 +12,15 @@ import (
 //
 //	bridge ns: br0 with ports router, client, node1..N, host (root leg)
 //	router ns: eth0 on the segment, eth1 to ext
-//	nodeN ns:  eth0 on the segment, pod -> pod-nodeN ns eth0
+//	nodeN ns:  eth0 on the segment; cni0 (made by the CNI bridge plugin
+//	           when the first pod starts) with the node's pod subnets
 //	root ns:   herald<runid> (198.51.100.126/25, 2001:db8:1::fe/64)
 
 // hostNames lists every lab namespace's host name, bridge first.
 func (l *Lab) hostNames() []string {
 	hosts := []string{Bridge, Router, Client, External}
 	for _, n := range l.nodes {
-		hosts = append(hosts, n.Name, n.Pod.Name)
+		hosts = append(hosts, n.Name)
 	}
 	return hosts
 }
@@ -112,9 +113,7 @@ func (l *Lab) linkCommands() []string {
 		veth(rootLinkName(l.id), planMAC(126).String(), "", "host", "", br),
 	}
 	for _, n := range l.nodes {
-		cmds = append(cmds,
-			veth("eth0", n.MAC.String(), n.NS, n.Name, "", br),
-			veth("pod", planMAC(n.Pod.GatewayV4.As4()[3]).String(), n.NS, "eth0", planMAC(n.Pod.IPv4.As4()[3]).String(), n.Pod.NS))
+		cmds = append(cmds, veth("eth0", n.MAC.String(), n.NS, n.Name, "", br))
 	}
 	return cmds
 }
@@ -145,23 +144,13 @@ func (l *Lab) hostCommands(host string) []string {
 		cmds = append(cmds, iface("eth0", ExternalIPv4+"/28", ExternalIPv6+"/64")...)
 		cmds = append(cmds, defaultRoutes(RouterExtIPv4, RouterExtIPv6)...)
 	default:
-		cmds = append(cmds, l.nodeOrPodCommands(host)...)
-	}
-	return cmds
-}
-
-func (l *Lab) nodeOrPodCommands(host string) []string {
-	for _, n := range l.nodes {
-		switch host {
-		case n.Name:
-			return l.nodeCommands(n)
-		case n.Pod.Name:
-			p := n.Pod
-			cmds := iface("eth0", fmt.Sprintf("%s/%d", p.IPv4, p.CIDRv4.Bits()), fmt.Sprintf("%s/%d", p.IPv6, p.CIDRv6.Bits()))
-			return append(cmds, defaultRoutes(p.GatewayV4.String(), p.GatewayV6.String())...)
+		for _, n := range l.nodes {
+			if n.Name == host {
+				cmds = append(cmds, l.nodeCommands(n)...)
+			}
 		}
 	}
-	return nil
+	return cmds
 }
 
 // nodeRoutes are a node's routes: default via the router, the other
@@ -178,8 +167,6 @@ func (l *Lab) nodeRoutes(n Node) []string {
 
 func (l *Lab) nodeCommands(n Node) []string {
 	cmds := iface("eth0", n.IPv4.String()+"/25", n.IPv6.String()+"/64")
-	p := n.Pod
-	cmds = append(cmds, iface("pod", fmt.Sprintf("%s/%d", p.GatewayV4, p.CIDRv4.Bits()), fmt.Sprintf("%s/%d", p.GatewayV6, p.CIDRv6.Bits()))...)
 	return append(cmds, l.nodeRoutes(n)...)
 }
 

@@ -52,13 +52,21 @@ func TestOptions(t *testing.T) {
 func TestPlan(t *testing.T) {
 	n := newNode(2, "abcd")
 	if n.IPv4.String() != "198.51.100.12" || n.IPv6.String() != "2001:db8:1::12" || n.MAC.String() != "02:00:c6:33:64:0c" ||
-		n.Pod.IPv4.String() != "198.51.100.166" || n.Pod.GatewayV4.String() != "198.51.100.165" ||
-		n.Pod.IPv6.String() != "2001:db8:10:2::2" || n.NS != "herald-abcd-node2" || n.Pod.NS != "herald-abcd-pod-node2" {
+		n.Pod.CIDRv4.String() != "198.51.100.168/29" || n.Pod.CIDRv6.String() != "2001:db8:10:2::/64" || n.NS != "herald-abcd-node2" {
 		t.Errorf("node2: %+v", n)
 	}
 	last := newNode(MaxNodes, "abcd")
-	if !netip.MustParsePrefix(PodCIDRV4).Contains(last.Pod.IPv4) || len(rootLinkName("abcd")) > 15 {
-		t.Errorf("node%d pod %v, root link %q", MaxNodes, last.Pod.IPv4, rootLinkName("abcd"))
+	lastAddr := last.Pod.CIDRv4.Addr().As4()
+	lastAddr[3] += byte(1<<(32-last.Pod.CIDRv4.Bits()) - 1)
+	if !netip.MustParsePrefix(PodCIDRV4).Contains(netip.AddrFrom4(lastAddr)) || len(rootLinkName("abcd")) > 15 {
+		t.Errorf("node%d pods %v, root link %q", MaxNodes, last.Pod.CIDRv4, rootLinkName("abcd"))
+	}
+	for i := 1; i <= MaxNodes; i++ {
+		for j := i + 1; j <= MaxNodes; j++ {
+			if newNode(i, "abcd").Pod.CIDRv4.Overlaps(newNode(j, "abcd").Pod.CIDRv4) {
+				t.Errorf("pod subnets of node%d and node%d overlap", i, j)
+			}
+		}
 	}
 }
 

@@ -85,3 +85,11 @@ func ContainsAll(s string, fragments []string) bool {
 	}
 	return true
 }
+
+// PollContext polls ok every 100 ms until it is true (nil), timeout passes
+// or ctx ends (an error saying so).
+func PollContext(ctx context.Context, timeout time.Duration, ok func() bool) error {
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		return ok(), nil
+	})
+}

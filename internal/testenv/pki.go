@@ -122,6 +122,16 @@ func (p *PKI) serviceAccountKey() (priv, pub string, err error) {
 	return filepath.Join(p.Dir, "sa.key"), filepath.Join(p.Dir, "sa.pub"), nil
 }
 
+// WriteCAKey writes the CA's private key as ca.key (for a
+// kube-controller-manager that signs certificates) and returns its path.
+func (p *PKI) WriteCAKey() (string, error) {
+	der, err := x509.MarshalECPrivateKey(p.caKey)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(p.Dir, "ca.key"), p.write("ca.key", pemBlock("EC PRIVATE KEY", der))
+}
+
 func (p *PKI) write(name string, data []byte) error {
 	return os.WriteFile(filepath.Join(p.Dir, name), data, 0o600)
 }

@@ -46,8 +46,8 @@ func run(ctx context.Context, port int) error {
 	}
 	fmt.Printf("Lab run %s is up (%s).\n", l.RunID(), time.Since(start).Round(100*time.Millisecond))
 	fmt.Println("Building and starting Herald (controller + 3 speakers, ServiceAccount identities from manifests/rbac)...")
-	var bin deploy.Binaries
-	if _, err := demo.Setup(ctx, l, &bin); err != nil {
+	var images deploy.Images
+	if _, err := demo.Setup(ctx, l, &images); err != nil {
 		return fmt.Errorf("%w\n(the lab is still up: `make lab-status`, `make lab-down`)", err)
 	}
 	r, err := demo.Run(ctx, l)

@@ -19,12 +19,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 func main() {
@@ -165,7 +168,34 @@ func status(w io.Writer) error {
 			}
 			fmt.Fprintf(w, "  %-28s pid %-7d %-8s %5d MiB  %s\n", p.Name, p.PID, state, p.RSS>>20, p.Log)
 		}
-		fmt.Fprintf(w, "  total RSS %d MiB\n", rs.TotalRSS()>>20)
+		for cg, v := range rs.ContainerMemory {
+			fmt.Fprintf(w, "  %-28s containers (cgroup memory) %5d MiB\n", cg, v>>20)
+		}
+		fmt.Fprintf(w, "  total %d MiB\n", rs.TotalRSS()>>20)
+		if rs.AdminKubeconfig != "" && rs.Ready {
+			kubectlStatus(w, rs.AdminKubeconfig)
+		}
 	}
 	return problems
+}
+
+// kubectlStatus prints the cluster's nodes, every pod and Herald's
+// workloads, as kubectl shows them.
+func kubectlStatus(w io.Writer, kubeconfig string) {
+	kubectl, err := testenv.Binary("kubectl")
+	if err != nil {
+		fmt.Fprintln(w, "  (no kubectl:", err, ")")
+		return
+	}
+	for _, args := range [][]string{
+		{"get", "nodes", "-o", "wide"},
+		{"get", "pods", "-A", "-o", "wide"},
+		{"-n", "herald-system", "get", "daemonset,deployment,lease"},
+	} {
+		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", kubeconfig, "--request-timeout=5s"}, args...)...).CombinedOutput()
+		fmt.Fprintf(w, "\n$ kubectl %s\n%s", strings.Join(args, " "), out)
+		if err != nil {
+			fmt.Fprintln(w, "  ", err)
+		}
+	}
 }

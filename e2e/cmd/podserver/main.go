@@ -2,10 +2,11 @@
 // answers every request with its own name, the client address it saw and
 // the local address it was reached at, as JSON:
 //
-//	{"pod":"pod-node2","client":"198.51.100.100:51234","server":"198.51.100.166:8080"}
+//	{"pod":"backend-node2-7d9f-x2k4q","node":"node2","client":"198.51.100.100:51234","server":"198.51.100.170:8080"}
 //
-// e2e/lab runs one in each pod namespace (ports 8080 and 8443 and any
-// extra ports the lab's options give), all plain HTTP.
+// It is the lab's backend image: e2e/lab runs it in a Deployment per node
+// (ports 8080 and 8443 and any extra ports the lab's options give), all
+// plain HTTP; its readiness probe is GET /.
 package main
 
 import (
@@ -25,22 +26,24 @@ import (
 
 type answer struct {
 	Pod    string `json:"pod"`
+	Node   string `json:"node,omitempty"`
 	Client string `json:"client"`
 	Server string `json:"server"`
 }
 
 func main() {
 	name := flag.String("name", "", "pod name to report")
+	node := flag.String("node", "", "node name to report")
 	ports := flag.String("ports", "8080,8443", "comma-separated TCP ports to serve on (all addresses)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(*name, strings.Split(*ports, ","), log); err != nil {
+	if err := run(*name, *node, strings.Split(*ports, ","), log); err != nil {
 		log.Error("podserver failed", "err", err)
 		os.Exit(1)
 	}
 }
 
-func run(name string, ports []string, log *slog.Logger) error {
+func run(name, node string, ports []string, log *slog.Logger) error {
 	if name == "" {
 		return errors.New("-name is required")
 	}
@@ -48,7 +51,7 @@ func run(name string, ports []string, log *slog.Logger) error {
 	defer stop()
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-		a := answer{Pod: name, Client: r.RemoteAddr}
+		a := answer{Pod: name, Node: node, Client: r.RemoteAddr}
 		if local != nil {
 			a.Server = local.String()
 		}

@@ -1,0 +1,99 @@
+package lab
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cgroupMount is where the root namespace has the cgroup v1 hierarchies.
+const cgroupMount = "/sys/fs/cgroup"
+
+// runCgroups lists the cgroup roots of a run's nodes in every hierarchy
+// (nodes' cgroupRoot directories are named nsPrefix+run+"-"+node).
+func runCgroups(id string) []string {
+	var out []string
+	for _, c := range append(slices.Clone(cgroupV1Controllers), "systemd") {
+		matches, _ := filepath.Glob(filepath.Join(cgroupMount, c, nsPrefix+id+"-*"))
+		out = append(out, matches...)
+	}
+	return out
+}
+
+// cgroupPIDs are the processes in a cgroup tree (the containers of a
+// node, found by cgroup, not by name).
+func cgroupPIDs(root string) []int {
+	var pids []int
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return nil
+		}
+		data, _ := os.ReadFile(path)
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+		return nil
+	})
+	slices.Sort(pids)
+	return slices.Compact(pids)
+}
+
+// removeCgroups kills every process left in the run's node cgroups and
+// removes the cgroup directories depth-first.
+func removeCgroups(id string) []string {
+	roots := runCgroups(id)
+	if len(roots) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var pids []int
+		for _, r := range roots {
+			pids = append(pids, cgroupPIDs(r)...)
+		}
+		if len(pids) == 0 || time.Now().After(deadline) {
+			break
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var left []string
+	for _, r := range roots {
+		var dirs []string
+		_ = filepath.WalkDir(r, func(path string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, path)
+			}
+			return nil
+		})
+		// deepest first
+		slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
+		for _, d := range dirs {
+			if err := removeCgroupDir(d); err != nil {
+				left = append(left, "cgroup "+d+": "+err.Error())
+			}
+		}
+	}
+	return left
+}
+
+// removeCgroupDir retries rmdir for a moment: a cgroup whose last task
+// just died can be busy briefly.
+func removeCgroupDir(d string) error {
+	var err error
+	for range 50 {
+		if err = syscall.Rmdir(d); err == nil || os.IsNotExist(err) {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return err
+}

@@ -1,0 +1,265 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+// NodeMonitorGracePeriod is kube-controller-manager's
+// --node-monitor-grace-period in the lab: a node whose kubelet stops
+// posting status is marked NotReady (Unknown) this long after its last
+// heartbeat. Production clusters use 40-50 s; the lab's is short so that
+// tests of a stopped kubelet finish quickly, and it is still several
+// times the kubelet's status interval (nodeStatusUpdateFrequency 2 s in
+// the lab) so that a busy machine does not flap nodes.
+const NodeMonitorGracePeriod = 16 * time.Second
+
+// startClusterControllers runs kube-controller-manager (every controller:
+// endpointslice, node lifecycle, daemonset, deployment, garbage
+// collector, ...) and kube-scheduler in the root namespace, talking to
+// the API server on the lab's leg, serving nothing outside loopback.
+func (l *Lab) startClusterControllers(ctx context.Context) error {
+	start := time.Now()
+	kcm, err := testenv.Binary("kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	sched, err := testenv.Binary("kube-scheduler")
+	if err != nil {
+		return err
+	}
+	kcmConfig, err := l.Kubeconfig("kube-controller-manager", "system:kube-controller-manager")
+	if err != nil {
+		return err
+	}
+	schedConfig, err := l.Kubeconfig("kube-scheduler", "system:kube-scheduler")
+	if err != nil {
+		return err
+	}
+	pki := l.cp.PKI
+	caKey, err := pki.WriteCAKey()
+	if err != nil {
+		return err
+	}
+	grace := NodeMonitorGracePeriod.String()
+	if _, err := l.spawn(procOptions{name: "kube-controller-manager", argv: []string{kcm,
+		"--kubeconfig=" + kcmConfig, "--authentication-kubeconfig=" + kcmConfig, "--authorization-kubeconfig=" + kcmConfig,
+		"--controllers=*", "--use-service-account-credentials",
+		"--service-account-private-key-file=" + filepath.Join(pki.Dir, "sa.key"),
+		"--root-ca-file=" + filepath.Join(pki.Dir, "ca.crt"),
+		"--cluster-signing-cert-file=" + filepath.Join(pki.Dir, "ca.crt"), "--cluster-signing-key-file=" + caKey,
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
+		"--node-monitor-period=2s", "--node-monitor-grace-period=" + grace,
+		"--allocate-node-cidrs=false", "--cluster-cidr=" + ClusterCIDRs, "--service-cluster-ip-range=" + ServiceCIDRs,
+		"--concurrent-endpointslice-syncs=5", "--endpointslice-updates-batch-period=0s",
+		"--v=1",
+	}}); err != nil {
+		return err
+	}
+	if _, err := l.spawn(procOptions{name: "kube-scheduler", argv: []string{sched,
+		"--kubeconfig=" + schedConfig, "--authentication-kubeconfig=" + schedConfig, "--authorization-kubeconfig=" + schedConfig,
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=1",
+	}}); err != nil {
+		return err
+	}
+	l.addTiming("controller-manager and scheduler started", start)
+	return nil
+}
+
+// nodeDir is where a node keeps containerd's and the kubelet's state.
+func (l *Lab) nodeDir(n Node) string { return filepath.Join(l.dir, "nodes", n.Name) }
+
+// nodeCgroup is the node's cgroup root (kubelet cgroupRoot), one per run
+// and node so that teardown finds exactly the lab's.
+func (l *Lab) nodeCgroup(n Node) string { return nsPrefix + l.id + "-" + n.Name }
+
+// cgroupV1Controllers are the hierarchies a node's mount namespace mounts
+// (trap 1 of the recipe: `ip netns exec` mounts a fresh /sys without them).
+var cgroupV1Controllers = []string{"cpuset", "cpu", "cpuacct", "blkio", "memory", "devices", "freezer", "pids"}
+
+// startNodes brings up every node's containerd, imports the lab images,
+// starts the kubelets and waits until every Node is Ready.
+func (l *Lab) startNodes(ctx context.Context, images []string) error {
+	start := time.Now()
+	if err := parallel(len(l.nodes), func(i int) error { return l.startContainerd(ctx, l.nodes[i]) }); err != nil {
+		return err
+	}
+	l.addTiming("containerd up", start)
+	if err := l.ImportImages(ctx, images...); err != nil {
+		return err
+	}
+	l.addTiming("lab images imported", start)
+	for _, n := range l.nodes {
+		if err := l.StartKubelet(ctx, n.Name); err != nil {
+			return err
+		}
+	}
+	if err := l.WaitNodesReady(ctx, 3*time.Minute); err != nil {
+		return err
+	}
+	l.addTiming("nodes Ready", start)
+	return nil
+}
+
+// startContainerd writes the node's containerd and CNI configuration and
+// starts containerd inside the node's namespace, in a mount namespace of
+// its own where the cgroup hierarchies are mounted (the kubelet joins it).
+func (l *Lab) startContainerd(ctx context.Context, n Node) error {
+	dir := l.nodeDir(n)
+	for _, d := range []string{"containerd/root", "containerd/state", "containerd/opt", "runc", "cni/net.d", "cni/ipam", "kubelet", "pod-logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "containerd.toml"), []byte(containerdConfig(dir)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cni/net.d/10-herald-lab.conflist"), []byte(cniConfig(n, dir)), 0o644); err != nil {
+		return err
+	}
+	script := filepath.Join(dir, "containerd.sh")
+	if err := os.WriteFile(script, []byte(l.containerdScript(n)), 0o755); err != nil {
+		return err
+	}
+	p, err := l.spawn(procOptions{name: "containerd-" + n.Name, ns: n.NS, argv: []string{"/bin/sh", script}})
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := l.Ctr(ctx, n.Name, "version"); err == nil {
+			return nil
+		}
+		if p.Exited() || time.Now().After(deadline) {
+			return fmt.Errorf("containerd on %s did not start (%v); last log lines:\n%s", n.Name, p.Err(), p.Tail(20))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// containerdScript mounts the cgroup hierarchies in the fresh /sys that
+// `ip netns exec` gave it, creates the node's cgroup root under each and
+// execs containerd (so the script's PID is containerd's).
+func (l *Lab) containerdScript(n Node) string {
+	cg := l.nodeCgroup(n)
+	var b strings.Builder
+	b.WriteString("set -eu\nmount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup\n")
+	for _, c := range cgroupV1Controllers {
+		fmt.Fprintf(&b, "mkdir -p /sys/fs/cgroup/%[1]s && mount -t cgroup -o %[1]s cgroup /sys/fs/cgroup/%[1]s && mkdir -p /sys/fs/cgroup/%[1]s/%[2]s\n", c, cg)
+	}
+	fmt.Fprintf(&b, "mkdir -p /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd && mkdir -p /sys/fs/cgroup/systemd/%s\n", cg)
+	b.WriteString("mkdir -p /sys/fs/cgroup/unified && mount -t cgroup2 none /sys/fs/cgroup/unified\n")
+	fmt.Fprintf(&b, "cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/%[1]s/cpuset.cpus\ncat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/%[1]s/cpuset.mems\n", cg)
+	fmt.Fprintf(&b, "exec containerd --config %s\n", filepath.Join(l.nodeDir(n), "containerd.toml"))
+	return b.String()
+}
+
+func containerdConfig(dir string) string {
+	return fmt.Sprintf(`version = 2
+root = "%[1]s/containerd/root"
+state = "%[1]s/containerd/state"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+
+[grpc]
+  address = "%[1]s/containerd.sock"
+[ttrpc]
+  address = "%[1]s/containerd.sock.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "%[1]s/containerd/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "%[2]s"
+  netns_mounts_under_state_dir = true
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "/usr/sbin/runc"
+        Root = "%[1]s/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "%[1]s/cni/net.d"
+`, dir, PauseImage)
+}
+
+// cniConfig: a bridge cni0 in the node's namespace with the node's pod
+// subnets (host-local IPAM, state in the node directory); the other
+// nodes' pod subnets are routed via those nodes (nodeRoutes).
+func cniConfig(n Node, dir string) string {
+	return fmt.Sprintf(`{
+  "cniVersion": "0.4.0",
+  "name": "herald-lab",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": "%s/cni/ipam",
+              "ranges": [[{"subnet": "%s"}], [{"subnet": "%s"}]],
+              "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, dir, n.Pod.CIDRv4, n.Pod.CIDRv6)
+}
+
+// Ctr runs containerd's ctr against a node's containerd, in the k8s.io
+// namespace.
+func (l *Lab) Ctr(ctx context.Context, node string, args ...string) (string, error) {
+	n, err := l.Node(node)
+	if err != nil {
+		return "", err
+	}
+	argv := append([]string{"ctr", "--address", filepath.Join(l.nodeDir(n), "containerd.sock"), "-n", "k8s.io"}, args...)
+	return run(ctx, argv...)
+}
+
+// WaitNodesReady waits until every node's Ready condition is True.
+func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
+	var last string
+	err := PollContext(ctx, timeout, func() bool {
+		nodes, err := l.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		ready := 0
+		var states []string
+		for _, n := range nodes.Items {
+			ok := NodeIsReady(&n)
+			if ok {
+				ready++
+			}
+			states = append(states, fmt.Sprintf("%s ready=%v", n.Name, ok))
+		}
+		last = strings.Join(states, ", ")
+		return ready == len(l.nodes) && len(nodes.Items) == len(l.nodes)
+	})
+	if err != nil {
+		return fmt.Errorf("nodes not Ready (%s): %w", last, err)
+	}
+	return nil
+}
+
+// NodeIsReady reports whether the node's Ready condition is True.
+func NodeIsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
