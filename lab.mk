@@ -1,11 +1,15 @@
 # Herald's network lab for humans (see e2e/lab and e2e/cmd/herald-lab).
 # The Makefile includes this file; on its own: make -f lab.mk lab-up
 #
-#   make lab-up      bring the lab up (namespaces, FRR router, etcd +
-#                    kube-apiserver on 198.51.100.126:6443, kube-proxy, pods)
-#                    and print where everything is
+#   make lab-up      bring the lab up: a real cluster in namespaces (etcd,
+#                    kube-apiserver on 198.51.100.126:6443, controller-manager,
+#                    scheduler; per node containerd, kubelet, kube-proxy), the
+#                    FRR router and the clients, and print where everything is.
+#                    A second lab-up while one is up prints it again.
 #   make lab-down    remove every lab on this machine, leftovers included
-#   make lab-status  show the running lab, its processes and their memory
+#                    (processes by PID, node cgroups, namespaces, files)
+#   make lab-status  show the running lab, its processes, their memory, and
+#                    kubectl's view of nodes, pods and Herald
 #
 # Options: LAB_NODES=3 LAB_ROUTER=frr|bird LAB_PROXY_MODE=nftables|iptables
 # LAB_PORT=6443. Needs root and Linux; missing Debian packages are

@@ -146,7 +146,7 @@ func gather(ctx context.Context, l *lab.Lab, name string, viaRouter bool) (Servi
 
 // Print writes the report for a human.
 func Print(w *strings.Builder, l *lab.Lab, r Report) {
-	fmt.Fprintf(w, "Herald is running in the lab (run %s): controller in the root namespace, a speaker on each of %d nodes.\n\n", l.RunID(), len(l.Nodes()))
+	fmt.Fprintf(w, "Herald is running in the lab (run %s), installed from its images and manifests/herald.yaml: the controller Deployment and a speaker Pod on each of %d nodes.\n\n", l.RunID(), len(l.Nodes()))
 	for _, sr := range []ServiceReport{r.L2, r.BGP} {
 		fmt.Fprintf(w, "Service %s/%s (port 443 -> pods' 8443)\n", Namespace, sr.Name)
 		fmt.Fprintf(w, "  address          %s (ipMode VIP)\n", sr.Address)

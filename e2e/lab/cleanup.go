@@ -54,6 +54,12 @@ func knownRuns(root string) []string {
 			ids = append(ids, id)
 		}
 	}
+	cgroups, _ := filepath.Glob(filepath.Join(cgroupMount, "memory", nsPrefix+"*-*"))
+	for _, cg := range cgroups {
+		if rest, ok := strings.CutPrefix(filepath.Base(cg), nsPrefix); ok && len(rest) > runIDLen && validRunID(rest[:runIDLen]) {
+			ids = append(ids, rest[:runIDLen])
+		}
+	}
 	slices.Sort(ids)
 	return slices.Compact(ids)
 }

@@ -200,13 +200,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
 // cniConfig: a bridge cni0 in the node's namespace with the node's pod
 // subnets (host-local IPAM, state in the node directory); the other
-// nodes' pod subnets are routed via those nodes (nodeRoutes).
+// nodes' pod subnets are routed via those nodes (nodeRoutes). Connections
+// pods open to anything outside their node's subnet are masqueraded
+// (ipMasq) to the node's address: the API server in the root namespace
+// must answer a pod at an address on its own leg, never through the
+// root namespace's default route.
 func cniConfig(n Node, dir string) string {
 	return fmt.Sprintf(`{
   "cniVersion": "0.4.0",
   "name": "herald-lab",
   "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
      "ipam": {"type": "host-local", "dataDir": "%s/cni/ipam",
               "ranges": [[{"subnet": "%s"}], [{"subnet": "%s"}]],
               "routes": [{"dst": "0.0.0.0/0"}, {"dst": "::/0"}]}},

@@ -30,7 +30,7 @@ const (
 // Options shape a lab. The zero value is a 3-node lab with FRR, kube-proxy
 // in nftables mode and the API server on a free port.
 type Options struct {
-	// Nodes is the number of node namespaces (1..8, default 3).
+	// Nodes is the number of nodes (1..4, default 3).
 	Nodes int
 	// Router is the router implementation (default FRR).
 	Router RouterKind

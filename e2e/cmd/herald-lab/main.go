@@ -64,7 +64,7 @@ func logger(verbose bool) *slog.Logger {
 
 func up(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	nodes := fs.Int("nodes", 3, "number of nodes (1-8)")
+	nodes := fs.Int("nodes", 3, "number of nodes (1-4)")
 	router := fs.String("router", "frr", "router implementation: frr or bird")
 	mode := fs.String("proxy-mode", "nftables", "kube-proxy mode: nftables or iptables")
 	port := fs.Int("port", lab.APIServerPort, "kube-apiserver port on "+lab.RootIPv4)

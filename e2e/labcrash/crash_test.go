@@ -1,0 +1,137 @@
+// Package labcrash tests the lab's own teardown the hard way: a process
+// that owns a running lab (a real cluster with pods) is killed with
+// SIGKILL, and `make lab-down` (lab.Down) must remove everything it left:
+// processes (container shims and containers outlive their parent), node
+// cgroups, mounts, namespaces, the root leg, files.
+package labcrash
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+const helperEnv = "HERALD_LABCRASH_HELPER"
+
+// TestHelperProcess is the victim: it brings a 2-node lab up with backend
+// pods, says so by creating the file named in its environment, and waits
+// to be killed.
+func TestHelperProcess(t *testing.T) {
+	ready := os.Getenv(helperEnv)
+	if ready == "" {
+		t.Skip("the victim process of TestSIGKILLedOwnerLeavesNothingAfterDown")
+	}
+	ctx := context.Background()
+	l, err := lab.Start(ctx, lab.Options{Nodes: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.EnsureBackends(ctx, "crash"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ready, []byte(l.RunID()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	select {} // until SIGKILL
+}
+
+func TestSIGKILLedOwnerLeavesNothingAfterDown(t *testing.T) {
+	if testing.Short() || os.Geteuid() != 0 {
+		t.Skip("needs root and a lab")
+	}
+	ready := filepath.Join(t.TempDir(), "ready")
+	victim := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.timeout=20m")
+	victim.Env = append(os.Environ(), helperEnv+"="+ready)
+	victim.Stdout, victim.Stderr = os.Stderr, os.Stderr
+	if err := victim.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- victim.Wait() }()
+	var id string
+	deadline := time.Now().Add(15 * time.Minute)
+	for id == "" {
+		if data, err := os.ReadFile(ready); err == nil {
+			id = string(data)
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the lab owner exited before its lab was up: %v", err)
+		case <-time.After(200 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = victim.Process.Kill()
+			t.Fatal("the lab did not come up in 15 minutes")
+		}
+	}
+	// what the run has before the kill: containers in node cgroups
+	var before []string
+	for _, rs := range lab.Status("") {
+		if rs.ID == id {
+			for cg := range rs.ContainerMemory {
+				before = append(before, cg)
+			}
+		}
+	}
+	if len(before) == 0 {
+		t.Errorf("run %s has no node cgroups before the kill", id)
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-exited
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	removed, err := lab.Down(ctx, "", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("lab down after the owner was killed: %v (removed %v)", err, removed)
+	}
+	t.Logf("lab down removed: %s", strings.Join(removed, ", "))
+	for _, left := range leftovers(id) {
+		t.Error("left behind: " + left)
+	}
+}
+
+// leftovers lists what of run id still exists on the machine.
+func leftovers(id string) []string {
+	var left []string
+	stem := "herald-" + id + "-"
+	if entries, err := os.ReadDir("/run/netns"); err == nil {
+		for _, e := range entries {
+			if strings.HasPrefix(e.Name(), stem) {
+				left = append(left, "namespace "+e.Name())
+			}
+		}
+	}
+	for _, c := range []string{"cpu", "memory", "pids", "freezer", "systemd"} {
+		if m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", c, stem+"*")); len(m) > 0 {
+			left = append(left, "cgroups "+strings.Join(m, " "))
+		}
+	}
+	if _, err := os.Stat(filepath.Join(lab.DefaultStateRoot, id)); err == nil {
+		left = append(left, "directory "+filepath.Join(lab.DefaultStateRoot, id))
+	}
+	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil && strings.Contains(string(mounts), "/herald-lab/"+id) {
+		left = append(left, "mounts of the run")
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		cmd, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline"))
+		if err == nil && strings.Contains(string(cmd), "/herald-lab/"+id+"/") {
+			left = append(left, "process "+p.Name()+": "+strings.ReplaceAll(string(cmd), "\x00", " "))
+		}
+	}
+	if _, err := os.Stat("/sys/class/net/herald" + id); err == nil {
+		left = append(left, "root leg herald"+id)
+	}
+	return left
+}
