@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,7 +61,7 @@ func (l *Lab) startClusterControllers(ctx context.Context) error {
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 		"--node-monitor-period=2s", "--node-monitor-grace-period=" + grace,
 		"--allocate-node-cidrs=false", "--cluster-cidr=" + ClusterCIDRs, "--service-cluster-ip-range=" + ServiceCIDRs,
-		"--concurrent-endpointslice-syncs=5", "--endpointslice-updates-batch-period=0s",
+		"--endpointslice-updates-batch-period=0s",
 		"--v=1",
 	}}); err != nil {
 		return err
@@ -231,7 +232,9 @@ func (l *Lab) Ctr(ctx context.Context, node string, args ...string) (string, err
 	return run(ctx, argv...)
 }
 
-// WaitNodesReady waits until every node's Ready condition is True.
+// WaitNodesReady waits until every node's Ready condition is True and the
+// node lifecycle controller has taken its not-ready taint away (so the
+// controllers are at work, not only the kubelets).
 func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
 	var last string
 	err := PollContext(ctx, timeout, func() bool {
@@ -243,7 +246,7 @@ func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
 		ready := 0
 		var states []string
 		for _, n := range nodes.Items {
-			ok := NodeIsReady(&n)
+			ok := NodeIsReady(&n) && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
 			if ok {
 				ready++
 			}

@@ -28,9 +28,10 @@ func (l *Lab) startControlPlane(ctx context.Context) error {
 		Port:        l.opts.APIServerPort,
 		ExtraSANs: []netip.Addr{netip.MustParseAddr(RootIPv6),
 			netip.MustParseAddr("198.51.100.225"), netip.MustParseAddr("2001:db8:5::1")},
-		ServiceCIDRs: ServiceCIDRs,
-		Detached:     l.opts.Detached,
-		ExtraArgs:    []string{"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction", "--kubelet-preferred-address-types=InternalIP"},
+		ServiceCIDRs:       ServiceCIDRs,
+		Detached:           l.opts.Detached,
+		AuthorizationModes: "Node,RBAC",
+		ExtraArgs:          []string{"--enable-admission-plugins=NodeRestriction", "--kubelet-preferred-address-types=InternalIP"},
 	})
 	if err != nil {
 		return fmt.Errorf("control plane: %w", err)

@@ -36,6 +36,9 @@ type Options struct {
 	// ranges, large enough for 254 IPv4 and a million IPv6 Services (cluster
 	// IPs are API data only: nothing is configured on any interface).
 	ServiceCIDRs string
+	// AuthorizationModes of kube-apiserver; default "RBAC" (a lab with
+	// kubelets uses "Node,RBAC").
+	AuthorizationModes string
 	// ExtraArgs are appended to kube-apiserver's command line.
 	ExtraArgs []string
 	// Detached starts etcd and kube-apiserver as processes that outlive
@@ -154,6 +157,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		cidrs = "198.51.100.0/24,2001:db8:5::/108"
 	}
 	p := cp.PKI.Dir
+	authz := opts.AuthorizationModes
+	if authz == "" {
+		authz = "RBAC"
+	}
 	args := []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=" + bind.String(), "--secure-port=" + strconv.Itoa(port),
@@ -162,7 +169,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=" + cidrs,
-		"--authorization-mode=RBAC", "--allow-privileged=true", "--profiling=false",
+		"--authorization-mode=" + authz, "--allow-privileged=true", "--profiling=false",
 		"--cert-dir=" + filepath.Join(cp.Dir, "apiserver-certs"),
 		"--max-requests-inflight=2000", "--max-mutating-requests-inflight=1000",
 		"--v=1",

@@ -38,14 +38,14 @@ func run(ctx context.Context, port int) error {
 		}
 	}
 	start := time.Now()
-	fmt.Println("Bringing the lab up: 3 nodes, an FRR router, a client, kube-apiserver, kube-proxy...")
+	fmt.Println("Bringing the lab up: a 3-node Kubernetes cluster (containerd, kubelet, kube-proxy per node; API server, controller-manager, scheduler), an FRR router, a client...")
 	l, err := lab.Start(ctx, lab.Options{Nodes: 3, Detached: true, APIServerPort: port,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
 	fmt.Printf("Lab run %s is up (%s).\n", l.RunID(), time.Since(start).Round(100*time.Millisecond))
-	fmt.Println("Building and starting Herald (controller + 3 speakers, ServiceAccount identities from manifests/rbac)...")
+	fmt.Println("Installing Herald as a user does: make images, import into each node's containerd, kubectl apply -f manifests/herald.yaml...")
 	var images deploy.Images
 	if _, err := demo.Setup(ctx, l, &images); err != nil {
 		return fmt.Errorf("%w\n(the lab is still up: `make lab-status`, `make lab-down`)", err)
