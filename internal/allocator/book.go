@@ -54,7 +54,7 @@ type book struct {
 	addrs  map[netip.Addr]*heldAddr
 	byKey  map[string]*holder
 	shared map[string][]netip.Addr // sharing key -> addresses, sorted
-	taken  taken // held and quarantined addresses
+	taken  taken                   // held and quarantined addresses
 	// quarantined are free addresses not to be handed out (see Quarantine).
 	quarantined map[netip.Addr]bool
 }
