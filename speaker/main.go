@@ -38,6 +38,7 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "speaker: %v\n", err)
 		os.Exit(2)
 	}
 	if err := run(f); err != nil {
@@ -52,6 +53,7 @@ func run(f flags) error {
 		return err
 	}
 	log = log.With("node", f.nodeName)
+	k8s.RouteKlog(log)
 	sigCtx, stop := daemon.SignalContext()
 	defer stop()
 	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
@@ -97,7 +99,7 @@ func run(f flags) error {
 		return err
 	}
 	opts := speaker.Options{
-		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly},
+		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
 		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
