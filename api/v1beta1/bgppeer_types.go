@@ -114,7 +114,6 @@ type BGPPeerSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'] && ((e.operator == 'In' || e.operator == 'NotIn') == (has(e.values) && size(e.values) > 0))))",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case matters); In and NotIn need values, Exists and DoesNotExist take none"
 	NodeSelectors []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
 
 	// BFDProfile names a BFDProfile: BFD then tears the session down fast

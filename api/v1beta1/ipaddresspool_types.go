@@ -90,14 +90,12 @@ type ServiceAllocation struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'] && ((e.operator == 'In' || e.operator == 'NotIn') == (has(e.values) && size(e.values) > 0))))",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case matters); In and NotIn need values, Exists and DoesNotExist take none"
 	NamespaceSelectors []metav1.LabelSelector `json:"namespaceSelectors,omitempty"`
 
 	// ServiceSelectors select, by label, the Services that may use the pool.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'] && ((e.operator == 'In' || e.operator == 'NotIn') == (has(e.values) && size(e.values) > 0))))",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case matters); In and NotIn need values, Exists and DoesNotExist take none"
 	ServiceSelectors []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
 }
 

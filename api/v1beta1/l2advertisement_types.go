@@ -40,21 +40,18 @@ type L2AdvertisementSpec struct {
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'] && ((e.operator == 'In' || e.operator == 'NotIn') == (has(e.values) && size(e.values) > 0))))",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case matters); In and NotIn need values, Exists and DoesNotExist take none"
 	IPAddressPoolSelectors []metav1.LabelSelector `json:"ipAddressPoolSelectors,omitempty"`
 
 	// NodeSelectors limit the nodes that may announce.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'] && ((e.operator == 'In' || e.operator == 'NotIn') == (has(e.values) && size(e.values) > 0))))",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case matters); In and NotIn need values, Exists and DoesNotExist take none"
 	NodeSelectors []metav1.LabelSelector `json:"nodeSelectors,omitempty"`
 
 	// ServiceSelectors limit the Services announced.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=atomic
 	// +optional
-	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.matchExpressions) || s.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'] && ((e.operator == 'In' || e.operator == 'NotIn') == (has(e.values) && size(e.values) > 0))))",message="matchExpressions: operator must be In, NotIn, Exists or DoesNotExist (case matters); In and NotIn need values, Exists and DoesNotExist take none"
 	ServiceSelectors []metav1.LabelSelector `json:"serviceSelectors,omitempty"`
 
 	// Interfaces on which to answer ARP and NDP. Empty: the interfaces that
