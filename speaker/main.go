@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -32,14 +33,20 @@ import (
 	"github.com/herald-lb/herald/internal/speaker"
 )
 
+// argExit prints an argument error and returns the exit status: 0 for
+// -h, 2 for anything else.
+func argExit(w io.Writer, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(w, "speaker: %v\n", err)
+	return 2
+}
+
 func main() {
 	f, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "speaker: %v\n", err)
-		os.Exit(2)
+		os.Exit(argExit(os.Stderr, err))
 	}
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "speaker:", err)
