@@ -17,7 +17,9 @@ func (a *Allocator) reshape(old *holder, req *Request, pl plan, h *holder) bool 
 	if len(pl.requested) > 0 || (req.Pool != "" && old.pool != req.Pool) {
 		return false
 	}
-	for _, fams := range pl.choices {
+	// Only the best family set: a fallback (PreferDualStack's single
+	// family) is no better than what a fresh allocation may give.
+	for _, fams := range pl.choices[:1] {
 		var kept []netip.Addr
 		var missing []corev1.IPFamily
 		for _, f := range fams {

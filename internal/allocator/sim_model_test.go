@@ -288,7 +288,7 @@ func (s *sim) modelReshape(old Assignment, req Request, before map[string]Assign
 	}
 	others := othersHolding(before, req.Key)
 	held := heldBy(before)
-	for _, fams := range modelChoices(req) {
+	for _, fams := range modelChoices(req)[:1] {
 		var kept []netip.Addr
 		var missing []corev1.IPFamily
 		for _, f := range fams {

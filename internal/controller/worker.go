@@ -45,17 +45,22 @@ func processNext[T comparable](ctx context.Context, c *Controller, queue string,
 // Warning event.
 func (c *Controller) handleError(ctx context.Context, queue string, key any, err error) {
 	reason := syncErrorReason(err)
+	name, isService := key.(cache.ObjectName)
+	if isService {
+		if _, gerr := c.services.Services(name.Namespace).Get(name.Name); apierrors.IsNotFound(gerr) {
+			reason = "Gone" // deleted while we wrote: the next sync releases it
+		}
+	}
 	c.metrics.syncErrors.WithLabelValues(reason).Inc()
 	level := slog.LevelError
 	switch {
 	case ctx.Err() != nil || reason == "NotLeader":
 		level = slog.LevelInfo
-	case reason == "Conflict" || reason == "Allocation":
+	case reason == "Conflict" || reason == "Allocation" || reason == "Gone":
 		level = slog.LevelDebug // the object changed under us / already told in an event
 	}
 	c.log.Log(context.Background(), level, "sync failed; retrying with backoff", "queue", queue, "object", keyString(key), "reason", reason, "error", err)
-	name, ok := key.(cache.ObjectName)
-	if !ok || ctx.Err() != nil || reason == "NotLeader" || reason == "Conflict" || errors.As(err, new(reported)) {
+	if !isService || ctx.Err() != nil || reason == "NotLeader" || reason == "Conflict" || reason == "Gone" || errors.As(err, new(reported)) {
 		return
 	}
 	if svc, gerr := c.services.Services(name.Namespace).Get(name.Name); gerr == nil {
