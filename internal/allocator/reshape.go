@@ -29,7 +29,9 @@ func (a *Allocator) reshape(old *holder, req *Request, pl plan, h *holder) bool 
 				missing = append(missing, f)
 			}
 		}
-		if len(kept) == 0 || !a.mayKeep(kept, h) {
+		// Keep only in a pool the request may still be served from: an
+		// edit is no reason to stay in a pool it would not get today.
+		if len(kept) == 0 || !a.mayKeep(kept, h) || !a.servesFrom(old.pool, req, familiesOf(kept)) {
 			continue
 		}
 		added, ok := a.addFamilies(old.pool, req, missing, h)
@@ -54,25 +56,24 @@ func (a *Allocator) mayKeep(ips []netip.Addr, h *holder) bool {
 	return true
 }
 
+// servesFrom reports whether pool is a candidate for req's families.
+func (a *Allocator) servesFrom(pool string, req *Request, fams []corev1.IPFamily) bool {
+	cands, err := a.pools.candidates(req, fams)
+	return err == nil && slices.ContainsFunc(cands, func(p *poolState) bool { return p.Name == pool })
+}
+
 // addFamilies picks, in pool, one address of each missing family for h;
 // the pool must still serve the request for those families.
 func (a *Allocator) addFamilies(pool string, req *Request, missing []corev1.IPFamily, h *holder) ([]netip.Addr, bool) {
 	if len(missing) == 0 {
 		return nil, true
 	}
-	cands, err := a.pools.candidates(req, missing)
-	if err != nil {
+	if !a.servesFrom(pool, req, missing) {
 		return nil, false
 	}
-	for _, p := range cands {
-		if p.Name != pool {
-			continue
-		}
-		offer, why := a.offer(p, missing, h)
-		if why != "" {
-			return nil, false
-		}
-		return offer.ips, true
+	offer, why := a.offer(a.pools.byName[pool], missing, h)
+	if why != "" {
+		return nil, false
 	}
-	return nil, false
+	return offer.ips, true
 }

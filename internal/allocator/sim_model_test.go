@@ -301,12 +301,12 @@ func (s *sim) modelReshape(old Assignment, req Request, before map[string]Assign
 		if len(kept) == 0 || !s.modelMayKeep(kept, req, others) {
 			continue
 		}
-		if len(missing) == 0 {
-			return old.Pool, orderByFamilies(kept, fams), true
-		}
 		for _, p := range modelOrdered(s.pools) {
-			if p.Name != old.Pool || (req.Pool == "" && !p.AutoAssign) || !modelAdmits(p, req) {
+			if p.Name != old.Pool || (req.Pool == "" && !p.AutoAssign) || !modelAdmits(p, req) || !modelHasFamilies(p, familiesOf(kept)) {
 				continue
+			}
+			if len(missing) == 0 {
+				return old.Pool, orderByFamilies(kept, fams), true
 			}
 			if added, ok := modelOffer(p, missing, held); ok {
 				return old.Pool, orderByFamilies(append(kept, added...), fams), true
@@ -322,6 +322,15 @@ func (s *sim) modelMayKeep(ips []netip.Addr, req Request, others map[netip.Addr]
 			if !s.modelCompatible(req, s.reqs[k]) {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+func modelHasFamilies(p Pool, fams []corev1.IPFamily) bool {
+	for _, f := range fams {
+		if len(modelRanges(p, f)) == 0 {
+			return false
 		}
 	}
 	return true

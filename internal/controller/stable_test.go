@@ -83,7 +83,6 @@ func TestOwnClassOnlyAcrossRestarts(t *testing.T) {
 	e.svc("own", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr(v1beta1.LoadBalancerClass) })
 	e.waitAnyIPs("own", 1)
 	e.waitIPs("none")
-	e.settle("p")
 	stop()
 	e.startController(controller.Options{})
 	e.waitAnyIPs("none", 1)
