@@ -18,7 +18,8 @@
 //     Assign is idempotent, and changing, shrinking, closing or deleting a
 //     pool never drops or moves an assignment (the address counts as
 //     outside the pool's ranges and is handed to nobody else).
-//   - A changed request keeps each address it still allows: a family added
+//   - A changed request keeps each address it still allows, in a pool that
+//     may still serve it (autoAssign, admission, family): a family added
 //     keeps the other family's address (the new one comes from the same
 //     pool), a family dropped keeps the rest, a sharing key added keeps an
 //     address the Service holds alone.
