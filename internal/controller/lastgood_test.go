@@ -148,3 +148,59 @@ func TestPeerKeepsItsPasswordWhileTheSecretIsRecreated(t *testing.T) {
 	mk("two")
 	e.eventually("peer valid again", 20*time.Second, peerValid(metav1.ConditionTrue, ""))
 }
+
+// Selector edits the API server accepts but Build refuses keep the last
+// valid version: an L2Advertisement with operator "in" (lower case), a pool
+// with In and no values in serviceAllocation.namespaceSelectors.
+func TestSelectorEditsKeepTheLastValidVersion(t *testing.T) {
+	e := newEnv(t)
+	node := e.ns[:8] + "-node1"
+	e.nodes(node)
+	e.pool("p", nil, "198.51.100.96/29")
+	l2 := e.herald.HeraldV1beta1().L2Advertisements()
+	if _, err := l2.Create(e.ctx, &v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "l2"}, Spec: v1beta1.L2AdvertisementSpec{
+		IPAddressPools: []string{"p"},
+		NodeSelectors:  []metav1.LabelSelector{{MatchLabels: map[string]string{"kubernetes.io/hostname": node}}},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.startController(controller.Options{})
+	e.svc("web", nil)
+	e.waitIPs("web", "198.51.100.96")
+	e.waitCondition("web", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "Announced")
+
+	adv, err := l2.Get(e.ctx, "l2", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adv.Spec.NodeSelectors = []metav1.LabelSelector{{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: "kubernetes.io/hostname", Operator: "in", Values: []string{node}}}}}
+	if _, err := l2.Update(e.ctx, adv, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("the API server refused the edit: %v", err)
+	}
+	e.eventually("L2Advertisement Valid=False keeping the last valid version", 20*time.Second, func() bool {
+		a, err := l2.Get(e.ctx, "l2", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range a.Status.Conditions {
+			if c.Type == v1beta1.ConditionValid && c.Status == metav1.ConditionFalse && c.ObservedGeneration == a.Generation &&
+				strings.Contains(c.Message, "spec.nodeSelectors[0]") && strings.Contains(c.Message, "keeping the last valid version") {
+				return true
+			}
+		}
+		return false
+	})
+
+	e.updatePool("p", func(p *v1beta1.IPAddressPool) {
+		p.Spec.ServiceAllocation = &v1beta1.ServiceAllocation{NamespaceSelectors: []metav1.LabelSelector{{
+			MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn}}}}}
+	})
+	e.eventually("pool Valid=False keeping the last valid version", 20*time.Second, func() bool {
+		v := poolCondition(e.getPool("p"), v1beta1.ConditionValid)
+		return v != nil && v.Status == metav1.ConditionFalse && strings.Contains(v.Message, "spec.serviceAllocation.namespaceSelectors[0]") &&
+			strings.Contains(v.Message, "keeping the last valid version")
+	})
+	e.settle("p")
+	e.wantStillServed("web", "198.51.100.96")
+}
