@@ -72,8 +72,11 @@ test: deps control-plane verify unit e2e fuzz
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages). Packages run two at a time.
+# The controller and speaker packages run with the race detector.
+RACE_PKGS := ./internal/controller/... ./internal/speaker/... ./controller/... ./speaker/...
 unit:
-	$(GO) test -count=1 -timeout 30m ./api/... ./internal/... ./controller/... ./speaker/... ./hack/...
+	$(GO) test -count=1 -timeout 30m ./api/... $$($(GO) list ./internal/... | grep -v -e /internal/controller -e /internal/speaker) ./hack/...
+	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
 # End-to-end tests in the network lab, one package at a time (each brings
 # up its own lab on 198.51.100.0/24).

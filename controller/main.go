@@ -4,7 +4,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,11 +20,11 @@ import (
 )
 
 type flags struct {
-	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret string
-	lbClassOnly, leaderElect                                                                        bool
-	workers, burst                                                                                  int
-	qps                                                                                             float64
-	leaseDuration, renewDeadline, retryPeriod                                                       time.Duration
+	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass string
+	lbClassOnly, leaderElect                                                                                 bool
+	workers, burst                                                                                           int
+	qps                                                                                                      float64
+	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                   time.Duration
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -34,7 +33,8 @@ func parseFlags(args []string) (flags, error) {
 	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
-	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass herald.dev/herald (default: also Services without a class); turning it on releases the addresses of Services without a class")
+	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass --lb-class (default: also Services without a class); turning it on clears Herald's status from Services without a class and releases their addresses, turning it off gives them addresses again")
+	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; two installations with different classes can share a cluster (the speakers' --lb-class must match)")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
 	fs.StringVar(&f.leaseName, "lease-name", "herald-controller", "name of the leader-election Lease")
 	fs.StringVar(&f.identity, "identity", envOr("POD_NAME", host), "this replica's identity in the Lease (default: $POD_NAME, else the host name)")
@@ -46,6 +46,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.memberlistSecret, "memberlist-secret", "herald-memberlist", "Secret in --namespace holding the speakers' member-list key; created with a random key when missing (empty: never create it)")
 	fs.IntVar(&f.workers, "workers", 16, "Services synced in parallel")
+	fs.DurationVar(&f.releaseHold, "release-hold", 5*time.Second, "how long an address a Service gave up (deleted, moved, let go) is held back before another Service may get it, so that clients' ARP caches and DNS answers do not send one tenant's traffic to another (0: as soon as the old status is gone)")
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst of queries to the API server")
 	if err := fs.Parse(args); err != nil {
@@ -70,6 +71,7 @@ func main() {
 		os.Exit(0)
 	}
 	if err != nil {
+		fmt.Fprintf(os.Stderr, "controller: %v\n", err)
 		os.Exit(2)
 	}
 	if err := run(f); err != nil {
@@ -83,6 +85,7 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
+	k8s.RouteKlog(log)
 	ctx, stop := daemon.SignalContext()
 	defer stop()
 	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: float32(f.qps), Burst: f.burst, UserAgent: "herald-controller"})
@@ -109,29 +112,29 @@ func run(f flags) error {
 	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, clients.Scheme, "herald-controller")
 	defer stopEvents()
 	c, err := controller.New(kube, clients.Herald, controller.Options{
-		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers, MemberlistSecret: f.memberlistSecret,
+		Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass}, Namespace: f.namespace, Workers: f.workers, ReleaseHold: f.releaseHold,
 		Logger: log, Registerer: reg, Recorder: rec,
 	})
 	if err != nil {
 		return err
 	}
 	health.SetReady(true)
-	log.Info("starting", "namespace", f.namespace, "lbClassOnly", f.lbClassOnly, "leaderElect", f.leaderElect, "identity", f.identity)
+	log.Info("starting", "namespace", f.namespace, "lbClass", f.lbClass, "lbClassOnly", f.lbClassOnly, "leaderElect", f.leaderElect, "identity", f.identity)
+	// Every replica keeps the speakers' member-list Secret, leader or not.
+	go controller.KeepMemberlistSecret(ctx, kube, f.namespace, f.memberlistSecret, log)
 	if !f.leaderElect {
 		leader.Set(1)
 		return c.Run(ctx)
 	}
-	var runErr error
+	// RunAsLeader returns only after the controller's workers stopped, and
+	// hands back its error (no shared variable between goroutines).
 	err = k8s.RunAsLeader(ctx, kube, k8s.LeaderOptions{
 		Namespace: f.namespace, Name: f.leaseName, Identity: f.identity,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
 		OnLeading: func(b bool) { leader.Set(boolFloat(b)) },
-	}, log, func(ctx context.Context) { runErr = c.Run(ctx) })
+	}, log, c.RunFenced)
 	if err != nil {
 		return err
-	}
-	if runErr != nil {
-		return runErr
 	}
 	if ctx.Err() == nil {
 		return fmt.Errorf("lost leadership of Lease %s/%s; exiting so a fresh process can compete again", f.namespace, f.leaseName)

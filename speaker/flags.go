@@ -13,6 +13,7 @@ import (
 
 type flags struct {
 	nodeName, kubeconfig, namespace, metricsAddr, healthAddr, logLevel string
+	lbClass                                                            string
 	lbClassOnly                                                        bool
 	memberlist                                                         bool
 	memberlistBindAddr, memberlistKeyFile                              string
@@ -31,7 +32,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this speaker runs on (default $NODE_NAME, set from the downward API)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: the BGP password Secrets live there")
-	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass herald.dev/herald (must match the controller)")
+	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass --lb-class (must match the controller)")
+	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); two installations with different classes can share a cluster")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
 	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,5 +37,16 @@ func TestExcludeInterfaces(t *testing.T) {
 	f, _ = parseFlags([]string{"--node-name=n1", "--l2-exclude-interfaces="})
 	if got := f.excluded(); got == nil || len(got) != 0 {
 		t.Errorf("an empty list must exclude nothing (not the defaults): %#v", got)
+	}
+}
+
+func TestArgumentErrorIsPrinted(t *testing.T) {
+	_, err := parseFlags([]string{"--node-name=n1", "stray"})
+	var out bytes.Buffer
+	if code := argExit(&out, err); code != 2 || !strings.Contains(out.String(), "speaker: ") || !strings.Contains(out.String(), "stray") {
+		t.Errorf("exit %d, output %q", code, out.String())
+	}
+	if f, err := parseFlags([]string{"--node-name=n1", "--lb-class=example.com/lb"}); err != nil || f.lbClass != "example.com/lb" {
+		t.Errorf("--lb-class: %v %q", err, f.lbClass)
 	}
 }

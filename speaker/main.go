@@ -9,6 +9,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -32,13 +33,20 @@ import (
 	"github.com/herald-lb/herald/internal/speaker"
 )
 
+// argExit prints an argument error and returns the exit status: 0 for
+// -h, 2 for anything else.
+func argExit(w io.Writer, err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(w, "speaker: %v\n", err)
+	return 2
+}
+
 func main() {
 	f, err := parseFlags(os.Args[1:])
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
 	if err != nil {
-		os.Exit(2)
+		os.Exit(argExit(os.Stderr, err))
 	}
 	if err := run(f); err != nil {
 		fmt.Fprintln(os.Stderr, "speaker:", err)
@@ -52,6 +60,7 @@ func run(f flags) error {
 		return err
 	}
 	log = log.With("node", f.nodeName)
+	k8s.RouteKlog(log)
 	sigCtx, stop := daemon.SignalContext()
 	defer stop()
 	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
@@ -97,7 +106,7 @@ func run(f flags) error {
 		return err
 	}
 	opts := speaker.Options{
-		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly},
+		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
 		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}

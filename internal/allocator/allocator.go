@@ -51,9 +51,14 @@ func (a *Allocator) SetPools(pools []Pool) error {
 // Service already holds addresses that still satisfy what it explicitly
 // asks for (families, requested addresses, named pool, sharing key, and
 // compatibility with the Services sharing them), it gets them back
-// unchanged, whatever happened to the pools since. Otherwise its addresses
-// are released and new ones allocated; when that fails the error is an
-// *Error and the old assignment stays in place (Lookup still returns it).
+// unchanged, whatever happened to the pools since. When the request changed
+// but still allows some of its addresses (a family added or dropped, a
+// sharing key added to an address it holds alone), those stay and only the
+// difference is allocated or released. Otherwise its addresses are released
+// and new ones allocated; when that fails the error is an *Error and the
+// old assignment stays in place (Lookup still returns it). Released
+// addresses are free at once; the controller quarantines them (Quarantine)
+// until the Service's new status is written.
 func (a *Allocator) Assign(req Request) (Assignment, error) {
 	pl, err := makePlan(&req)
 	if err != nil {
@@ -66,6 +71,11 @@ func (a *Allocator) Assign(req Request) (Assignment, error) {
 	if had && a.satisfies(old, &req, pl, h) {
 		old.refresh(h)
 		return old.assignment(), nil
+	}
+	if had && a.reshape(old, &req, pl, h) {
+		a.unhold(old)
+		a.hold(h)
+		return h.assignment(), nil
 	}
 	if had {
 		a.unhold(old)

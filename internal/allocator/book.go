@@ -54,7 +54,9 @@ type book struct {
 	addrs  map[netip.Addr]*heldAddr
 	byKey  map[string]*holder
 	shared map[string][]netip.Addr // sharing key -> addresses, sorted
-	taken  taken
+	taken  taken                   // held and quarantined addresses
+	// quarantined are free addresses not to be handed out (see Quarantine).
+	quarantined map[netip.Addr]bool
 }
 
 func newBook() *book {
@@ -63,12 +65,15 @@ func newBook() *book {
 		byKey:  map[string]*holder{},
 		shared: map[string][]netip.Addr{},
 		taken:  newTaken(),
+
+		quarantined: map[netip.Addr]bool{},
 	}
 }
 
+// held reports whether a is in taken: held by a Service or quarantined.
 func (b *book) held(a netip.Addr) bool {
 	_, ok := b.addrs[a]
-	return ok
+	return ok || b.quarantined[a]
 }
 
 // add makes h a holder of a and reports whether a was free before.
@@ -79,7 +84,11 @@ func (b *book) add(a netip.Addr, h *holder) bool {
 		return false
 	}
 	b.addrs[a] = &heldAddr{pool: h.pool, sharingKey: h.sharingKey, holders: []*holder{h}}
-	b.taken.add(a)
+	if b.quarantined[a] {
+		delete(b.quarantined, a) // already in taken
+	} else {
+		b.taken.add(a)
+	}
 	if h.sharingKey != "" {
 		list := b.shared[h.sharingKey]
 		i, _ := slices.BinarySearchFunc(list, a, netip.Addr.Compare)

@@ -130,6 +130,11 @@ func checkRunSet(a *Allocator, s *runSet, bridged bool) string {
 			want++
 		}
 	}
+	for ip := range a.book.quarantined { // quarantined addresses are in the runs too
+		if !bridged || ip.Is4() {
+			want++
+		}
+	}
 	if covered != want {
 		return "runs cover a different number of addresses than are held"
 	}

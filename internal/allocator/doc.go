@@ -18,13 +18,22 @@
 //     Assign is idempotent, and changing, shrinking, closing or deleting a
 //     pool never drops or moves an assignment (the address counts as
 //     outside the pool's ranges and is handed to nobody else).
+//   - A changed request keeps each address it still allows, in a pool that
+//     may still serve it (autoAssign, admission, family): a family added
+//     keeps the other family's address (the new one comes from the same
+//     pool), a family dropped keeps the rest, a sharing key added keeps an
+//     address the Service holds alone.
 //   - A failed Assign or Restore changes nothing.
+//   - A quarantined address (Quarantine: given up moments ago) is handed
+//     to nobody until Unquarantine; the controller decides how long.
 //
 // Files, one store per concern: pool.go and pools.go (the configured pools,
 // ordered), choose.go (which pools may serve a request), book.go (address
 // to holders, sharing-key index), runs.go and taken.go (the set of held
 // addresses), sharing.go (may two Services share), assign.go and
-// requested.go (choosing addresses), restore.go, usage.go (counts),
+// requested.go (choosing addresses), reshape.go (keeping part of an
+// assignment when the request changes), quarantine.go (addresses held
+// back after release), restore.go, usage.go (counts),
 // allocator.go (the public API), errors.go (typed failures).
 //
 // Data structure. Held addresses are kept in a map (address to holders)

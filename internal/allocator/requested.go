@@ -105,6 +105,9 @@ func (s *poolSet) whereIs(ip netip.Addr) string {
 func (a *Allocator) mayHold(pool string, ip netip.Addr, h *holder) error {
 	ha, ok := a.book.addrs[ip]
 	if !ok {
+		if a.book.quarantined[ip] {
+			return quarantineError(ip, h.key)
+		}
 		return nil
 	}
 	first := ha.holders[0]

@@ -22,6 +22,14 @@ func (s *sim) checkAssignSuccess(req Request, before map[string]Assignment, asg 
 		return
 	}
 	s.checkSatisfies(req, asg)
+	if had {
+		if pool, ips, ok := s.modelReshape(old, req, before); ok {
+			if req.SharingKey == "" && (pool != asg.Pool || !slices.Equal(ips, asg.IPs)) {
+				s.fatalf("got %v, keeping what the changed request allows gives pool %q %v", asg, pool, ips)
+			}
+			return
+		}
+	}
 	s.checkFreshPool(req, asg)
 	others := othersHolding(before, req.Key)
 	for _, ip := range asg.IPs {
@@ -88,6 +96,11 @@ func (s *sim) checkAssignFailure(req Request, before map[string]Assignment, err 
 	}
 	if old, had := before[req.Key]; had && s.modelSatisfies(old, req, before) {
 		s.fatalf("Assign failed (%v) although %v still satisfies the request", err, old)
+	}
+	if old, had := before[req.Key]; had && req.SharingKey == "" {
+		if _, ips, ok := s.modelReshape(old, req, before); ok {
+			s.fatalf("Assign failed (%v) although the request may keep part of %v (giving %v)", err, old, ips)
+		}
 	}
 	if req.SharingKey != "" {
 		return

@@ -278,3 +278,60 @@ func modelEligible(r iprange.Range, avoid bool) *big.Int {
 	}
 	return big.NewInt(n)
 }
+
+// modelReshape is where a changed request that may keep part of old's
+// addresses lands (see reshape): the addresses of the families it still
+// wants stay, a missing family comes from old's pool.
+func (s *sim) modelReshape(old Assignment, req Request, before map[string]Assignment) (string, []netip.Addr, bool) {
+	if len(req.RequestedIPs) > 0 || (req.Pool != "" && old.Pool != req.Pool) {
+		return "", nil, false
+	}
+	others := othersHolding(before, req.Key)
+	held := heldBy(before)
+	for _, fams := range modelChoices(req)[:1] {
+		var kept []netip.Addr
+		var missing []corev1.IPFamily
+		for _, f := range fams {
+			if i := slices.IndexFunc(old.IPs, func(ip netip.Addr) bool { return familyOf(ip) == f }); i >= 0 {
+				kept = append(kept, old.IPs[i])
+			} else {
+				missing = append(missing, f)
+			}
+		}
+		if len(kept) == 0 || !s.modelMayKeep(kept, req, others) {
+			continue
+		}
+		for _, p := range modelOrdered(s.pools) {
+			if p.Name != old.Pool || (req.Pool == "" && !p.AutoAssign) || !modelAdmits(p, req) || !modelHasFamilies(p, familiesOf(kept)) {
+				continue
+			}
+			if len(missing) == 0 {
+				return old.Pool, orderByFamilies(kept, fams), true
+			}
+			if added, ok := modelOffer(p, missing, held); ok {
+				return old.Pool, orderByFamilies(append(kept, added...), fams), true
+			}
+		}
+	}
+	return "", nil, false
+}
+
+func (s *sim) modelMayKeep(ips []netip.Addr, req Request, others map[netip.Addr][]string) bool {
+	for _, ip := range ips {
+		for _, k := range others[ip] {
+			if !s.modelCompatible(req, s.reqs[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func modelHasFamilies(p Pool, fams []corev1.IPFamily) bool {
+	for _, f := range fams {
+		if len(modelRanges(p, f)) == 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -21,6 +21,13 @@
 //   - LOCAL_PREF for an eBGP peer and aggregation lengths that would cover
 //     addresses outside the pool.
 //
+// LastGood wraps Build with a memory of the last valid version of each
+// object: an edit Build refuses keeps that version in force (its problems
+// end with "keeping the last valid version"), and when an edit makes two
+// objects collide the edited one is refused, whichever is older. An object
+// never valid is left out. The controller and the speaker both build
+// through a LastGood.
+//
 // One bad object never takes down the rest of the configuration, and
 // leaving a pool out never takes an address from a Service: the allocator
 // keeps assignments whatever the configuration says.

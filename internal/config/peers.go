@@ -44,7 +44,7 @@ func buildPeers(in []*v1beta1.BGPPeer, secrets []*corev1.Secret, cfg *Config, ps
 		}
 		key := p.Address.String() + "|" + fmt.Sprint(obj.Spec.NodeSelectors)
 		if prev, dup := seen[key]; dup {
-			ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: "spec.peerAddress", Reason: ReasonDuplicatePeer, Ignored: true,
+			ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: "spec.peerAddress", Reason: ReasonDuplicatePeer, Ignored: true, ConflictsWith: prev,
 				Message: fmt.Sprintf("BGPPeer %s, which is older, already peers with %s from the same nodes; a node holds one session per address", prev, p.Address)})
 			continue
 		}

@@ -30,8 +30,12 @@ type Problem struct {
 	// Ignored is true when the whole object was left out of the Config;
 	// false when only the named reference was dropped.
 	Ignored bool
-	// ConflictsWith names the older pool for Conflicting problems.
+	// ConflictsWith names the older pool for Conflicting problems, the
+	// older peer for DuplicatePeerAddress.
 	ConflictsWith string
+	// KeptLastValid is true when the object stays in force in its last
+	// valid version (see LastGood); the message then says so.
+	KeptLastValid bool
 }
 
 func (p Problem) Error() string {

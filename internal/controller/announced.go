@@ -2,6 +2,7 @@ package controller
 
 import (
 	"net/netip"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -11,7 +12,6 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
-	"github.com/herald-lb/herald/internal/service"
 )
 
 // announcedCondition says whether some node may announce the Service's
@@ -24,22 +24,24 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 		return condition{}, false
 	}
 	nodes, _ := c.nodes.List(labels.Everything())
-	all, _ := c.services.List(labels.Everything())
 	// Only the Services sharing an address with this one matter to its
-	// status: keep the per-sync work small with thousands of Services.
-	mine := map[netip.Addr]bool{}
-	for _, ip := range ips {
-		mine[ip] = true
-	}
+	// status: the ingress-IP index finds them without listing every
+	// Service, so a sync costs the same with 10 or 10,000 Services.
+	seen := map[string]bool{}
 	var sharers []*corev1.Service
-	for _, s := range all {
-		for _, ip := range service.IngressIPs(s) {
-			if mine[ip] {
+	for _, ip := range ips {
+		objs, _ := c.serviceIndex.ByIndex(servicesByIngressIP, ip.String())
+		for _, o := range objs {
+			s := o.(*corev1.Service)
+			if k := s.Namespace + "/" + s.Name; !seen[k] {
+				seen[k] = true
 				sharers = append(sharers, s)
-				break
 			}
 		}
 	}
+	sort.Slice(sharers, func(i, j int) bool {
+		return sharers[i].Namespace+"/"+sharers[i].Name < sharers[j].Namespace+"/"+sharers[j].Name
+	})
 	svcs := announce.ServicesFrom(sharers, c.opts.Class.IsOurs, c.endpointSlicesOf)
 	key := svc.Namespace + "/" + svc.Name
 	found := false

@@ -2,9 +2,13 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,4 +135,20 @@ func (e *env) waitAllAnnotated(timeout time.Duration) {
 		}
 		return true
 	})
+}
+
+// An argument error is printed before the binary exits with status 2.
+func TestArgumentErrorIsPrinted(t *testing.T) {
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "--namespace=x", "stray").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("exit = %v, want status 2", err)
+	}
+	if !strings.Contains(string(out), "controller: unexpected arguments: [stray]") {
+		t.Errorf("output %q does not name the error", out)
+	}
 }

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,40 +15,48 @@ import (
 )
 
 // writeConfigStatuses sets the Valid condition of every advertisement and
-// peer, writing only those that change.
-func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, problems []config.Problem) {
+// peer, writing only those that change; it returns the first error.
+func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, problems []config.Problem) error {
 	hc := c.herald.HeraldV1beta1()
+	var errs []error
 	for _, o := range in.L2Advertisements {
-		c.writeValid(problems, "L2Advertisement", o.ObjectMeta, o.Status, func(st *heraldac.ConfigStatusApplyConfiguration) error {
-			_, err := hc.L2Advertisements().ApplyStatus(ctx, heraldac.L2Advertisement(o.Name).WithStatus(st), applyOpts)
+		errs = append(errs, c.writeValid(ctx, problems, "L2Advertisement", o.ObjectMeta, o.Status, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
+			_, err := hc.L2Advertisements().ApplyStatus(ctx, heraldac.L2Advertisement(o.Name).WithResourceVersion(o.ResourceVersion).WithStatus(st), applyOpts)
 			return err
-		})
+		}))
 	}
 	for _, o := range in.BGPAdvertisements {
-		c.writeValid(problems, "BGPAdvertisement", o.ObjectMeta, o.Status, func(st *heraldac.ConfigStatusApplyConfiguration) error {
-			_, err := hc.BGPAdvertisements().ApplyStatus(ctx, heraldac.BGPAdvertisement(o.Name).WithStatus(st), applyOpts)
+		errs = append(errs, c.writeValid(ctx, problems, "BGPAdvertisement", o.ObjectMeta, o.Status, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
+			_, err := hc.BGPAdvertisements().ApplyStatus(ctx, heraldac.BGPAdvertisement(o.Name).WithResourceVersion(o.ResourceVersion).WithStatus(st), applyOpts)
 			return err
-		})
+		}))
 	}
 	for _, o := range in.Peers {
-		c.writeValid(problems, "BGPPeer", o.ObjectMeta, o.Status, func(st *heraldac.ConfigStatusApplyConfiguration) error {
-			_, err := hc.BGPPeers().ApplyStatus(ctx, heraldac.BGPPeer(o.Name).WithStatus(st), applyOpts)
+		errs = append(errs, c.writeValid(ctx, problems, "BGPPeer", o.ObjectMeta, o.Status, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
+			_, err := hc.BGPPeers().ApplyStatus(ctx, heraldac.BGPPeer(o.Name).WithResourceVersion(o.ResourceVersion).WithStatus(st), applyOpts)
 			return err
-		})
+		}))
 	}
+	return errors.Join(errs...)
 }
 
-// writeValid applies an object's Valid condition when it changed.
-func (c *Controller) writeValid(problems []config.Problem, kind string, meta metav1.ObjectMeta, cur v1beta1.ConfigStatus,
-	apply func(*heraldac.ConfigStatusApplyConfiguration) error) {
+// writeValid applies an object's Valid condition when it changed, behind
+// the fence and conditional on the resourceVersion the decision read.
+func (c *Controller) writeValid(ctx context.Context, problems []config.Problem, kind string, meta metav1.ObjectMeta, cur v1beta1.ConfigStatus,
+	apply func(context.Context, *heraldac.ConfigStatusApplyConfiguration) error) error {
 	want := validConditions(problems, kind, meta.Name)
 	if sameConditions(cur.Conditions, want, meta.Generation) {
-		return
+		return nil
 	}
-	if err := apply(configStatus(cur, want, meta.Generation, time.Now())); err != nil {
-		c.log.Error("writing status", "kind", kind, "name", meta.Name, "error", err)
-		c.configQueue.AddRateLimited(configKey)
+	wctx, cancel, err := c.writeCtx(ctx)
+	if err != nil {
+		return err
 	}
+	defer cancel()
+	if err := apply(wctx, configStatus(cur, want, meta.Generation, time.Now())); err != nil {
+		return fmt.Errorf("%s %s status: %w", kind, meta.Name, err)
+	}
+	return nil
 }
 
 func validConditions(problems []config.Problem, kind, name string) []condition {

@@ -11,16 +11,16 @@ import (
 )
 
 // rebuildConfig reads every Herald object and Secret from the listers,
-// builds a new snapshot, hands its pools to the allocator (which never drops
-// an assignment), reports new problems, and requeues what may change.
-func (c *Controller) rebuildConfig(ctx context.Context) {
+// builds a new snapshot (keeping refused edits' last valid versions, see
+// config.LastGood), hands its pools to the allocator (which never drops an
+// assignment), reports new problems, and requeues what may change. An error
+// (listing, or writing a status) goes back to the config queue's backoff.
+func (c *Controller) rebuildConfig(ctx context.Context) error {
 	in, err := c.listers.Input()
 	if err != nil {
-		c.log.Error("listing configuration", "error", err)
-		c.configQueue.AddRateLimited(configKey)
-		return
+		return fmt.Errorf("listing configuration: %w", err)
 	}
-	cfg, problems := config.Build(in)
+	cfg, problems := c.lastGood.Build(in)
 	c.mu.Lock()
 	err = c.alloc.SetPools(allocatorPools(cfg))
 	c.cfg = cfg
@@ -32,9 +32,10 @@ func (c *Controller) rebuildConfig(ctx context.Context) {
 	}
 	c.log.Debug("configuration rebuilt", "pools", len(cfg.Pools), "problems", len(problems))
 	c.reportProblems(old, problems, in)
-	c.writeConfigStatuses(ctx, in, problems)
+	statusErr := c.writeConfigStatuses(ctx, in, problems)
 	c.enqueueAllServices()
 	c.enqueueAllPools()
+	return statusErr
 }
 
 // allocatorPools converts the snapshot's pools, sorted by name.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -36,8 +37,14 @@ type Options struct {
 	// Namespace is Herald's own namespace (BGP password Secrets live there).
 	Namespace string
 	// MemberlistSecret is the Secret holding the speakers' member-list key,
-	// created with a random key when missing; empty disables that.
+	// created with a random key when missing; empty disables that. Run
+	// keeps it (KeepMemberlistSecret); a binary with leader election runs
+	// KeepMemberlistSecret itself in every replica instead.
 	MemberlistSecret string
+	// ReleaseHold is how long an address a Service gave up is held back
+	// before it is handed out again (0: free as soon as the Service's
+	// status no longer shows it).
+	ReleaseHold time.Duration
 	// Workers is the number of Services synced in parallel (default 16).
 	Workers    int
 	Logger     *slog.Logger
@@ -59,11 +66,13 @@ type Controller struct {
 	secretInformers informers.SharedInformerFactory
 	heraldInformers heraldinformers.SharedInformerFactory
 	services        corelisters.ServiceLister
+	serviceIndex    cache.Indexer // Services by ingress IP (servicesByIngressIP)
 	namespaces      corelisters.NamespaceLister
 	nodes           corelisters.NodeLister
 	sliceIndex      cache.Indexer
 	secrets         corelisters.SecretLister
 	listers         k8s.ConfigListers
+	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
 	synced          []cache.InformerSynced
 
 	serviceQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
@@ -71,6 +80,9 @@ type Controller struct {
 	annotationQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	configQueue     workqueue.TypedRateLimitingInterface[string]
 	poolQueue       workqueue.TypedRateLimitingInterface[string]
+	// servicesIdle is broadcast when the service queue runs empty.
+	servicesIdle *signal
+	fence        *k8s.Fence // nil without leader election
 
 	mu         sync.Mutex // guards the fields below
 	alloc      *allocator.Allocator
@@ -78,6 +90,7 @@ type Controller struct {
 	problems   []config.Problem
 	pending    map[cache.ObjectName]bool // Services waiting for an address
 	tombstones map[cache.ObjectName]*corev1.Service
+	moved      map[cache.ObjectName][]netip.Addr // given up in a move, quarantined until the new status is written
 }
 
 // New wires the controller's informers and queues; Run starts it.
@@ -96,9 +109,10 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		return nil, err
 	}
 	c := &Controller{
-		opts: opts, log: opts.Logger, kube: kube, herald: herald, rec: opts.Recorder, metrics: m,
+		opts: opts, log: opts.Logger, kube: kube, herald: herald, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(),
 		alloc: allocator.New(), cfg: &config.Config{Pools: map[string]*config.Pool{}},
-		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{},
+		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{}, servicesIdle: newSignal(),
+		moved: map[cache.ObjectName][]netip.Addr{},
 		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "services"}),
 		annotationQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
@@ -125,8 +139,14 @@ func serviceRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 }
 
 // Run starts the informers, restores existing assignments, then serves
-// until ctx ends.
-func (c *Controller) Run(ctx context.Context) error {
+// until ctx ends. Use it without leader election; RunFenced otherwise.
+func (c *Controller) Run(ctx context.Context) error { return c.RunFenced(ctx, nil) }
+
+// RunFenced is Run for the leader: every write first passes the fence (see
+// k8s.RunAsLeader), so that a leader paused past its lease writes nothing.
+// It returns only once every worker has stopped.
+func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
+	c.fence = fence
 	defer c.serviceQueue.ShutDown()
 	defer c.annotationQueue.ShutDown()
 	defer c.configQueue.ShutDown()
@@ -145,11 +165,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("caches did not sync")
 	}
-	if err := c.ensureMemberlistSecret(ctx); err != nil {
-		c.log.Error("member-list Secret", "error", err)
+	if c.opts.MemberlistSecret != "" {
+		go KeepMemberlistSecret(ctx, c.kube, c.opts.Namespace, c.opts.MemberlistSecret, c.log)
 	}
 	start := time.Now()
-	c.rebuildConfig(ctx)
+	if err := c.rebuildConfig(ctx); err != nil {
+		c.configQueue.AddRateLimited(configKey)
+		c.log.Warn("first configuration build", "error", err)
+	}
 	restored, conflicts := c.restore()
 	c.log.Info("restored existing assignments", "services", restored, "conflicts", conflicts,
 		"duration", time.Since(start).Round(time.Millisecond))
@@ -176,40 +199,25 @@ func (c *Controller) Run(ctx context.Context) error {
 }
 
 func (c *Controller) serviceWorker(ctx context.Context) {
-	for processNext(ctx, c.serviceQueue, c.syncService) {
+	for processNext(ctx, c, "services", c.serviceQueue, c.syncService) {
 	}
 }
 
 func (c *Controller) annotationWorker(ctx context.Context) {
-	for processNext(ctx, c.annotationQueue, c.syncAnnotation) {
+	for processNext(ctx, c, "annotations", c.annotationQueue, c.syncAnnotation) {
 	}
 }
 
+// configWorker rebuilds the configuration; an error (listing, or a status
+// write) comes back through the queue's backoff.
 func (c *Controller) configWorker(ctx context.Context) {
-	for processNext(ctx, c.configQueue, func(ctx context.Context, _ string) error {
-		c.rebuildConfig(ctx)
-		return nil
+	for processNext(ctx, c, "config", c.configQueue, func(ctx context.Context, _ string) error {
+		return c.rebuildConfig(ctx)
 	}) {
 	}
 }
 
 func (c *Controller) poolWorker(ctx context.Context) {
-	for processNext(ctx, c.poolQueue, c.syncPool) {
+	for processNext(ctx, c, "pools", c.poolQueue, c.syncPool) {
 	}
-}
-
-// processNext handles one key: Forget on success, rate-limited requeue on
-// error. It returns false when the queue shuts down.
-func processNext[T comparable](ctx context.Context, q workqueue.TypedRateLimitingInterface[T], sync func(context.Context, T) error) bool {
-	key, shutdown := q.Get()
-	if shutdown {
-		return false
-	}
-	defer q.Done(key)
-	if err := sync(ctx, key); err != nil {
-		q.AddRateLimited(key)
-		return true
-	}
-	q.Forget(key)
-	return true
 }

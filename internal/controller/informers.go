@@ -12,10 +12,28 @@ import (
 
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // configKey is the only key of the config queue.
 const configKey = "config"
+
+// servicesByIngressIP indexes Services by the addresses their status
+// shows, so that the Services sharing an address are found without a list.
+const servicesByIngressIP = "ingressIP"
+
+func indexIngressIPs(obj any) ([]string, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return nil, nil
+	}
+	ips := service.IngressIPs(svc)
+	out := make([]string, 0, len(ips))
+	for _, ip := range ips {
+		out = append(out, ip.String())
+	}
+	return out, nil
+}
 
 func (c *Controller) setupInformers() error {
 	c.kubeInformers = informers.NewSharedInformerFactory(c.kube, 0)
@@ -24,6 +42,10 @@ func (c *Controller) setupInformers() error {
 	c.heraldInformers = heraldinformers.NewSharedInformerFactory(c.herald, 0)
 
 	svcInf := c.kubeInformers.Core().V1().Services()
+	if err := svcInf.Informer().AddIndexers(cache.Indexers{servicesByIngressIP: indexIngressIPs}); err != nil {
+		return err
+	}
+	c.serviceIndex = svcInf.Informer().GetIndexer()
 	nsInf := c.lightInformers.Core().V1().Namespaces()
 	nodeInf := c.lightInformers.Core().V1().Nodes()
 	sliceInf := c.lightInformers.Discovery().V1().EndpointSlices()
@@ -144,12 +166,12 @@ func (c *Controller) holds(key cache.ObjectName) bool {
 	return ok
 }
 
-// enqueueAllServices queues every Service Herald handles or holds an
-// address for.
+// enqueueAllServices queues every Service Herald handles or has written
+// to (a Service no longer Herald's gets its status cleared).
 func (c *Controller) enqueueAllServices() {
 	svcs, _ := c.services.List(labels.Everything())
 	for _, s := range svcs {
-		if c.opts.Class.IsOurs(s) {
+		if c.opts.Class.IsOurs(s) || ownsFields(s) {
 			c.serviceQueue.Add(cache.MetaObjectToName(s))
 		}
 	}

@@ -12,6 +12,7 @@ type metrics struct {
 	allocations prometheus.Counter
 	failures    *prometheus.CounterVec
 	reconcile   prometheus.Histogram
+	syncErrors  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,8 +27,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Service syncs whose request could not be met, by reason."}, []string{"reason"}),
 		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "herald", Subsystem: "controller", Name: "reconcile_duration_seconds",
 			Help: "Time to sync one Service.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
+		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "controller", Name: "sync_errors_total",
+			Help: "Failed syncs of any queue (retried with backoff), by reason: Conflict, NotLeader, Gone, Allocation, Timeout or the API status reason."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.addresses, m.inUse, m.allocations, m.failures, m.reconcile} {
+	for _, c := range []prometheus.Collector{m.addresses, m.inUse, m.allocations, m.failures, m.reconcile, m.syncErrors} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

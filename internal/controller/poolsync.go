@@ -31,7 +31,8 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	problems := config.ProblemsOf(c.problems, "IPAddressPool", name)
 	c.mu.Unlock()
 	c.metrics.setPool(name, usage)
-	if err := c.syncFinalizer(ctx, pool, holders); err != nil {
+	rv, err := c.syncFinalizer(ctx, pool, holders)
+	if err != nil || rv == "" {
 		return err
 	}
 	st := v1beta1.IPAddressPoolStatus{
@@ -46,12 +47,17 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 		sameConditions(cur.Conditions, conds, pool.Generation) {
 		return nil
 	}
-	ac := heraldac.IPAddressPool(name).WithStatus(heraldac.IPAddressPoolStatus().
+	ac := heraldac.IPAddressPool(name).WithResourceVersion(rv).WithStatus(heraldac.IPAddressPoolStatus().
 		WithAssignedIPv4(st.AssignedIPv4).WithAvailableIPv4(st.AvailableIPv4).
 		WithAssignedIPv6(st.AssignedIPv6).WithAvailableIPv6(st.AvailableIPv6).
 		WithOutsideRanges(st.OutsideRanges).WithObservedGeneration(st.ObservedGeneration).
 		WithConditions(applyConditions(cur.Conditions, conds, pool.Generation, time.Now())...))
-	if _, err := c.herald.HeraldV1beta1().IPAddressPools().ApplyStatus(ctx, ac, applyOpts); err != nil {
+	wctx, cancel, err := c.writeCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := c.herald.HeraldV1beta1().IPAddressPools().ApplyStatus(wctx, ac, applyOpts); err != nil {
 		return fmt.Errorf("pool %s status: %w", name, err)
 	}
 	return nil
@@ -59,24 +65,37 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 
 // syncFinalizer holds every pool with herald.dev/pool-protection while it
 // exists, and lets a deleted pool go once no Service holds its addresses.
-func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressPool, holders int) error {
+// It returns the pool's resourceVersion after its write, if any.
+func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressPool, holders int) (string, error) {
 	has := slices.Contains(pool.Finalizers, v1beta1.PoolProtectionFinalizer)
 	deleting := pool.DeletionTimestamp != nil
+	if (!deleting && !has) || (deleting && has && holders == 0) {
+		wctx, cancel, err := c.writeCtx(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer cancel()
+		ctx = wctx
+	}
 	switch {
 	case !deleting && !has:
-		ac := heraldac.IPAddressPool(pool.Name).WithFinalizers(v1beta1.PoolProtectionFinalizer)
-		if _, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, ac, applyOpts); err != nil {
-			return fmt.Errorf("pool %s finalizer: %w", pool.Name, err)
+		ac := heraldac.IPAddressPool(pool.Name).WithResourceVersion(pool.ResourceVersion).WithFinalizers(v1beta1.PoolProtectionFinalizer)
+		got, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, ac, applyOpts)
+		if err != nil {
+			return "", fmt.Errorf("pool %s finalizer: %w", pool.Name, err)
 		}
+		return got.ResourceVersion, nil
 	case deleting && has && holders == 0:
-		if _, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, heraldac.IPAddressPool(pool.Name), applyOpts); err != nil {
-			return fmt.Errorf("pool %s finalizer removal: %w", pool.Name, err)
+		_, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, heraldac.IPAddressPool(pool.Name).WithResourceVersion(pool.ResourceVersion), applyOpts)
+		if err != nil {
+			return "", fmt.Errorf("pool %s finalizer removal: %w", pool.Name, err)
 		}
 		c.log.Info("pool released", "pool", pool.Name, "why", "deleted and no Service holds its addresses")
+		return "", nil // the pool is gone
 	case deleting && has:
 		c.rec.Eventf(pool, corev1.EventTypeNormal, "DeletionWaits", "%d Service(s) still hold addresses of this pool; it is deleted when the last one releases them", holders)
 	}
-	return nil
+	return pool.ResourceVersion, nil
 }
 
 func poolConditions(problems []config.Problem, outside uint64, deleting bool, holders int) []condition {

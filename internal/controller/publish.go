@@ -91,11 +91,15 @@ func poolAnnotation(out outcome) string {
 // It runs in its own queue and waits while Services are waiting for their
 // addresses: with 1,000 pending Services, addresses come first.
 func (c *Controller) syncAnnotation(ctx context.Context, key cache.ObjectName) error {
-	for c.serviceQueue.Len() > 0 {
+	for {
+		idle := c.servicesIdle.wait()
+		if c.serviceQueue.Len() == 0 {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-idle:
 		}
 	}
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
@@ -141,8 +145,15 @@ func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingre
 		}
 		status.WithLoadBalancer(lb)
 	}
-	ac := acorev1.Service(svc.Name, svc.Namespace).WithStatus(status)
-	_, err := c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(ctx, ac, applyOpts)
+	// Conditional on the version the decision read: a write based on a
+	// stale view (a paused leader's) fails instead of winning.
+	ac := acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(svc.ResourceVersion).WithStatus(status)
+	wctx, cancel, err := c.writeCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	_, err = c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(wctx, ac, applyOpts)
 	if err != nil {
 		return fmt.Errorf("service %s/%s status: %w", svc.Namespace, svc.Name, err)
 	}
@@ -155,11 +166,16 @@ func (c *Controller) applyPoolAnnotation(ctx context.Context, svc *corev1.Servic
 	if svc.Annotations[v1beta1.AnnotationAllocatedFromPool] == want {
 		return nil
 	}
-	ac := acorev1.Service(svc.Name, svc.Namespace)
+	ac := acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(svc.ResourceVersion)
 	if want != "" {
 		ac.WithAnnotations(map[string]string{v1beta1.AnnotationAllocatedFromPool: want})
 	}
-	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(ctx, ac, applyOpts); err != nil {
+	wctx, cancel, err := c.writeCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, ac, applyOpts); err != nil {
 		return fmt.Errorf("service %s/%s annotation: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
@@ -177,11 +193,17 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	if !held && !ownsFields(svc) {
 		return nil
 	}
-	empty := acorev1.Service(svc.Name, svc.Namespace)
-	if _, err := c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(ctx, empty.WithStatus(acorev1.ServiceStatus()), applyOpts); err != nil {
+	wctx, cancel, err := c.writeCtx(ctx)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	empty := acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(svc.ResourceVersion)
+	cleared, err := c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(wctx, empty.WithStatus(acorev1.ServiceStatus()), applyOpts)
+	if err != nil {
 		return fmt.Errorf("service %s status cleanup: %w", key, err)
 	}
-	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(ctx, acorev1.Service(svc.Name, svc.Namespace), applyOpts); err != nil {
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(cleared.ResourceVersion), applyOpts); err != nil {
 		return fmt.Errorf("service %s annotation cleanup: %w", key, err)
 	}
 	if !held {
@@ -189,7 +211,12 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	}
 	c.mu.Lock()
 	c.alloc.Release(key.String())
+	c.alloc.Quarantine(a.IPs) // in the same critical section: nobody gets them in between
+	moved := c.moved[key]
+	delete(c.moved, key)
 	c.mu.Unlock()
+	c.holdBack(moved)
+	c.holdBack(a.IPs)
 	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "why", "no longer a Herald LoadBalancer")
 	c.rec.Eventf(svc, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer: released %s (the Service is no longer a Herald LoadBalancer)", strings.Join(ipStrings(a.IPs), ", "))
 	c.poolQueue.AddAfter(a.Pool, time.Second)

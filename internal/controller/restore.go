@@ -13,7 +13,9 @@ import (
 )
 
 // restore records every assignment found in the status of Herald's
-// Services, oldest Service first, before anything new is allocated. When
+// Services (and of Services Herald wrote to that are no longer its own,
+// until their status is cleared), oldest Service first, before anything new
+// is allocated. When
 // two Services claim one address, the older keeps it; the younger gets a
 // Warning event and asks for a new address in its first sync (which its
 // request may or may not allow).
@@ -21,7 +23,10 @@ func (c *Controller) restore() (restored, conflicts int) {
 	all, _ := c.services.List(labels.Everything())
 	var svcs []*corev1.Service
 	for _, s := range all {
-		if c.opts.Class.IsOurs(s) && len(service.IngressIPs(s)) > 0 {
+		// A Service that is not Herald's any more (--lb-class-only turned
+		// on) but still shows Herald's addresses holds them until its
+		// status is cleared: nobody else may get them meanwhile.
+		if (c.opts.Class.IsOurs(s) || ownsFields(s)) && len(service.IngressIPs(s)) > 0 {
 			svcs = append(svcs, s)
 		}
 	}

@@ -43,11 +43,9 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	}
 	out := c.decide(svc)
 	if err := c.publish(ctx, svc, out); err != nil {
-		if ctx.Err() == nil {
-			c.log.Error("writing Service status", "service", key.String(), "error", err)
-		}
-		return err
+		return err // the moved addresses stay quarantined until a write succeeds
 	}
+	c.releaseMoved(key)
 	c.mu.Lock()
 	if out.err != nil {
 		c.pending[key] = true
@@ -57,7 +55,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	c.mu.Unlock()
 	var re *service.RequestError
 	if out.err != nil && !errors.As(out.err, &re) {
-		return out.err // retried with backoff; pending Services are also requeued when something could help
+		return reported{out.err} // retried with backoff; pending Services are also requeued when something could help
 	}
 	return nil
 }
@@ -85,6 +83,9 @@ func (c *Controller) decide(svc *corev1.Service) outcome {
 		out.assignment, out.held = a, true
 	}
 	out.cfg = c.cfg
+	if heldBefore {
+		c.quarantineMoved(cache.MetaObjectToName(svc), dropped(before.IPs, out.assignment.IPs))
+	}
 	if out.held {
 		out.outside = outsidePools(c.cfg, out.assignment.IPs)
 	}
@@ -157,14 +158,19 @@ func (c *Controller) releaseDeleted(key cache.ObjectName) {
 	a, held := c.alloc.Lookup(key.String())
 	if held {
 		c.alloc.Release(key.String())
+		c.alloc.Quarantine(a.IPs) // in the same critical section: nobody gets them in between
 	}
 	tomb := c.tombstones[key]
 	delete(c.tombstones, key)
 	delete(c.pending, key)
+	moved := c.moved[key]
+	delete(c.moved, key)
 	c.mu.Unlock()
+	c.holdBack(moved)
 	if !held {
 		return
 	}
+	c.holdBack(a.IPs)
 	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "why", "deleted")
 	if tomb != nil {
 		c.rec.Eventf(tomb, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer: released %s", strings.Join(ipStrings(a.IPs), ", "))

@@ -11,10 +11,22 @@ type Class struct {
 	// OwnClassOnly limits Herald to Services whose loadBalancerClass is
 	// herald.dev/herald; otherwise Services without a class are Herald's too.
 	OwnClassOnly bool
+	// Name is Herald's loadBalancerClass; empty means herald.dev/herald.
+	// Two installations with different names can share a cluster.
+	Name string
+}
+
+// ClassName returns the loadBalancerClass Herald answers to.
+func (c Class) ClassName() string {
+	if c.Name == "" {
+		return v1beta1.LoadBalancerClass
+	}
+	return c.Name
 }
 
 // IsOurs reports whether Herald gives the Service its address: a
-// LoadBalancer with no class (unless OwnClassOnly) or with Herald's class.
+// LoadBalancer with no class (unless OwnClassOnly) or with Herald's class
+// (Name).
 // Any other class is never touched.
 func (c Class) IsOurs(svc *corev1.Service) bool {
 	if svc == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
@@ -23,5 +35,5 @@ func (c Class) IsOurs(svc *corev1.Service) bool {
 	if svc.Spec.LoadBalancerClass == nil {
 		return !c.OwnClassOnly
 	}
-	return *svc.Spec.LoadBalancerClass == v1beta1.LoadBalancerClass
+	return *svc.Spec.LoadBalancerClass == c.ClassName()
 }

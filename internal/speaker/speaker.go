@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
@@ -61,6 +62,7 @@ type Speaker struct {
 	sliceIndex      cache.Indexer
 	nodes           corelisters.NodeLister
 	listers         k8s.ConfigListers
+	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
 	synced          []cache.InformerSynced
 
 	queue   workqueue.TypedRateLimitingInterface[string]
@@ -95,7 +97,7 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		return nil, err
 	}
 	s := &Speaker{
-		opts: opts, log: opts.Logger, rec: opts.Recorder, metrics: m,
+		opts: opts, log: opts.Logger, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),

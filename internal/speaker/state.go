@@ -16,7 +16,7 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 	if err != nil {
 		return announce.State{}, nil, err
 	}
-	cfg, problems := config.Build(in)
+	cfg, problems := s.lastGood.Build(in)
 	nodes, err := s.nodes.List(labels.Everything())
 	if err != nil {
 		return announce.State{}, nil, err

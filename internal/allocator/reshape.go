@@ -1,0 +1,79 @@
+package allocator
+
+import (
+	"net/netip"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// reshape fills h.pool and h.ips for a changed request that can keep part
+// of what old holds: the addresses of the families the request still
+// wants stay, a family it now also wants is added from old's pool, and a
+// changed sharing key keeps the addresses old holds alone (or with
+// Services the new key may share with). It reports false when the request
+// cannot keep any address (then the caller moves the Service).
+func (a *Allocator) reshape(old *holder, req *Request, pl plan, h *holder) bool {
+	if len(pl.requested) > 0 || (req.Pool != "" && old.pool != req.Pool) {
+		return false
+	}
+	// Only the best family set: a fallback (PreferDualStack's single
+	// family) is no better than what a fresh allocation may give.
+	for _, fams := range pl.choices[:1] {
+		var kept []netip.Addr
+		var missing []corev1.IPFamily
+		for _, f := range fams {
+			if i := slices.IndexFunc(old.ips, func(ip netip.Addr) bool { return familyOf(ip) == f }); i >= 0 {
+				kept = append(kept, old.ips[i])
+			} else {
+				missing = append(missing, f)
+			}
+		}
+		// Keep only in a pool the request may still be served from: an
+		// edit is no reason to stay in a pool it would not get today.
+		if len(kept) == 0 || !a.mayKeep(kept, h) || !a.servesFrom(old.pool, req, familiesOf(kept)) {
+			continue
+		}
+		added, ok := a.addFamilies(old.pool, req, missing, h)
+		if !ok {
+			continue
+		}
+		h.pool = old.pool
+		h.ips = orderByFamilies(append(kept, added...), fams)
+		return true
+	}
+	return false
+}
+
+// mayKeep reports whether h may go on holding ips next to whoever else
+// holds them.
+func (a *Allocator) mayKeep(ips []netip.Addr, h *holder) bool {
+	for _, ip := range ips {
+		if ok, _, _ := joinable(a.book.addrs[ip], h); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// servesFrom reports whether pool is a candidate for req's families.
+func (a *Allocator) servesFrom(pool string, req *Request, fams []corev1.IPFamily) bool {
+	cands, err := a.pools.candidates(req, fams)
+	return err == nil && slices.ContainsFunc(cands, func(p *poolState) bool { return p.Name == pool })
+}
+
+// addFamilies picks, in pool, one address of each missing family for h;
+// the pool must still serve the request for those families.
+func (a *Allocator) addFamilies(pool string, req *Request, missing []corev1.IPFamily, h *holder) ([]netip.Addr, bool) {
+	if len(missing) == 0 {
+		return nil, true
+	}
+	if !a.servesFrom(pool, req, missing) {
+		return nil, false
+	}
+	offer, why := a.offer(a.pools.byName[pool], missing, h)
+	if why != "" {
+		return nil, false
+	}
+	return offer.ips, true
+}
