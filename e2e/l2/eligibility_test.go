@@ -67,11 +67,18 @@ func TestEligibilityMovesTheAddress(t *testing.T) {
 	moveOwner(t, l, vip, "autoscaler taint", func(n string) error {
 		return l.AddNodeTaint(ctx, n, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
 	}, func(n string) error { return l.RemoveNodeTaint(ctx, n, "ToBeDeletedByClusterAutoscaler") })
-	moveOwner(t, l, vip, "NotReady", func(n string) error { return l.SetNodeReady(ctx, n, false) },
-		func(n string) error { return l.SetNodeReady(ctx, n, true) })
+
+	// NotReady with a live speaker keeps the address (KEP-3458)
+	first := owner(t, l, vip)
+	if err := l.SetNodeReady(ctx, first, false); err != nil {
+		t.Fatal(err)
+	}
+	stableOwner(t, l, vip, first, time.Second)
+	if err := l.SetNodeReady(ctx, first, true); err != nil {
+		t.Fatal(err)
+	}
 
 	// "false" does not exclude
-	first := owner(t, l, vip)
 	if err := l.SetNodeLabel(ctx, first, excludeLabel, "false"); err != nil {
 		t.Fatal(err)
 	}
