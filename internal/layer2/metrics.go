@@ -18,6 +18,7 @@ type metrics struct {
 	responses  *prometheus.CounterVec
 	gratuitous *prometheus.CounterVec
 	handovers  *prometheus.CounterVec
+	malformed  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,11 +37,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Gratuitous ARP replies and unsolicited neighbour advertisements sent for a VIP."),
 		handovers: counter("handovers_total",
 			"VIPs this node was releasing that another host announced, after which this node stopped answering for them."),
+		malformed: counter("malformed_frames_total",
+			"ARP and NDP frames read that did not parse (truncated, bad lengths, bad checksum); each is skipped."),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

@@ -269,6 +269,13 @@ func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, e
 	return true, nil
 }
 
+// countMalformed counts a frame that did not parse, and skips it: a host
+// that sends malformed ARP or NDP costs a parse per frame, never an answer.
+func (s responderSpec) countMalformed(err error) {
+	s.metrics.malformed.WithLabelValues(s.iface, s.proto).Inc()
+	s.log.Debug("skipped a malformed frame", "error", err)
+}
+
 // readFailed handles an error from a read loop's socket. It returns false
 // when the responder is closing (the error is the socket being closed: the
 // libraries' errors for that are not errors.Is net.ErrClosed); otherwise it
