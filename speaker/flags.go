@@ -20,7 +20,7 @@ type flags struct {
 	memberlistPort                                                     int
 	probeInterval, probeTimeout, gossipInterval                        time.Duration
 	suspicionMult                                                      int
-	releaseGrace, shutdownTimeout, leaseRenew                          time.Duration
+	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
 }
@@ -47,6 +47,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.memberlistTiming, "memberlist-timing", "default", "member-list timing preset: default (a dead node noticed in about 0.3 s on a small cluster) or large (about 1-1.5 s, less probe traffic and fewer false alarms on big or busy clusters); the --memberlist-* flags override single values")
 	fs.StringVar(&f.excludeInterfaces, "l2-exclude-interfaces", strings.Join(layer2.DefaultExcludeInterfaces(), ","), "comma-separated interface name patterns never used by default for ARP/NDP (an L2Advertisement's interfaces override them)")
 	fs.DurationVar(&f.releaseGrace, "release-grace", 2*time.Second, "how long a node that lost an address keeps answering for it while the new owner takes over")
+	fs.DurationVar(&f.l2Refresh, "l2-refresh", layer2.DefaultRefresh, "how often every address announced in L2 mode is announced again (one gratuitous ARP / unsolicited NA): two nodes answering for one address hear each other and the fence stops one; stale client caches heal. Negative disables it, and with it the fence")
 	fs.DurationVar(&f.leaseRenew, "lease-renew", speaker.DefaultLeaseRenew, "how often the speaker renews its liveness Lease herald-speaker-<node> once synced (it lasts three renewals): one API write per renewal per node")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
 	if err := fs.Parse(args); err != nil {

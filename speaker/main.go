@@ -75,6 +75,12 @@ func run(f flags) error {
 		}
 	}
 	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg, ExcludeInterfaces: f.excluded(),
+		Refresh: f.l2Refresh,
+		OnConflict: func(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
+			if s := sp.Load(); s != nil {
+				s.Conflict(vip, iface, by, won)
+			}
+		},
 		OnYield: func(vip netip.Addr, _ string, _ net.HardwareAddr) {
 			if s := sp.Load(); s != nil {
 				s.Yielded(vip)

@@ -55,6 +55,10 @@ type responderSpec struct {
 	// host's announcement of such a VIP is reported to yield.
 	announces func(vip netip.Addr) bool
 	yield     func(vip netip.Addr, by net.HardwareAddr)
+	// vips lists the VIPs the periodic refresh announces, every refresh
+	// (0: none).
+	vips    func() []netip.Addr
+	refresh time.Duration
 	// sending is held for reading while an answer is sent (see
 	// responder.sending); startResponder sets it.
 	sending *sync.RWMutex
@@ -116,6 +120,7 @@ func (r *responder) run() {
 	close(r.ready)
 	r.log.Info("responder opened")
 	r.p.serve(r.ctx, &r.wg)
+	r.wg.Go(r.refreshLoop)
 	<-r.ctx.Done()
 	r.p.close()
 	r.log.Info("responder closed")

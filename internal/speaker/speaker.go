@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -150,6 +152,30 @@ func (s *Speaker) Yielded(ip netip.Addr) {
 	s.l2.yielded(ip)
 	s.mu.Unlock()
 	s.Trigger()
+}
+
+// Conflict records, as a Warning event on the Services holding vip, that
+// another host (MAC by) announced an address this node announces, and what
+// the L2 fence decided: won (this node keeps answering) or lost (it
+// stopped). Wire it to the L2 backend's OnConflict.
+func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
+	s.mu.Lock()
+	o, ok := s.l2.owned[vip]
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	verdict := "lost the tie-break and stopped answering"
+	if won {
+		verdict = "won the tie-break and keeps answering"
+	}
+	for _, key := range o.Services {
+		if svc := s.service(key); svc != nil {
+			s.rec.Eventf(svc, corev1.EventTypeWarning, "AddressConflict",
+				"node %s and another host (MAC %s) both announce %s on %s: node %s %s (split brain: check that the speakers reach each other on the member-list port)",
+				s.opts.NodeName, by, vip, iface, s.opts.NodeName, verdict)
+		}
+	}
 }
 
 // Run starts the informers and reconciles until ctx ends. It does not
