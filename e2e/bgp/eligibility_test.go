@@ -51,9 +51,9 @@ func TestLocalTrafficPolicyNextHops(t *testing.T) {
 }
 
 // TestIneligibleNodeLosesNextHop: the exclusion label, the
-// ToBeDeletedByClusterAutoscaler taint and NotReady each take that node's
+// ToBeDeletedByClusterAutoscaler taint each take that node's
 // next hop away, while the other nodes' next hops stay throughout; undoing
-// the change brings it back.
+// the change brings it back. NotReady alone does not (KEP-3458).
 func TestIneligibleNodeLosesNextHop(t *testing.T) {
 	l, _ := herald(t)
 	ctx := context.Background()
@@ -76,9 +76,6 @@ func TestIneligibleNodeLosesNextHop(t *testing.T) {
 				return l.AddNodeTaint(ctx, n, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler", Value: "1700000000", Effect: corev1.TaintEffectNoSchedule})
 			},
 			func(n string) error { return l.RemoveNodeTaint(ctx, n, "ToBeDeletedByClusterAutoscaler") }},
-		{"NotReady", "node3",
-			func(n string) error { return l.SetNodeReady(ctx, n, false) },
-			func(n string) error { return l.SetNodeReady(ctx, n, true) }},
 	}
 	for _, c := range cases {
 		others := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == c.node })
@@ -99,6 +96,16 @@ func TestIneligibleNodeLosesNextHop(t *testing.T) {
 		for _, p := range []netip.Prefix{v4, v6} {
 			fibStays(t, l, p, others, "undoing "+c.what, func(r lab.Route) bool { return slices.Equal(sortedNodes(r), all) })
 		}
+	}
+
+	// NotReady with a live speaker keeps advertising (KEP-3458)
+	if err := l.SetNodeReady(ctx, "node3", false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.SetNodeReady(ctx, "node3", true) })
+	stableFIB(t, l, v4, all, 2*time.Second)
+	if err := l.SetNodeReady(ctx, "node3", true); err != nil {
+		t.Fatal(err)
 	}
 
 	// "false" does not exclude
