@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/members"
+	"github.com/herald-lb/herald/internal/speaker"
 )
 
 type flags struct {
@@ -20,7 +21,7 @@ type flags struct {
 	memberlistPort                                                     int
 	probeInterval, probeTimeout, gossipInterval                        time.Duration
 	suspicionMult                                                      int
-	releaseGrace, shutdownTimeout                                      time.Duration
+	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
 }
@@ -37,7 +38,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
 	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
-	fs.BoolVar(&f.memberlist, "memberlist", true, "detect dead speakers with the member list (disable only for tests: failover then waits for Kubernetes to mark the node NotReady)")
+	fs.BoolVar(&f.memberlist, "memberlist", true, "detect dead speakers with the member list (disable only for tests: failover then waits for a dead speaker's Lease to expire)")
 	fs.StringVar(&f.memberlistBindAddr, "memberlist-bind-addr", "", "address the member list binds and advertises (default: the node's InternalIP)")
 	fs.IntVar(&f.memberlistPort, "memberlist-port", 7947, "UDP and TCP port of the member list")
 	fs.StringVar(&f.memberlistKeyFile, "memberlist-key-file", "/etc/herald/memberlist/key", "file holding the member list's encryption key (16, 24 or 32 bytes, raw or base64; or several base64 keys, one per line, the first used to send: key rotation), mounted from a Secret")
@@ -48,6 +49,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.memberlistTiming, "memberlist-timing", "default", "member-list timing preset: default (a dead node noticed in about 0.3 s on a small cluster) or large (about 1-1.5 s, less probe traffic and fewer false alarms on big or busy clusters); the --memberlist-* flags override single values")
 	fs.StringVar(&f.excludeInterfaces, "l2-exclude-interfaces", strings.Join(layer2.DefaultExcludeInterfaces(), ","), "comma-separated interface name patterns never used by default for ARP/NDP (an L2Advertisement's interfaces override them)")
 	fs.DurationVar(&f.releaseGrace, "release-grace", 2*time.Second, "how long a node that lost an address keeps answering for it while the new owner takes over")
+	fs.DurationVar(&f.l2Refresh, "l2-refresh", layer2.DefaultRefresh, "how often every address announced in L2 mode is announced again (one gratuitous ARP / unsolicited NA): two nodes answering for one address hear each other and the fence stops one; stale client caches heal. Negative disables it, and with it the fence")
+	fs.DurationVar(&f.leaseRenew, "lease-renew", speaker.DefaultLeaseRenew, "how often the speaker renews its liveness Lease herald-speaker-<node> once synced (it lasts three renewals): one API write per renewal per node")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -57,6 +60,9 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if f.memberlistTiming != "default" && f.memberlistTiming != "large" {
 		return f, fmt.Errorf("--memberlist-timing %q: want default or large", f.memberlistTiming)
+	}
+	if f.leaseRenew < time.Second {
+		return f, fmt.Errorf("--lease-renew %s: want at least 1s", f.leaseRenew)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })

@@ -84,6 +84,12 @@ func run(f flags) error {
 		}
 	}
 	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg, ExcludeInterfaces: f.excluded(),
+		Refresh: f.l2Refresh,
+		OnConflict: func(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
+			if s := sp.Load(); s != nil {
+				s.Conflict(vip, iface, by, won)
+			}
+		},
 		OnYield: func(vip netip.Addr, _ string, _ net.HardwareAddr) {
 			if s := sp.Load(); s != nil {
 				s.Yielded(vip)
@@ -101,18 +107,27 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	ml, err := startMembers(sigCtx, kube, f, log, reg, trigger)
-	if err != nil {
-		return err
-	}
+	// The member list starts once the speaker's caches have synced: a
+	// speaker that cannot sync is never a member others hand addresses to.
+	var ml *members.Members
 	opts := speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
-		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace,
+		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
-	if ml != nil {
-		opts.Members = ml
-		defer ml.Shutdown()
+	if f.memberlist {
+		opts.StartMembers = func(ctx context.Context) (speaker.Liveness, error) {
+			var err error
+			ml, err = startMembers(ctx, kube, f, log, reg, trigger)
+			return ml, err
+		}
+		defer func() {
+			if ml != nil {
+				_ = ml.Shutdown()
+			}
+		}()
+	} else {
+		log.Warn("member list disabled: node liveness comes from the speakers' Leases alone, so L2 failover waits for a dead speaker's Lease to expire")
 	}
 	s, err := speaker.New(kube, clients.Herald, opts)
 	if err != nil {
@@ -133,8 +148,10 @@ func run(f flags) error {
 			log.Error("speaker stopped", "error", err)
 		}
 	})
-	health.SetReady(true)
-	log.Info("started", "memberlist", ml != nil)
+	// /readyz follows the speaker's own readiness (synced, member list
+	// settled, BGP sessions attempted).
+	wg.Go(func() { followReadiness(runCtx, health, s) })
+	log.Info("started", "memberlist", f.memberlist)
 	<-sigCtx.Done()
 	health.SetReady(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
@@ -148,10 +165,6 @@ func run(f flags) error {
 // startMembers starts the member list on the node's address, or returns
 // nil when it is disabled.
 func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
-	if !f.memberlist {
-		log.Warn("member list disabled: node liveness comes from Kubernetes alone, so L2 failover waits for the node to turn NotReady")
-		return nil, nil
-	}
 	keys, err := members.ReadKeyFile(f.memberlistKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the herald-memberlist Secret): %w", err)
@@ -191,4 +204,18 @@ func nodeAddress(ctx context.Context, kube kubernetes.Interface, name string) (s
 		return "", fmt.Errorf("node %s has no InternalIP address to bind the member list to (set --memberlist-bind-addr): %w", name, err)
 	}
 	return addr, nil
+}
+
+// followReadiness copies the speaker's readiness to /readyz until ctx ends.
+func followReadiness(ctx context.Context, h *daemon.Health, s *speaker.Speaker) {
+	t := time.NewTicker(250 * time.Millisecond)
+	defer t.Stop()
+	for {
+		h.SetReady(s.Ready())
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
 )
@@ -51,9 +52,9 @@ func TestLocalTrafficPolicyNextHops(t *testing.T) {
 }
 
 // TestIneligibleNodeLosesNextHop: the exclusion label, the
-// ToBeDeletedByClusterAutoscaler taint and NotReady each take that node's
+// ToBeDeletedByClusterAutoscaler taint each take that node's
 // next hop away, while the other nodes' next hops stay throughout; undoing
-// the change brings it back.
+// the change brings it back. NotReady alone does not (KEP-3458).
 func TestIneligibleNodeLosesNextHop(t *testing.T) {
 	l, _ := herald(t)
 	ctx := context.Background()
@@ -96,6 +97,24 @@ func TestIneligibleNodeLosesNextHop(t *testing.T) {
 		for _, p := range []netip.Prefix{v4, v6} {
 			fibStays(t, l, p, others, "undoing "+c.what, func(r lab.Route) bool { return slices.Equal(sortedNodes(r), all) })
 		}
+	}
+
+	// NotReady with a live speaker keeps advertising (KEP-3458): node3's
+	// kubelet stops, the node lifecycle controller marks it NotReady
+	if err := l.StopKubelet("node3"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.EnsureKubelet(context.Background(), "node3") })
+	lab.Poll(t, "node3 NotReady", lab.NodeMonitorGracePeriod+time.Minute, func() bool {
+		n, err := l.Client().CoreV1().Nodes().Get(ctx, "node3", metav1.GetOptions{})
+		return err == nil && !lab.NodeIsReady(n)
+	})
+	stableFIB(t, l, v4, all, 5*time.Second)
+	if err := l.StartKubelet(ctx, "node3"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitNodesReady(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
 	}
 
 	// "false" does not exclude

@@ -1,6 +1,8 @@
 package announce
 
 import (
+	"strconv"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -12,7 +14,7 @@ const TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
 const (
 	ReasonExcludedByLabel    = "ExcludedByLabel"
 	ReasonToBeDeleted        = "ToBeDeletedByClusterAutoscaler"
-	ReasonNotReady           = "NotReady"
+	ReasonDeleting           = "NodeDeleting"
 	ReasonNetworkUnavailable = "NetworkUnavailable"
 	ReasonNoAdvertisement    = "NoAdvertisementMatches"
 	ReasonNoEligibleNode     = "NoEligibleNode"
@@ -22,15 +24,26 @@ const (
 )
 
 // NodeEligible says whether a node may announce load-balancer addresses at
-// all, the way Kubernetes decides which nodes back a load balancer:
-//   - the label node.kubernetes.io/exclude-from-external-load-balancers,
-//     present with any value but "false", excludes it;
-//   - so does the ToBeDeletedByClusterAutoscaler taint (any effect);
-//   - and a Ready condition that is not True, or NetworkUnavailable True.
+// all, following the upstream service controller's stable node set
+// (k8s.io/cloud-provider, KEP-3458): readiness is not a reason to stop
+// announcing, since a node whose kubelet lost the API server may forward
+// perfectly well. Whether its speaker is alive is a separate question (see
+// State.Live). A node is not eligible when:
+//   - it is being deleted (deletionTimestamp set);
+//   - it carries the label node.kubernetes.io/exclude-from-external-load-balancers
+//     with a value strconv.ParseBool reads as true, or cannot read at all
+//     (upstream's rule: "", "yes" exclude; "false", "False", "0", "f" keep
+//     the node in);
+//   - it carries the ToBeDeletedByClusterAutoscaler taint (any effect);
+//   - its NetworkUnavailable condition is True (the network plugin says the
+//     node's network is not set up; Herald's own addition to upstream).
 //
 // The reason is empty when the node is eligible.
 func NodeEligible(n *corev1.Node) (bool, string) {
-	if v, ok := n.Labels[corev1.LabelNodeExcludeBalancers]; ok && v != "false" {
+	if n.DeletionTimestamp != nil {
+		return false, ReasonDeleting
+	}
+	if ExcludedByLabel(n.Labels) {
 		return false, ReasonExcludedByLabel
 	}
 	for _, t := range n.Spec.Taints {
@@ -38,19 +51,23 @@ func NodeEligible(n *corev1.Node) (bool, string) {
 			return false, ReasonToBeDeleted
 		}
 	}
-	ready := false
 	for _, c := range n.Status.Conditions {
-		switch c.Type {
-		case corev1.NodeReady:
-			ready = c.Status == corev1.ConditionTrue
-		case corev1.NodeNetworkUnavailable:
-			if c.Status == corev1.ConditionTrue {
-				return false, ReasonNetworkUnavailable
-			}
+		if c.Type == corev1.NodeNetworkUnavailable && c.Status == corev1.ConditionTrue {
+			return false, ReasonNetworkUnavailable
 		}
 	}
-	if !ready {
-		return false, ReasonNotReady
-	}
 	return true, ""
+}
+
+// ExcludedByLabel applies upstream's nodeIncludedPredicate to a node's
+// labels: the exclusion label, when present, excludes unless
+// strconv.ParseBool reads its value as false; a value it cannot parse
+// (including "") excludes.
+func ExcludedByLabel(l map[string]string) bool {
+	v, ok := l[corev1.LabelNodeExcludeBalancers]
+	if !ok {
+		return false
+	}
+	exclude, err := strconv.ParseBool(v)
+	return err != nil || exclude
 }

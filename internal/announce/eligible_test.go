@@ -2,15 +2,39 @@ package announce
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// TestExcludedByLabelMatchesUpstream: every spelling strconv.ParseBool
+// accepts, plus values it refuses (the empty value among them), against
+// upstream's nodeIncludedPredicate: parsed true or unparsable excludes,
+// parsed false keeps the node in, no label keeps it in.
+func TestExcludedByLabelMatchesUpstream(t *testing.T) {
+	cases := map[string]bool{
+		"1": true, "t": true, "T": true, "TRUE": true, "true": true, "True": true,
+		"0": false, "f": false, "F": false, "FALSE": false, "false": false, "False": false,
+		"": true, "yes": true, "no": true, "tRUE": true, "fALSE": true, " false": true, "2": true, "off": true,
+	}
+	for v, want := range cases {
+		if got := ExcludedByLabel(map[string]string{corev1.LabelNodeExcludeBalancers: v}); got != want {
+			t.Errorf("label value %q: excluded=%v, want %v", v, got, want)
+		}
+	}
+	if ExcludedByLabel(map[string]string{"other": "true"}) || ExcludedByLabel(nil) {
+		t.Error("no exclusion label excluded the node")
+	}
+}
+
 // TestNodeEligibleExhaustive enumerates every combination of the inputs
-// that matter and checks them against the rule as the design states it.
+// that matter and checks them against the rule as the design states it:
+// deletion, the exclusion label (upstream's parsing), the autoscaler taint
+// and NetworkUnavailable withdraw; the Ready condition does not (KEP-3458).
 func TestNodeEligibleExhaustive(t *testing.T) {
-	labels := []*string{nil, ptr(""), ptr("true"), ptr("false"), ptr("yes")}
+	labels := []*string{nil, ptr(""), ptr("true"), ptr("false"), ptr("yes"), ptr("False"), ptr("0")}
 	taints := []*corev1.TaintEffect{nil, ptr(corev1.TaintEffectNoSchedule), ptr(corev1.TaintEffectPreferNoSchedule), ptr(corev1.TaintEffectNoExecute)}
 	conds := []*corev1.ConditionStatus{nil, ptr(corev1.ConditionTrue), ptr(corev1.ConditionFalse), ptr(corev1.ConditionUnknown)}
 	count := 0
@@ -18,35 +42,40 @@ func TestNodeEligibleExhaustive(t *testing.T) {
 		for _, taint := range taints {
 			for _, ready := range conds {
 				for _, netUnavail := range conds {
-					n := &corev1.Node{}
-					n.Labels = map[string]string{"other": "x"}
-					if l != nil {
-						n.Labels[corev1.LabelNodeExcludeBalancers] = *l
+					for _, deleting := range []bool{false, true} {
+						n := &corev1.Node{}
+						n.Labels = map[string]string{"other": "x"}
+						if l != nil {
+							n.Labels[corev1.LabelNodeExcludeBalancers] = *l
+						}
+						if taint != nil {
+							n.Spec.Taints = []corev1.Taint{{Key: "unrelated", Effect: corev1.TaintEffectNoSchedule}, {Key: TaintToBeDeletedByClusterAutoscaler, Value: "1700000000", Effect: *taint}}
+						}
+						if ready != nil {
+							n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: *ready})
+						}
+						if netUnavail != nil {
+							n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: *netUnavail})
+						}
+						if deleting {
+							n.DeletionTimestamp = &metav1.Time{Time: time.Unix(1700000000, 0)}
+						}
+						labelKeeps := l == nil || *l == "false" || *l == "False" || *l == "0"
+						want := labelKeeps && taint == nil && !deleting && (netUnavail == nil || *netUnavail != corev1.ConditionTrue)
+						got, reason := NodeEligible(n)
+						if got != want {
+							t.Errorf("label=%v taint=%v ready=%v netUnavailable=%v deleting=%v: eligible=%v, want %v", deref(l), taint != nil, deref(ready), deref(netUnavail), deleting, got, want)
+						}
+						if got != (reason == "") {
+							t.Errorf("eligible=%v with reason %q", got, reason)
+						}
+						count++
 					}
-					if taint != nil {
-						n.Spec.Taints = []corev1.Taint{{Key: "unrelated", Effect: corev1.TaintEffectNoSchedule}, {Key: TaintToBeDeletedByClusterAutoscaler, Value: "1700000000", Effect: *taint}}
-					}
-					if ready != nil {
-						n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: *ready})
-					}
-					if netUnavail != nil {
-						n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: *netUnavail})
-					}
-					want := (l == nil || *l == "false") && taint == nil && ready != nil && *ready == corev1.ConditionTrue &&
-						(netUnavail == nil || *netUnavail != corev1.ConditionTrue)
-					got, reason := NodeEligible(n)
-					if got != want {
-						t.Errorf("label=%v taint=%v ready=%v netUnavailable=%v: eligible=%v, want %v", deref(l), taint != nil, deref(ready), deref(netUnavail), got, want)
-					}
-					if got != (reason == "") {
-						t.Errorf("eligible=%v with reason %q", got, reason)
-					}
-					count++
 				}
 			}
 		}
 	}
-	if count != 320 {
+	if count != 7*4*4*4*2 {
 		t.Fatalf("enumerated %d combinations", count)
 	}
 }

@@ -50,7 +50,7 @@ func TestL2EligibilityMovesTheAddress(t *testing.T) {
 		"autoscaler taint": func(n *corev1.Node) {
 			n.Spec.Taints = []corev1.Taint{{Key: TaintToBeDeletedByClusterAutoscaler, Effect: corev1.TaintEffectNoSchedule}}
 		},
-		"not ready": func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse },
+		"deleting": func(n *corev1.Node) { n.DeletionTimestamp = &metav1.Time{} },
 		"network unavailable": func(n *corev1.Node) {
 			n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionTrue})
 		},
@@ -67,14 +67,18 @@ func TestL2EligibilityMovesTheAddress(t *testing.T) {
 			t.Errorf("%s on the owner %s: owner now %q", name, first, got)
 		}
 	}
-	// exclude-from-external-load-balancers: "false" does not exclude
+	// exclude-from-external-load-balancers: "false" does not exclude, and
+	// a NotReady owner whose speaker is alive keeps the address (KEP-3458)
 	ns = nodes("node1", "node2", "node3")
 	for _, n := range ns {
 		n.Labels[corev1.LabelNodeExcludeBalancers] = "false"
+		if n.Name == first {
+			n.Status.Conditions[0].Status = corev1.ConditionFalse
+		}
 	}
 	st.Nodes = ns
 	if got := owners(L2(st))["198.51.100.70"]; got != first {
-		t.Errorf(`label "false" moved the address to %q`, got)
+		t.Errorf(`label "false" or NotReady moved the address to %q`, got)
 	}
 	// every node excluded: nobody, and the reason
 	for _, n := range ns {

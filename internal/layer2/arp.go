@@ -12,28 +12,49 @@ import (
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
+	"github.com/mdlayher/packet"
 )
 
 // arpProto answers ARP requests for the VIPs announced on one interface.
+// It reads the packet socket itself rather than through arp.Client.Read,
+// which returns a malformed frame's parse error like a socket error: here a
+// frame that does not parse is counted and skipped, and only a failing
+// socket pauses the loop.
 type arpProto struct {
 	spec   responderSpec
-	client *arp.Client
+	conn   net.PacketConn
+	client arpSender
 }
+
+// arpSender sends ARP packets (*arp.Client).
+type arpSender interface {
+	Reply(req *arp.Packet, hwAddr net.HardwareAddr, ip netip.Addr) error
+	WriteTo(p *arp.Packet, addr net.HardwareAddr) error
+}
+
+// arpReadBuffer holds any ARP frame over Ethernet (42 bytes, 60 padded);
+// a longer frame is truncated to it, which parses the same.
+const arpReadBuffer = 256
 
 func newARPProto(spec responderSpec) *arpProto { return &arpProto{spec: spec} }
 
 func (p *arpProto) open(ifi *net.Interface) error {
-	c, err := arp.Dial(ifi)
+	conn, err := packet.Listen(ifi, packet.Raw, int(ethernet.EtherTypeARP), nil)
 	if err != nil {
 		return fmt.Errorf("open ARP socket: %w", err)
 	}
-	p.client = c
+	c, err := arp.New(ifi, conn)
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("open ARP socket: %w", err)
+	}
+	p.conn, p.client = conn, c
 	return nil
 }
 
 func (p *arpProto) close() {
 	// Close also ends the pending Read; its error is reported there.
-	_ = p.client.Close()
+	_ = p.conn.Close()
 }
 
 func (p *arpProto) setVIPs([]netip.Addr) {}
@@ -43,27 +64,64 @@ func (p *arpProto) serve(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 func (p *arpProto) readLoop(ctx context.Context) {
-	log := p.spec.log
 	bo := newBackoff(10*time.Millisecond, time.Second)
+	buf := make([]byte, arpReadBuffer)
 	for {
-		pkt, frame, err := p.client.Read()
-		if err != nil {
-			if !readFailed(ctx, log, bo, err) {
+		if err := p.readOne(ctx, buf); err != nil {
+			if !readFailed(ctx, p.spec.log, bo, err) {
 				return
 			}
 			continue
 		}
 		bo.reset()
-		if vip, by, ok := arpTakeover(pkt, frame.Source, p.spec.mac, p.spec.announces); ok {
-			p.spec.yield(vip, by)
-			continue
-		}
-		vip, ok := arpRequestFor(pkt, frame.Destination, p.spec.mac, p.spec.owns)
-		if !ok {
-			continue
-		}
-		p.reply(ctx, log, pkt, vip)
 	}
+}
+
+// readOne reads one frame and handles it. It returns only the socket's
+// errors: a frame that does not parse is counted
+// (herald_l2_malformed_frames_total) and skipped.
+func (p *arpProto) readOne(ctx context.Context, buf []byte) error {
+	n, _, err := p.conn.ReadFrom(buf)
+	if err != nil {
+		return err
+	}
+	p.handle(ctx, buf[:n])
+	return nil
+}
+
+// handle decides what to do with one frame read from the socket.
+func (p *arpProto) handle(ctx context.Context, b []byte) {
+	pkt, frame, err := parseARPFrame(b)
+	if err != nil {
+		p.spec.countMalformed(err)
+		return
+	}
+	if vip, by, ok := arpTakeover(pkt, frame.Source, p.spec.mac, p.spec.announces); ok {
+		p.spec.yield(vip, by)
+		return
+	}
+	vip, ok := arpRequestFor(pkt, frame.Destination, p.spec.mac, p.spec.owns)
+	if !ok {
+		return
+	}
+	p.reply(ctx, p.spec.log, pkt, vip)
+}
+
+// parseARPFrame parses an Ethernet frame carrying an ARP packet, as
+// arp.Client.Read does.
+func parseARPFrame(b []byte) (*arp.Packet, *ethernet.Frame, error) {
+	var f ethernet.Frame
+	if err := f.UnmarshalBinary(b); err != nil {
+		return nil, nil, fmt.Errorf("ethernet frame: %w", err)
+	}
+	if f.EtherType != ethernet.EtherTypeARP {
+		return nil, nil, fmt.Errorf("ethertype %#04x is not ARP", uint16(f.EtherType))
+	}
+	var pkt arp.Packet
+	if err := pkt.UnmarshalBinary(f.Payload); err != nil {
+		return nil, nil, fmt.Errorf("ARP packet: %w", err)
+	}
+	return &pkt, &f, nil
 }
 
 func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet, vip netip.Addr) {

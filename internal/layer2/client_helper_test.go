@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,6 +58,8 @@ func runClientHelper() {
 	go sniffLoop(sniff, &out)
 	out.printf("ready")
 	var stop context.CancelFunc = func() {}
+	var garbage sender
+	defer garbage.stop()
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -73,6 +76,14 @@ func runClientHelper() {
 			d, _ := time.ParseDuration(f[3])
 			stop = probeBoth(context.Background(), ifi, netip.MustParseAddr(f[1]), netip.MustParseAddr(f[2]), d)
 			out.printf("probing")
+		case len(f) == 3 && f[0] == "garbage":
+			d, _ := time.ParseDuration(f[1])
+			n, _ := strconv.Atoi(f[2])
+			garbage.start(func(ctx context.Context) { sendGarbage(ctx, sniff, ifi, d, n) })
+			out.printf("garbage")
+		case len(f) == 1 && f[0] == "nogarbage":
+			garbage.stop()
+			out.printf("nogarbage")
 		case len(f) == 1 && f[0] == "stop":
 			stop()
 			out.printf("stopped")
@@ -164,5 +175,48 @@ func probeARP(ctx context.Context, ifi *net.Interface, ip netip.Addr, interval t
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// sendGarbage broadcasts, every interval until ctx ends, a burst of n
+// malformed ARP frames: a who-has for a lab VIP with protocol length 0,
+// and the same request truncated after the ARP header and mid-address.
+func sendGarbage(ctx context.Context, c *packet.Conn, ifi *net.Interface, interval time.Duration, n int) {
+	p, err := arp.NewPacket(arp.OperationRequest, ifi.HardwareAddr, netip.MustParseAddr(client4IP),
+		net.HardwareAddr{0, 0, 0, 0, 0, 0}, netip.MustParseAddr(labVIP4))
+	if err != nil {
+		return
+	}
+	pb, _ := p.MarshalBinary()
+	fb, _ := (&ethernet.Frame{Destination: ethernet.Broadcast, Source: ifi.HardwareAddr, EtherType: ethernet.EtherTypeARP, Payload: pb}).MarshalBinary()
+	plen0 := append([]byte(nil), fb...)
+	plen0[ethHeaderLen+5] = 0
+	bad := [][]byte{plen0, fb[:ethHeaderLen+8], fb[:ethHeaderLen+17]}
+	to := &packet.Addr{HardwareAddr: ethernet.Broadcast}
+	tick(ctx, interval, func(i int) {
+		for j := range n {
+			_, _ = c.WriteTo(bad[(i*n+j)%len(bad)], to)
+		}
+	})
+}
+
+// sender runs one sending goroutine at a time.
+type sender struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (s *sender) start(send func(ctx context.Context)) {
+	s.stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel, s.done = cancel, make(chan struct{})
+	go func(done chan struct{}) { defer close(done); send(ctx) }(s.done)
+}
+
+func (s *sender) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+		s.cancel = nil
 	}
 }

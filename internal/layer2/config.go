@@ -45,7 +45,27 @@ type Config struct {
 	// the VIP). It reports a past event: the VIP may have been listed again
 	// since. Interfaces(vip) lists the interfaces not yet taken over.
 	OnYield func(vip netip.Addr, iface string, by net.HardwareAddr)
+	// Refresh is how often every announced VIP is announced again with one
+	// gratuitous ARP / unsolicited NA, so that two owners of one VIP hear
+	// each other (see the fence) and stale client caches heal. 0 means
+	// DefaultRefresh; negative disables it (and with it the fence).
+	Refresh time.Duration
+	// FenceSettle is how long a VIP must have been owned before another
+	// host's announcement of it counts as a conflict rather than a
+	// hand-over in progress. 0 means DefaultFenceSettle.
+	FenceSettle time.Duration
+	// OnConflict, if set, is called (in a goroutine of its own) when
+	// another host, whose MAC is by, announced a VIP this node owns, with
+	// the fence's decision: won (this node keeps answering) or not (it
+	// stopped).
+	OnConflict func(vip netip.Addr, iface string, by net.HardwareAddr, won bool)
 }
+
+// Defaults of the periodic refresh and the fence.
+const (
+	DefaultRefresh     = 3 * time.Second
+	DefaultFenceSettle = 2 * time.Second
+)
 
 // GratuitousConfig sets the gratuitous ARP / unsolicited NA burst sent when a
 // VIP starts being announced on an interface.
@@ -98,6 +118,12 @@ func (cfg Config) withDefaults() (Config, error) {
 		if _, err := path.Match(p, ""); err != nil {
 			return cfg, fmt.Errorf("exclude interface pattern %q: %w", p, err)
 		}
+	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = DefaultRefresh
+	}
+	if cfg.FenceSettle <= 0 {
+		cfg.FenceSettle = DefaultFenceSettle
 	}
 	g := &cfg.Gratuitous
 	switch {

@@ -20,6 +20,11 @@
 // gratuitous packet on, so the new owner announces itself before it
 // answers.
 //
+// Every announced VIP is announced again every Config.Refresh, and two
+// owners of one VIP (a split brain) are fenced on the wire: the one whose
+// MAC ranks lower for the VIP stops (fence.go). Frames that do not parse
+// are counted and skipped; only a failing socket pauses a read loop.
+//
 // It never decides which VIPs this node owns (the speaker does, through
 // SetAnnouncements), never adds addresses, routes or neighbour entries to the
 // system, and never answers for an address it was not told to announce: the

@@ -12,23 +12,17 @@ import (
 	"github.com/mdlayher/ndp"
 )
 
+// decodeARP parses a frame with the responder's own parser; the fuzzers
+// of single decisions skip what does not parse (FuzzARPReadPath checks
+// that path).
+func decodeARP(b []byte) (*arp.Packet, *ethernet.Frame, bool) {
+	p, fr, err := parseARPFrame(b)
+	return p, fr, err == nil
+}
+
 // FuzzParseNSFrame feeds arbitrary frames to the packet-socket path: the
 // parser and the decision must never panic, and whatever they accept must be
 // a well-formed solicitation for an owned VIP sent to the VIP itself.
-// decodeARP reads an Ethernet frame carrying ARP, as arp.Client.Read does
-// for the responder.
-func decodeARP(b []byte) (*arp.Packet, *ethernet.Frame, bool) {
-	var fr ethernet.Frame
-	if fr.UnmarshalBinary(b) != nil || fr.EtherType != ethernet.EtherTypeARP {
-		return nil, nil, false
-	}
-	var p arp.Packet
-	if p.UnmarshalBinary(fr.Payload) != nil {
-		return nil, nil, false
-	}
-	return &p, &fr, true
-}
-
 func FuzzParseNSFrame(f *testing.F) {
 	snm, _ := ndp.SolicitedNodeMulticast(vip6)
 	f.Add(nsBytes(f, clientMAC, ourMAC, client6, vip6, vip6, 255))

@@ -26,14 +26,19 @@ const contestedMemory = 3 * time.Second
 
 // foreignAnnouncement handles another host's gratuitous ARP or unsolicited
 // NA for vip, read on iface: a releasing VIP is yielded; an owned one is
-// remembered as contested (see contestedMemory).
-func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, by net.HardwareAddr) {
+// remembered as contested (see contestedMemory) and, when owned long
+// enough, fenced (see fence).
+func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
 	if a.yield(iface, proto, vip, by) {
 		return
 	}
-	if s := a.owned.Load().state(iface, vip); s != nil && !s.releasing {
-		a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
-		a.log.Warn("another host announced a VIP this node owns", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
+	s := a.owned.Load().state(iface, vip)
+	if s == nil || s.releasing {
+		return
+	}
+	a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
+	if !a.fence(iface, proto, vip, ourMAC, by) {
+		a.log.Info("another host announced a VIP this node just claimed (hand-over in progress)", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	}
 }
 

@@ -71,7 +71,17 @@ func runAnnouncerHelper() {
 	onYield := func(vip netip.Addr, iface string, by net.HardwareAddr) {
 		out.printf("yield %s %s %s %d", vip, iface, by, time.Now().UnixNano())
 	}
-	a, err := New(Config{Logger: log, Registerer: reg, Gratuitous: g, OnYield: onYield})
+	onConflict := func(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
+		out.printf("conflict %s %s %s %v", vip, iface, by, won)
+	}
+	// The periodic refresh is off unless asked for: the other lab tests
+	// count gratuitous packets.
+	refresh := time.Duration(-1)
+	if v := os.Getenv("HERALD_L2_REFRESH"); v != "" {
+		refresh, _ = time.ParseDuration(v)
+	}
+	settle, _ := time.ParseDuration(os.Getenv("HERALD_L2_SETTLE"))
+	a, err := New(Config{Logger: log, Registerer: reg, Gratuitous: g, OnYield: onYield, OnConflict: onConflict, Refresh: refresh, FenceSettle: settle})
 	if err != nil {
 		log.Error("new", "error", err)
 		return
@@ -147,9 +157,10 @@ type helper struct {
 	replies chan string
 	logs    syncBuffer
 
-	mu     sync.Mutex
-	frames []frame
-	yields []yieldEvent
+	mu        sync.Mutex
+	frames    []frame
+	yields    []yieldEvent
+	conflicts []string
 }
 
 // yieldEvent is an OnYield call in an announcer helper.
@@ -250,8 +261,22 @@ func (h *helper) readStdout(r io.Reader) {
 			}
 			continue
 		}
+		if c, isConflict := strings.CutPrefix(line, "conflict "); isConflict {
+			h.mu.Lock()
+			h.conflicts = append(h.conflicts, c)
+			h.mu.Unlock()
+			continue
+		}
 		h.replies <- line
 	}
+}
+
+// conflictsSeen returns the OnConflict calls reported so far, as
+// "vip iface by won".
+func (h *helper) conflictsSeen() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.conflicts...)
 }
 
 // yieldsSeen returns the OnYield calls reported so far.

@@ -18,6 +18,8 @@ type metrics struct {
 	responses  *prometheus.CounterVec
 	gratuitous *prometheus.CounterVec
 	handovers  *prometheus.CounterVec
+	malformed  *prometheus.CounterVec
+	conflicts  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,11 +38,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Gratuitous ARP replies and unsolicited neighbour advertisements sent for a VIP."),
 		handovers: counter("handovers_total",
 			"VIPs this node was releasing that another host announced, after which this node stopped answering for them."),
+		malformed: counter("malformed_frames_total",
+			"ARP and NDP frames read that did not parse (truncated, bad lengths, bad checksum); each is skipped."),
 	}
+	m.conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "herald", Subsystem: "l2", Name: "conflicts_total",
+		Help: "Another host announced a VIP this node announces (split brain): result=won (this node keeps it) or lost (it stopped answering).",
+	}, []string{"interface", "protocol", "result"})
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

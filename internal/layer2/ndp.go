@@ -27,6 +27,7 @@ import (
 type ndpProto struct {
 	spec responderSpec
 	conn *ndp.Conn
+	addr netip.Addr // the link-local address conn is bound to
 	raw  *packet.Conn
 	mtu  int
 
@@ -40,7 +41,7 @@ func newNDPProto(spec responderSpec) *ndpProto {
 }
 
 func (p *ndpProto) open(ifi *net.Interface) error {
-	conn, _, err := ndp.Listen(ifi, ndp.LinkLocal)
+	conn, addr, err := ndp.Listen(ifi, ndp.LinkLocal)
 	if err != nil {
 		return fmt.Errorf("open NDP socket: %w", err)
 	}
@@ -79,7 +80,7 @@ func (p *ndpProto) open(ifi *net.Interface) error {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.conn, p.raw, p.mtu = conn, raw, max(ifi.MTU, 1280)
+	p.conn, p.addr, p.raw, p.mtu = conn, addr, raw, max(ifi.MTU, 1280)
 	p.syncGroupsLocked()
 	return nil
 }
@@ -137,10 +138,14 @@ func (p *ndpProto) serve(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Go(func() { p.unicastLoop(ctx) })
 }
 
+// multicastLoop reads the ICMPv6 socket with ReadRaw and parses each
+// message itself: ndp.Conn.ReadFrom returns some parse errors like socket
+// errors, and only a failing socket may pause the loop.
 func (p *ndpProto) multicastLoop(ctx context.Context) {
 	bo := newBackoff(10*time.Millisecond, time.Second)
+	buf := make([]byte, p.mtu)
 	for {
-		m, cm, from, err := p.conn.ReadFrom()
+		n, cm, from, err := p.conn.ReadRaw(buf)
 		if err != nil {
 			if !readFailed(ctx, p.spec.log, bo, err) {
 				return
@@ -148,18 +153,30 @@ func (p *ndpProto) multicastLoop(ctx context.Context) {
 			continue
 		}
 		bo.reset()
-		switch m := m.(type) {
-		case *ndp.NeighborSolicitation:
-			if p.spec.owns(m.TargetAddress) {
-				p.answer(ctx, m.TargetAddress, from, "multicast")
-			}
-		case *ndp.NeighborAdvertisement:
-			if cm == nil || cm.HopLimit != ndp.HopLimit {
-				continue
-			}
-			if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.announces); ok {
-				p.spec.yield(vip, by)
-			}
+		if from == p.addr {
+			continue // our own message
+		}
+		m, err := ndp.ParseMessage(buf[:n])
+		if err != nil {
+			p.spec.countMalformed(err)
+			continue
+		}
+		p.handleMulticast(ctx, m, cm, from)
+	}
+}
+
+func (p *ndpProto) handleMulticast(ctx context.Context, m ndp.Message, cm *ipv6.ControlMessage, from netip.Addr) {
+	switch m := m.(type) {
+	case *ndp.NeighborSolicitation:
+		if p.spec.owns(m.TargetAddress) {
+			p.answer(ctx, m.TargetAddress, from, "multicast")
+		}
+	case *ndp.NeighborAdvertisement:
+		if cm == nil || cm.HopLimit != ndp.HopLimit {
+			return
+		}
+		if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.announces); ok {
+			p.spec.yield(vip, by)
 		}
 	}
 }
@@ -178,6 +195,7 @@ func (p *ndpProto) unicastLoop(ctx context.Context) {
 		bo.reset()
 		f, err := parseNSFrame(buf[:n])
 		if err != nil {
+			p.spec.countMalformed(err)
 			continue
 		}
 		if vip, ok := unicastNSFor(f, p.spec.mac, p.spec.owns); ok {

@@ -2,7 +2,9 @@ package layer2
 
 import (
 	"net/netip"
+	"slices"
 	"sync/atomic"
+	"time"
 )
 
 // ownership is an immutable snapshot of which VIPs are announced on which
@@ -24,6 +26,19 @@ type vipState struct {
 	// vipState.
 	releasing bool
 	answering atomic.Bool
+	// since is when this state began (owned or releasing).
+	since time.Time
+	// fencedUntil (unix ns) silences an owned VIP that lost a conflict
+	// with another host (see fence); 0: not fenced.
+	fencedUntil atomic.Int64
+	// conflictAt (unix ns) is when another host was last heard announcing
+	// the VIP while owned here; 0: never.
+	conflictAt atomic.Int64
+}
+
+// fenced reports whether the VIP is fenced at now.
+func (s *vipState) fenced(now time.Time) bool {
+	return s != nil && s.fencedUntil.Load() > now.UnixNano()
 }
 
 // vipOnLink names a VIP on an interface.
@@ -42,7 +57,7 @@ func nextVIPState(old *vipState, releasing bool) *vipState {
 	if old != nil && old.releasing == releasing {
 		return old
 	}
-	s := &vipState{releasing: releasing}
+	s := &vipState{releasing: releasing, since: time.Now()}
 	s.answering.Store(releasing || old != nil && old.answering.Load())
 	return s
 }
@@ -77,14 +92,28 @@ func (o ownership) state(iface string, vip netip.Addr) *vipState {
 // owns reports whether vip is answered on the interface.
 func (o ownership) owns(iface string, vip netip.Addr) bool {
 	s := o[iface][vip]
-	return s != nil && s.answering.Load()
+	return s != nil && s.answering.Load() && !s.fenced(time.Now())
 }
 
 // advertises reports whether gratuitous announcements may be sent for vip
 // on the interface: it is owned and not being handed over.
 func (o ownership) advertises(iface string, vip netip.Addr) bool {
 	s := o[iface][vip]
-	return s != nil && !s.releasing
+	return s != nil && !s.releasing && !s.fenced(time.Now())
+}
+
+// advertised returns the VIPs owned, not releasing and not fenced on the
+// interface, sorted: those the periodic refresh announces.
+func (o ownership) advertised(iface string) []netip.Addr {
+	var out []netip.Addr
+	now := time.Now()
+	for vip, s := range o[iface] {
+		if !s.releasing && s.answering.Load() && !s.fenced(now) {
+			out = append(out, vip)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 // releasing reports whether vip is being handed over on the interface and

@@ -55,6 +55,10 @@ type responderSpec struct {
 	// host's announcement of such a VIP is reported to yield.
 	announces func(vip netip.Addr) bool
 	yield     func(vip netip.Addr, by net.HardwareAddr)
+	// vips lists the VIPs the periodic refresh announces, every refresh
+	// (0: none).
+	vips    func() []netip.Addr
+	refresh time.Duration
 	// sending is held for reading while an answer is sent (see
 	// responder.sending); startResponder sets it.
 	sending *sync.RWMutex
@@ -116,6 +120,7 @@ func (r *responder) run() {
 	close(r.ready)
 	r.log.Info("responder opened")
 	r.p.serve(r.ctx, &r.wg)
+	r.wg.Go(r.refreshLoop)
 	<-r.ctx.Done()
 	r.p.close()
 	r.log.Info("responder closed")
@@ -267,6 +272,13 @@ func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, e
 	}
 	r.spec.metrics.gratuitous.WithLabelValues(r.spec.iface, r.spec.proto).Inc()
 	return true, nil
+}
+
+// countMalformed counts a frame that did not parse, and skips it: a host
+// that sends malformed ARP or NDP costs a parse per frame, never an answer.
+func (s responderSpec) countMalformed(err error) {
+	s.metrics.malformed.WithLabelValues(s.iface, s.proto).Inc()
+	s.log.Debug("skipped a malformed frame", "error", err)
 }
 
 // readFailed handles an error from a read loop's socket. It returns false

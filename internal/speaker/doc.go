@@ -4,7 +4,11 @@
 // reconcile that asks internal/announce what this node should announce,
 // and applies the difference through two backends with a handful of
 // methods: L2 (ARP/NDP, internal/layer2) and BGP (internal/bgp). Node
-// liveness comes from internal/members.
+// liveness has two sources: internal/members, and for nodes the member
+// list has not seen the per-node Leases each synced speaker renews
+// (lease.go, leasebook.go, liveness.go); a node known to neither is down.
+// The member list starts only once the caches synced, and Ready
+// (readiness.go) is what /readyz serves.
 //
 // L2 hand-over is make-before-break: a node that loses an address to
 // another live node keeps answering until the new owner's gratuitous ARP /

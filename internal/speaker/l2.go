@@ -47,30 +47,48 @@ type l2Plan struct {
 	recheck time.Time
 }
 
+// planOptions are the inputs of plan besides the decision.
+type planOptions struct {
+	settled bool // the member list has settled: claim nothing before
+	// keep: this node is cut off from every other member; it keeps the
+	// addresses it announced before that still have an owner somewhere.
+	keep  bool
+	now   time.Time
+	grace time.Duration
+}
+
 // plan decides, from the owners everyone computes, what this node
 // announces: the addresses it owns (none before the member list has
-// settled), plus the ones it is still handing over.
-func (l *l2State) plan(me string, res announce.L2Result, settled bool, now time.Time, grace time.Duration) l2Plan {
+// settled; with keep, also those it owned before), plus the ones it is
+// still handing over.
+func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	var p l2Plan
+	now, grace := o.now, o.grace
 	owners := map[netip.Addr]announce.L2Owner{}
-	for _, o := range res.Owners {
-		owners[o.IP] = o
+	for _, ow := range res.Owners {
+		owners[ow.IP] = ow
 	}
 	mine := map[netip.Addr]announce.L2Owner{}
-	if settled {
-		for ip, o := range owners {
-			if o.Node == me {
-				mine[ip] = o
-				if _, had := l.owned[ip]; !had {
-					p.claimed = append(p.claimed, o)
-				}
-				delete(l.releasing, ip)
+	if o.settled {
+		for ip, ow := range owners {
+			_, had := l.owned[ip]
+			if ow.Node != me && !(o.keep && had) {
+				continue
 			}
+			if ow.Node != me {
+				prev := l.owned[ip]
+				ow = announce.L2Owner{IP: ip, Node: me, Interfaces: prev.Interfaces, Services: ow.Services}
+			}
+			mine[ip] = ow
+			if !had {
+				p.claimed = append(p.claimed, ow)
+			}
+			delete(l.releasing, ip)
 		}
 	}
-	for ip, o := range l.owned {
+	for ip, ow := range l.owned {
 		if _, still := mine[ip]; !still {
-			l.releasing[ip] = &release{owner: o, since: now}
+			l.releasing[ip] = &release{owner: ow, since: now}
 		}
 	}
 	for ip, r := range l.releasing {
@@ -87,8 +105,8 @@ func (l *l2State) plan(me string, res announce.L2Result, settled bool, now time.
 			}
 		}
 	}
-	for _, o := range mine {
-		p.want = append(p.want, layer2.Announcement{IP: o.IP, Interfaces: o.Interfaces})
+	for _, ow := range mine {
+		p.want = append(p.want, layer2.Announcement{IP: ow.IP, Interfaces: ow.Interfaces})
 	}
 	l.owned = mine
 	slices.SortFunc(p.want, func(a, b layer2.Announcement) int { return a.IP.Compare(b.IP) })

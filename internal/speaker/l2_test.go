@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,14 +34,14 @@ func wantAnnouncements(t *testing.T, got []layer2.Announcement, releasing ...boo
 func TestPlanClaimsOnlyOnceSettled(t *testing.T) {
 	l := newL2State()
 	now := time.Unix(1000, 0)
-	p := l.plan("node1", result("node1"), false, now, 2*time.Second)
+	p := l.plan("node1", result("node1"), planOptions{settled: false, now: now, grace: 2 * time.Second})
 	wantAnnouncements(t, p.want)
-	p = l.plan("node1", result("node1"), true, now, 2*time.Second)
+	p = l.plan("node1", result("node1"), planOptions{settled: true, now: now, grace: 2 * time.Second})
 	wantAnnouncements(t, p.want, false)
 	if len(p.claimed) != 1 {
 		t.Errorf("claimed %v", p.claimed)
 	}
-	p = l.plan("node1", result("node1"), true, now, 2*time.Second)
+	p = l.plan("node1", result("node1"), planOptions{settled: true, now: now, grace: 2 * time.Second})
 	if len(p.claimed) != 0 {
 		t.Error("claimed twice")
 	}
@@ -49,16 +50,16 @@ func TestPlanClaimsOnlyOnceSettled(t *testing.T) {
 func TestPlanMakeBeforeBreak(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), true, t0, 2*time.Second)
+	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: 2 * time.Second})
 	// node2 becomes the owner: keep answering, as releasing
-	p := l.plan("node1", result("node2"), true, t0.Add(10*time.Millisecond), 2*time.Second)
+	p := l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(10 * time.Millisecond), grace: 2 * time.Second})
 	wantAnnouncements(t, p.want, true)
 	if p.recheck != t0.Add(10*time.Millisecond+2*time.Second) {
 		t.Errorf("recheck %v", p.recheck)
 	}
 	// node2's gratuitous ARP seen: stop at once
 	l.yielded(vip)
-	p = l.plan("node1", result("node2"), true, t0.Add(20*time.Millisecond), 2*time.Second)
+	p = l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(20 * time.Millisecond), grace: 2 * time.Second})
 	wantAnnouncements(t, p.want)
 	if len(p.dropped) != 1 || l.announcedCount() != 0 {
 		t.Errorf("dropped %v, count %d", p.dropped, l.announcedCount())
@@ -68,30 +69,53 @@ func TestPlanMakeBeforeBreak(t *testing.T) {
 func TestPlanGraceEndsRelease(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), true, t0, time.Second)
-	l.plan("node1", result("node2"), true, t0, time.Second)
-	p := l.plan("node1", result("node2"), true, t0.Add(999*time.Millisecond), time.Second)
+	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
+	l.plan("node1", result("node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(999 * time.Millisecond), grace: time.Second})
 	wantAnnouncements(t, p.want, true)
-	p = l.plan("node1", result("node2"), true, t0.Add(time.Second), time.Second)
+	p = l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(time.Second), grace: time.Second})
 	wantAnnouncements(t, p.want)
 }
 
 func TestPlanNoNewOwnerStopsAtOnce(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), true, t0, time.Second)
-	p := l.plan("node1", result(""), true, t0, time.Second) // Service deleted, or nobody eligible
+	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := l.plan("node1", result(""), planOptions{settled: true, now: t0, grace: time.Second}) // Service deleted, or nobody eligible
 	wantAnnouncements(t, p.want)
 }
 
 func TestPlanOwnershipComesBackWhileReleasing(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), true, t0, time.Second)
-	l.plan("node1", result("node2"), true, t0, time.Second)
-	p := l.plan("node1", result("node1"), true, t0.Add(time.Millisecond), time.Second)
+	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
+	l.plan("node1", result("node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := l.plan("node1", result("node1"), planOptions{settled: true, now: t0.Add(time.Millisecond), grace: time.Second})
 	wantAnnouncements(t, p.want, false)
 	if len(p.claimed) != 1 {
 		t.Error("a returning address must be claimed again (gratuitous burst)")
 	}
+}
+
+// TestPlanKeepWhileIsolated: a node cut off from every other member keeps
+// the addresses it announced before, even where the decision (from the
+// Leases) names another node, and claims only what the decision gives it.
+func TestPlanKeepWhileIsolated(t *testing.T) {
+	l := newL2State()
+	t0 := time.Unix(1000, 0)
+	other := netip.MustParseAddr("198.51.100.71")
+	both := func(a, b string) announce.L2Result {
+		return announce.L2Result{Owners: []announce.L2Owner{
+			{IP: vip, Node: a, Interfaces: []string{"eth" + a[len(a)-1:]}, Services: []string{"ns/web"}},
+			{IP: other, Node: b, Services: []string{"ns/api"}}}}
+	}
+	p := l.plan("node1", both("node1", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	wantAnnouncements(t, p.want, false)
+	p = l.plan("node1", both("node2", "node2"), planOptions{settled: true, keep: true, now: t0, grace: time.Second})
+	wantAnnouncements(t, p.want, false)
+	if p.want[0].IP != vip || !slices.Equal(p.want[0].Interfaces, []string{"eth1"}) || len(p.claimed) != 0 {
+		t.Errorf("isolated: %+v, claimed %v; want %s kept on its interfaces, nothing claimed", p.want, p.claimed, vip)
+	}
+	p = l.plan("node1", both("node2", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	wantAnnouncements(t, p.want, true) // reachable again: handed over
 }

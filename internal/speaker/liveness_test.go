@@ -1,27 +1,172 @@
+package speaker
 
-// TestConflictWarnsOnTheServices: the fence's decision becomes a Warning
-// event on every Service holding the address.
-func TestConflictWarnsOnTheServices(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	s, _ := livenessSpeaker(t, &now, nil)
-	rec := record.NewFakeRecorder(10)
-	s.rec = rec
-	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	if err := s.kubeInformers.Core().V1().Services().Informer().GetStore().Add(svc); err != nil {
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
+	"github.com/herald-lb/herald/internal/members"
+)
+
+// fakeMembers is a member list whose states the test sets.
+type fakeMembers struct {
+	states  map[string]members.State
+	settled bool
+}
+
+func (f *fakeMembers) State(n string) members.State { return f.states[n] }
+func (f *fakeMembers) Settled() bool                { return f.settled }
+func (f *fakeMembers) Join([]string)                {}
+func (f *fakeMembers) Retain([]string)              {}
+func (f *fakeMembers) Leave(context.Context) error  { return nil }
+
+const testNS = "herald-system"
+
+// livenessSpeaker is a synced speaker on node1 with a fake clock, a fake
+// API holding the given Leases, and ml as its member list (nil: none).
+func livenessSpeaker(t *testing.T, now *time.Time, ml Liveness, leases ...*coordinationv1.Lease) (*Speaker, *fake.Clientset) {
+	t.Helper()
+	kube := fake.NewClientset()
+	for _, l := range leases {
+		if _, err := kube.CoordinationV1().Leases(testNS).Create(context.Background(), l, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(kube, heraldfake.NewClientset(), Options{NodeName: "node1", Namespace: testNS, Members: ml, Now: func() time.Time { return *now }})
+	if err != nil {
 		t.Fatal(err)
 	}
-	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
-	s.Conflict(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, false)
-	select {
-	case ev := <-rec.Events:
-		if !strings.Contains(ev, "Warning AddressConflict") || !strings.Contains(ev, "02:00:00:00:00:12") || !strings.Contains(ev, "stopped answering") {
-			t.Errorf("event %q", ev)
+	s.ready.synced.Store(true)
+	return s, kube
+}
+
+func lease(node string, renewed time.Time, secs int32) *coordinationv1.Lease {
+	rt := metav1.NewMicroTime(renewed)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(node), Namespace: testNS, Labels: map[string]string{leaseLabel: "true"}},
+		Spec:       coordinationv1.LeaseSpec{HolderIdentity: &node, RenewTime: &rt, LeaseDurationSeconds: &secs},
+	}
+}
+
+func nodeList(names ...string) []*corev1.Node {
+	var out []*corev1.Node
+	for _, n := range names {
+		out = append(out, node(n, ""))
+	}
+	return out
+}
+
+// TestLiveNeverAliveBecauseNeverHeardOf: a node the member list has not
+// seen is alive only while its Lease is fresh; before its Lease was read,
+// or without one, it is not.
+func TestLiveNeverAliveBecauseNeverHeardOf(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Alive}}
+	s, _ := livenessSpeaker(t, &now, ml, lease("node3", now.Add(-5*time.Second), 15), lease("node4", now.Add(-20*time.Second), 15))
+	nodes := nodeList("node1", "node2", "node3", "node4", "node5")
+	s.observeLiveness(nodes)
+	if s.live("node3") {
+		t.Error("node3 alive before its Lease was read")
+	}
+	s.leases.poll(context.Background())
+	for n, want := range map[string]bool{"node1": true, "node2": true, "node3": true, "node4": false, "node5": false} {
+		if got := s.live(n); got != want {
+			t.Errorf("%s: live=%v, want %v", n, got, want)
 		}
-	default:
-		t.Fatal("no event")
 	}
-	s.Conflict(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, true)
-	if len(rec.Events) != 0 {
-		t.Error("event for an address this node does not announce")
+	now = now.Add(11 * time.Second) // node3's Lease expires
+	if s.live("node3") {
+		t.Error("node3 alive after its Lease expired")
 	}
+}
+
+// TestLiveWithoutMemberList: the Leases alone decide.
+func TestLiveWithoutMemberList(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s, _ := livenessSpeaker(t, &now, nil, lease("node2", now, 15))
+	s.observeLiveness(nodeList("node1", "node2", "node3"))
+	s.leases.poll(context.Background())
+	if !s.live("node2") || s.live("node3") {
+		t.Errorf("node2 %v (fresh Lease), node3 %v (none)", s.live("node2"), s.live("node3"))
+	}
+}
+
+// TestLiveDeadAndIsolated: a member seen dead is down although its Lease
+// is fresh, unless this node sees no other member alive: then the Lease
+// decides. A member that left is down whatever its Lease says.
+func TestLiveDeadAndIsolated(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Dead, "node3": members.Alive, "node4": members.Left}}
+	s, _ := livenessSpeaker(t, &now, ml, lease("node2", now, 15), lease("node4", now, 15))
+	nodes := nodeList("node1", "node2", "node3", "node4")
+	if s.observeLiveness(nodes) {
+		t.Fatal("isolated while node3 is alive")
+	}
+	s.leases.poll(context.Background())
+	if s.live("node2") || s.live("node4") {
+		t.Error("a dead or left member alive while others are reachable")
+	}
+	ml.states["node3"] = members.Dead // cut off from everyone
+	if !s.observeLiveness(nodes) {
+		t.Fatal("not isolated with every other member dead")
+	}
+	s.leases.poll(context.Background())
+	if !s.live("node2") || s.live("node3") || s.live("node4") {
+		t.Errorf("isolated: node2 (fresh Lease) %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	}
+}
+
+// TestLiveSelfOnlyOnceSynced: this node counts itself alive only once its
+// caches synced, and not while leaving.
+func TestLiveSelfOnlyOnceSynced(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s, _ := livenessSpeaker(t, &now, nil)
+	s.ready.synced.Store(false)
+	if s.live("node1") {
+		t.Error("alive before syncing")
+	}
+	s.ready.synced.Store(true)
+	s.leaving.Store(true)
+	if s.live("node1") {
+		t.Error("alive while leaving")
+	}
+}
+
+// TestLeaseRenewerWritesOncePerRenewal measures the API cost of the
+// liveness Lease: a Get and a Create at start, then exactly one Update per
+// renewal (12 a minute per node at the default 5 s).
+func TestLeaseRenewerWritesOncePerRenewal(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s, kube := livenessSpeaker(t, &now, nil)
+	kube.ClearActions()
+	const renewals = 12
+	for range renewals {
+		now = now.Add(DefaultLeaseRenew)
+		if err := s.renewer.renew(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	verbs := map[string]int{}
+	for _, a := range kube.Actions() {
+		verbs[a.GetVerb()]++
+	}
+	if verbs["get"] != 1 || verbs["create"] != 1 || verbs["update"] != renewals-1 || len(kube.Actions()) != renewals+1 {
+		t.Errorf("actions for %d renewals: %v", renewals, verbs)
+	}
+	l, err := kube.CoordinationV1().Leases(testNS).Get(context.Background(), LeaseName("node1"), metav1.GetOptions{})
+	if err != nil || !leaseFresh(l, now) || leaseFresh(l, now.Add(3*DefaultLeaseRenew)) || *l.Spec.HolderIdentity != "node1" {
+		t.Errorf("Lease %+v, %v", l, err)
+	}
+	if err := s.renewer.release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	writes := verbs["create"] + verbs["update"]
+	t.Logf("%d writes for %d renewals: %d writes a minute per node at %s (3 nodes: %d, 1,000 nodes: %d)",
+		writes, renewals, int(time.Minute/DefaultLeaseRenew), DefaultLeaseRenew, 3*int(time.Minute/DefaultLeaseRenew), 1000*int(time.Minute/DefaultLeaseRenew))
 }

@@ -35,6 +35,7 @@ func node(name, ip string) *corev1.Node {
 func TestJoinMembersHandsOnlyChanges(t *testing.T) {
 	live := &recordingLiveness{}
 	s := &Speaker{opts: Options{NodeName: "node1", Members: live}}
+	s.members.Store(&memberHolder{live})
 	steps := []struct {
 		nodes []*corev1.Node
 		want  []string

@@ -23,18 +23,26 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 		return fmt.Errorf("reading state: %w", err)
 	}
 	s.joinMembers(st.Nodes)
+	isolated := s.observeLiveness(st.Nodes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reconcileL2(st, start)
-	return s.reconcileBGP(ctx, st)
+	s.reconcileL2(st, start, isolated)
+	if err := s.reconcileBGP(ctx, st); err != nil {
+		return err
+	}
+	if ml := s.memberList(); ml == nil || ml.Settled() {
+		s.ready.reconciled.Store(true)
+	}
+	return nil
 }
 
-func (s *Speaker) reconcileL2(st announce.State, now time.Time) {
+func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated bool) {
 	if s.opts.L2 == nil {
 		return
 	}
-	settled := s.opts.Members == nil || s.opts.Members.Settled()
-	p := s.l2.plan(s.opts.NodeName, announce.L2(st), settled, now, s.opts.ReleaseGrace)
+	ml := s.memberList()
+	settled := ml == nil || ml.Settled()
+	p := s.l2.plan(s.opts.NodeName, announce.L2(st), planOptions{settled: settled, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
 	s.opts.L2.SetAnnouncements(p.want)
 	s.metrics.announced.WithLabelValues("l2").Set(float64(len(s.l2.owned)))
 	s.metrics.releasing.Set(float64(len(s.l2.releasing)))
@@ -87,6 +95,7 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
 	v4, v6 := nodeAddresses(me)
 	res := announce.BGP(st, s.opts.NodeName)
 	err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
+	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
 	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {
 		s.log.Warn("BGP configuration partly refused", "error", err)
 	}
@@ -127,7 +136,8 @@ func (s *Speaker) service(key string) *corev1.Service {
 // joinMembers hands the other nodes' addresses to the member list, and
 // the Node names to Retain, when they change.
 func (s *Speaker) joinMembers(nodes []*corev1.Node) {
-	if s.opts.Members == nil {
+	ml := s.memberList()
+	if ml == nil {
 		return
 	}
 	var addrs, names []string
@@ -150,10 +160,10 @@ func (s *Speaker) joinMembers(nodes []*corev1.Node) {
 	s.joined, s.retained = addrKey, nameKey
 	s.mu.Unlock()
 	if addrsChanged {
-		s.opts.Members.Join(addrs)
+		ml.Join(addrs)
 	}
 	if namesChanged {
-		s.opts.Members.Retain(names)
+		ml.Retain(names)
 	}
 }
 

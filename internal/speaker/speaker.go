@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -34,10 +36,20 @@ type Options struct {
 	Namespace string
 	Class     service.Class
 	// L2, BGP and Members are the backends; a nil L2 or BGP backend
-	// disables that mode, a nil Members counts every node as alive.
-	L2      L2
-	BGP     BGP
-	Members Liveness
+	// disables that mode. Members may instead be started by StartMembers
+	// once the caches have synced, so that a speaker that cannot sync
+	// never becomes a member others hand addresses to. Without a member
+	// list, liveness comes from the Leases alone.
+	L2           L2
+	BGP          BGP
+	Members      Liveness
+	StartMembers func(ctx context.Context) (Liveness, error)
+	// LeaseRenew is how often this speaker renews its liveness Lease
+	// (LeaseName) once synced; the Lease lasts three renewals (default
+	// DefaultLeaseRenew).
+	LeaseRenew time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
 	// ReleaseGrace bounds how long a node that lost an address keeps
 	// answering for it while waiting for the new owner to announce itself
 	// (default 2 s).
@@ -67,6 +79,13 @@ type Speaker struct {
 
 	queue   workqueue.TypedRateLimitingInterface[string]
 	leaving atomic.Bool
+	// ready tracks the conditions of Ready.
+	ready   readiness
+	members atomic.Pointer[memberHolder]
+	// isolated: the member list sees no other node alive (observeLiveness).
+	isolated atomic.Bool
+	renewer  *leaseRenewer
+	leases   *leaseBook
 
 	mu        sync.Mutex // guards the reconcile state below
 	l2        l2State
@@ -89,6 +108,12 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.LeaseRenew == 0 {
+		opts.LeaseRenew = DefaultLeaseRenew
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
@@ -107,6 +132,12 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 	if s.rec == nil {
 		s.rec = &record.FakeRecorder{}
 	}
+	if opts.Members != nil {
+		s.members.Store(&memberHolder{opts.Members})
+	}
+	leases := kube.CoordinationV1().Leases(opts.Namespace)
+	s.renewer = &leaseRenewer{leases: leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now}
+	s.leases = newLeaseBook(leases, opts.Now, s.Trigger)
 	if err := s.setupInformers(kube, herald); err != nil {
 		return nil, err
 	}
@@ -125,6 +156,30 @@ func (s *Speaker) Yielded(ip netip.Addr) {
 	s.Trigger()
 }
 
+// Conflict records, as a Warning event on the Services holding vip, that
+// another host (MAC by) announced an address this node announces, and what
+// the L2 fence decided: won (this node keeps answering) or lost (it
+// stopped). Wire it to the L2 backend's OnConflict.
+func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
+	s.mu.Lock()
+	o, ok := s.l2.owned[vip]
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	verdict := "lost the tie-break and stopped answering"
+	if won {
+		verdict = "won the tie-break and keeps answering"
+	}
+	for _, key := range o.Services {
+		if svc := s.service(key); svc != nil {
+			s.rec.Eventf(svc, corev1.EventTypeWarning, "AddressConflict",
+				"node %s and another host (MAC %s) both announce %s on %s: node %s %s (split brain: check that the speakers reach each other on the member-list port)",
+				s.opts.NodeName, by, vip, iface, s.opts.NodeName, verdict)
+		}
+	}
+}
+
 // Run starts the informers and reconciles until ctx ends. It does not
 // hand over or withdraw anything: call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
@@ -137,7 +192,17 @@ func (s *Speaker) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("caches did not sync")
 	}
+	if s.opts.StartMembers != nil {
+		ml, err := s.opts.StartMembers(ctx)
+		if err != nil {
+			return fmt.Errorf("member list: %w", err)
+		}
+		s.members.Store(&memberHolder{ml})
+	}
+	s.ready.synced.Store(true)
 	s.log.Info("caches synced; announcing")
+	go s.renewer.run(ctx, s.opts.LeaseRenew, func(err error) { s.log.Warn("liveness Lease not renewed", "error", err) })
+	go s.leases.run(ctx, s.opts.LeaseRenew)
 	s.Trigger()
 	go s.watchSessions(ctx, 3*time.Second)
 	go func() {
@@ -181,16 +246,23 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 			}
 		})
 	}
-	if s.opts.Members != nil {
+	if ml := s.memberList(); ml != nil {
 		// The others learn of the leave within tens of milliseconds; do not
 		// wait the full broadcast timeout when they are stopping too.
 		leaveCtx, cancel := context.WithTimeout(ctx, time.Second)
-		if err := s.opts.Members.Leave(leaveCtx); err != nil {
+		if err := ml.Leave(leaveCtx); err != nil {
 			s.log.Warn("leaving the member list", "error", err)
 		}
 		cancel()
 	}
 	s.waitHandedOver(ctx)
+	if s.ready.synced.Load() {
+		// The Lease goes with the speaker, so that no node reads it as
+		// alive for the rest of its duration.
+		if err := s.renewer.release(ctx); err != nil {
+			s.log.Warn("deleting the liveness Lease", "error", err)
+		}
+	}
 	wg.Wait()
 	s.log.Info("shut down")
 }
@@ -218,20 +290,43 @@ func (s *Speaker) waitHandedOver(ctx context.Context) {
 	}
 }
 
-// live says whether a node's speaker counts as alive: this node unless it
-// is leaving; others unless the member list saw them die or leave. A node
-// the member list never saw falls back to its Kubernetes state (its
-// eligibility), never to "everyone announces".
+// memberHolder lets the member list be stored once it has started.
+type memberHolder struct{ Liveness }
+
+// memberList returns the member list, nil before it started or without one.
+func (s *Speaker) memberList() Liveness {
+	if h := s.members.Load(); h != nil {
+		return h.Liveness
+	}
+	return nil
+}
+
+// live says whether a node's speaker is known to be up, from two sources:
+//   - this node: once synced, unless it is leaving;
+//   - alive (or suspect) in the member list: up; left: down (it said so);
+//   - seen dead in the member list: down, unless this node is cut off
+//     from every other member (see isolated), then its Lease decides;
+//   - never seen by the member list (or no member list): its Lease
+//     decides: renewed within its duration. A node whose Lease was never
+//     read is down: never "alive because never heard of".
 func (s *Speaker) live(node string) bool {
 	if node == s.opts.NodeName {
-		return !s.leaving.Load()
+		return s.ready.synced.Load() && !s.leaving.Load()
 	}
-	if s.opts.Members == nil {
+	ml := s.memberList()
+	state := members.Unknown
+	if ml != nil {
+		state = ml.State(node)
+	}
+	switch state {
+	case members.Alive, members.Suspect:
 		return true
-	}
-	switch s.opts.Members.State(node) {
-	case members.Dead, members.Left:
+	case members.Left:
 		return false
+	case members.Dead:
+		if !s.isolated.Load() {
+			return false
+		}
 	}
-	return true
+	return s.leases.alive(node)
 }

@@ -1,0 +1,162 @@
+package layer2
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// frameConn is a packet socket that hands out queued frames, then fails
+// with errClosedConn.
+type frameConn struct {
+	net.PacketConn
+	mu     sync.Mutex
+	frames [][]byte
+}
+
+func (c *frameConn) framesLeft() [][]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.frames
+}
+
+var errClosedConn = errors.New("socket closed")
+
+func (c *frameConn) ReadFrom(b []byte) (int, net.Addr, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.frames) == 0 {
+		return 0, nil, errClosedConn
+	}
+	f := c.frames[0]
+	c.frames = c.frames[1:]
+	return copy(b, f), nil, nil
+}
+
+// recordingSender records the ARP replies the responder sends.
+type recordingSender struct{ replies []*arp.Packet }
+
+func (r *recordingSender) Reply(req *arp.Packet, mac net.HardwareAddr, ip netip.Addr) error {
+	r.replies = append(r.replies, req)
+	return nil
+}
+
+func (r *recordingSender) WriteTo(*arp.Packet, net.HardwareAddr) error { return nil }
+
+// testARPProto is an ARP responder for vip4 on a fake socket.
+func testARPProto(t testing.TB) (*arpProto, *frameConn, *recordingSender, *metrics) {
+	t.Helper()
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, sender := &frameConn{}, &recordingSender{}
+	spec := responderSpec{
+		iface: "eth0", mac: ourMAC, proto: protoARP,
+		owns: ownsOnly(vip4), announces: ownsOnly(vip4), yield: func(netip.Addr, net.HardwareAddr) {},
+		sending: &sync.RWMutex{}, log: slog.New(slog.DiscardHandler), metrics: m,
+	}
+	return &arpProto{spec: spec, conn: conn, client: sender}, conn, sender, m
+}
+
+// malformedARP returns frames mdlayher/arp cannot parse: protocol length
+// 0, and truncated after the header or mid-address.
+func malformedARP(t testing.TB) [][]byte {
+	t.Helper()
+	good := arpFrame(t, arpPacket(t, arp.OperationRequest, clientMAC, client4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, vip4), ethernet.Broadcast)
+	plen0 := bytes.Clone(good)
+	plen0[ethHeaderLen+5] = 0
+	return [][]byte{plen0, good[:ethHeaderLen+8], good[:ethHeaderLen+20], good[:10]}
+}
+
+// TestARPReadSkipsMalformed: a malformed frame is counted and skipped, the
+// loop reads on without an error (no backoff), and the next request is
+// answered. Through arp.Client.Read the same frames were read errors.
+func TestARPReadSkipsMalformed(t *testing.T) {
+	p, conn, sender, m := testARPProto(t)
+	bad := malformedARP(t)
+	conn.frames = append(bad, arpFrame(t, arpPacket(t, arp.OperationRequest, clientMAC, client4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, vip4), ethernet.Broadcast))
+	buf := make([]byte, arpReadBuffer)
+	for i := range len(bad) + 1 {
+		if err := p.readOne(context.Background(), buf); err != nil {
+			t.Fatalf("frame %d: read error %v: a malformed frame would pause the read loop", i, err)
+		}
+	}
+	if got := testutil.ToFloat64(m.malformed.WithLabelValues("eth0", protoARP)); got != float64(len(bad)) {
+		t.Errorf("malformed frames counted %g, want %d", got, len(bad))
+	}
+	if len(sender.replies) != 1 || sender.replies[0].TargetIP != vip4 {
+		t.Errorf("replies %+v, want one for %s", sender.replies, vip4)
+	}
+	if err := p.readOne(context.Background(), buf); !errors.Is(err, errClosedConn) {
+		t.Errorf("socket error %v not returned", err)
+	}
+}
+
+// TestARPReadLoopBacksOffOnlyOnSocketErrors runs the real loop over 1,000
+// malformed frames then a request: it is answered at once (a backoff of
+// 10 ms doubling per frame would take minutes).
+func TestARPReadLoopBacksOffOnlyOnSocketErrors(t *testing.T) {
+	p, conn, sender, _ := testARPProto(t)
+	bad := malformedARP(t)
+	for i := range 1000 {
+		conn.frames = append(conn.frames, bad[i%len(bad)])
+	}
+	conn.frames = append(conn.frames, arpFrame(t, arpPacket(t, arp.OperationRequest, clientMAC, client4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, vip4), ethernet.Broadcast))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { p.readLoop(ctx); close(done) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(conn.framesLeft()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-done
+	if n := len(conn.framesLeft()); n > 0 || len(sender.replies) != 1 {
+		t.Fatalf("%d frames still unread and %d replies after 5 s: the loop paused on malformed frames", n, len(sender.replies))
+	}
+}
+
+// FuzzARPReadPath feeds arbitrary frames to the responder's read path, the
+// one the socket loop runs: it must never return an error for a frame (only
+// the socket's errors pause the loop), must count exactly the frames that
+// do not parse, and may answer only a who-has for an owned VIP.
+func FuzzARPReadPath(f *testing.F) {
+	for _, b := range malformedARP(f) {
+		f.Add(b)
+	}
+	zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
+	f.Add(arpFrame(f, arpPacket(f, arp.OperationRequest, clientMAC, client4, zero, vip4), ethernet.Broadcast))
+	f.Add(arpFrame(f, arpPacket(f, arp.OperationReply, otherMAC, vip4, ethernet.Broadcast, vip4), ethernet.Broadcast))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, conn, sender, m := testARPProto(t)
+		conn.frames = [][]byte{b}
+		buf := make([]byte, arpReadBuffer)
+		if err := p.readOne(context.Background(), buf); err != nil {
+			t.Fatalf("read error %v for a frame: it would pause the read loop", err)
+		}
+		read := b[:min(len(b), arpReadBuffer)]
+		_, fr, perr := parseARPFrame(read)
+		malformed := testutil.ToFloat64(m.malformed.WithLabelValues("eth0", protoARP))
+		if (perr != nil) != (malformed == 1) {
+			t.Fatalf("parse error %v, malformed counted %g", perr, malformed)
+		}
+		for _, r := range sender.replies {
+			if r.Operation != arp.OperationRequest || r.TargetIP != vip4 || bytes.Equal(r.SenderHardwareAddr, ourMAC) ||
+				!bytes.Equal(fr.Destination, ethernet.Broadcast) && !bytes.Equal(fr.Destination, ourMAC) {
+				t.Fatalf("answered %+v in %+v", r, fr)
+			}
+		}
+	})
+}

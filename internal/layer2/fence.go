@@ -1,0 +1,129 @@
+package layer2
+
+import (
+	"bytes"
+	"context"
+	"hash/fnv"
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// The split-brain fence. Two nodes can both believe they own a VIP: the
+// member-list port blocked between them while the LAN works, or two
+// members that disagree for a moment. Each owner refreshes its VIPs with a
+// gratuitous packet every Config.Refresh, so each hears the other. An
+// owner that hears another MAC announce a VIP it owns resolves the
+// conflict without talking: fenceWins ranks the two MACs for the VIP
+// (rendezvous hashing), both sides compute the same answer. The loser
+// (once its own claim is older than Config.FenceSettle: a younger one is a
+// hand-over in progress, which the releasing side ends) stops answering
+// and advertising the VIP at once, and stays fenced while it keeps hearing the winner (until
+// 2 × Refresh after its last announcement: a winner that dies or stops
+// frees the VIP again); the winner sends a gratuitous packet at once so
+// clients point at it. Config.OnConflict reports each decision.
+
+// fenceWins says whether ours beats theirs for vip: the higher rendezvous
+// weight, ties (a 64-bit collision) to the smaller MAC.
+func fenceWins(vip netip.Addr, ours, theirs net.HardwareAddr) bool {
+	a, b := macWeight(ours, vip), macWeight(theirs, vip)
+	if a != b {
+		return a > b
+	}
+	return bytes.Compare(ours, theirs) < 0
+}
+
+func macWeight(mac net.HardwareAddr, vip netip.Addr) uint64 {
+	h := fnv.New64a()
+	h.Write(mac)
+	b := vip.As16()
+	h.Write(b[:])
+	x := h.Sum64()
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// fence handles another host's announcement of a VIP this node owns (not
+// releasing) on iface. It reports whether it acted. A winner acts at once;
+// a loser only once its claim has settled (a younger claim is a hand-over
+// in progress, which the releasing side ends). Each side reports a
+// conflict once per 2 × Refresh.
+func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) bool {
+	s := a.owned.Load().state(iface, vip)
+	now := time.Now()
+	if s == nil || s.releasing {
+		return false
+	}
+	won := fenceWins(vip, ourMAC, by)
+	if !won && now.Sub(s.since) < a.cfg.FenceSettle {
+		return false
+	}
+	hold := 2 * a.cfg.Refresh
+	if !won {
+		s.fencedUntil.Store(now.Add(hold).UnixNano())
+	} else {
+		a.reassert(iface, proto, vip)
+	}
+	if last := s.conflictAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < hold {
+		s.conflictAt.Store(now.UnixNano())
+		return true // the same conflict, reported already
+	}
+	s.conflictAt.Store(now.UnixNano())
+	result := "lost"
+	if won {
+		result = "won"
+	}
+	a.metrics.conflicts.WithLabelValues(iface, proto, result).Inc()
+	a.log.Warn("another host announces a VIP this node announces", "vip", vip, "interface", iface, "protocol", proto, "by", by.String(), "result", result)
+	if cb := a.cfg.OnConflict; cb != nil {
+		by := slices.Clone(by)
+		go cb(vip, iface, by, won)
+	}
+	return true
+}
+
+// reassert sends one gratuitous packet for vip on iface now.
+func (a *Announcer) reassert(iface, proto string, vip netip.Addr) {
+	a.mu.Lock()
+	e := a.responders[responderKey{iface, proto}]
+	a.mu.Unlock()
+	if e == nil {
+		return
+	}
+	if r, ok := e.h.(*responder); ok {
+		go func() { _, _ = r.sendGratuitous(r.ctx, vip) }()
+	}
+}
+
+// refreshLoop sends one gratuitous packet for every VIP announced on the
+// responder's interface every Refresh, so that two owners hear each other
+// and clients' stale caches heal.
+func (r *responder) refreshLoop() {
+	if r.spec.refresh <= 0 {
+		return
+	}
+	select {
+	case <-r.ready:
+	case <-r.ctx.Done():
+		return
+	}
+	t := time.NewTicker(r.spec.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, vip := range r.spec.vips() {
+			if _, err := r.sendGratuitous(context.Background(), vip); err != nil {
+				r.log.Debug("refresh announcement failed", "vip", vip, "error", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package layer2
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLabFenceSplitBrain: node1 and node2 both claim the same VIPs (as
+// when the member-list port is blocked between them). With a 300 ms
+// refresh and a 500 ms settle time each hears the other's refresh, both
+// pick the same winner per VIP (fenceWins), the loser stops: within one
+// refresh interval after the settle time every probe is answered by the
+// winner alone, and both report the conflict.
+func TestLabFenceSplitBrain(t *testing.T) {
+	l := newLab(t)
+	nodes := [2]string{
+		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
+		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
+	}
+	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
+	for i := range probeSources6 {
+		l.addAddr(client, probeSource6(i).String()+"/64")
+	}
+	cli := startHelper(t, client, "client")
+	cli.expect("ready")
+	h := &handoverLab{lab: l, t: t, client: client, cli: cli, macs: [2]string{macNode1, macNode2}}
+	const refresh, settle = 300 * time.Millisecond, 500 * time.Millisecond
+	for i, ns := range nodes {
+		h.ann[i] = startHelper(t, ns, "announcer", "HERALD_L2_LOG=info", "HERALD_L2_REFRESH="+refresh.String(), "HERALD_L2_SETTLE="+settle.String())
+	}
+	eventually(t, 10*time.Second, "IPv6 addresses past DAD", func() bool {
+		return l.ip(nodes[0], "-6", "addr", "show", "dev", "eth0", "tentative") == "" &&
+			l.ip(nodes[1], "-6", "addr", "show", "dev", "eth0", "tentative") == ""
+	})
+	h.ann[0].set(labVIP4, labVIP6)
+	h.ann[1].set(labVIP4, labVIP6)
+	winner := map[string]string{}
+	for _, vip := range []string{labVIP4, labVIP6} {
+		m1, _ := net.ParseMAC(macNode1)
+		m2, _ := net.ParseMAC(macNode2)
+		winner[vip] = macNode2
+		if fenceWins(netip.MustParseAddr(vip), m1, m2) {
+			winner[vip] = macNode1
+		}
+	}
+	// Both report a conflict for each VIP, the loser with won=false.
+	eventually(t, 10*time.Second, "conflicts reported by both nodes", func() bool {
+		return len(h.ann[0].conflictsSeen()) >= 2 && len(h.ann[1].conflictsSeen()) >= 2
+	})
+	settled := time.Now()
+	for i := range 2 {
+		for _, c := range h.ann[i].conflictsSeen() {
+			f := strings.Fields(c)
+			if len(f) == 4 && (f[3] == "true") != (winner[f[0]] == h.macs[i]) {
+				t.Errorf("node%d reported %q; the winner of %s is %s", i+1, c, f[0], winner[f[0]])
+			}
+		}
+	}
+	// From one refresh interval after the conflicts on, one MAC per VIP.
+	m := cli.mark()
+	if r := cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
+		t.Fatalf("client: %q", r)
+	}
+	eventually(t, 10*time.Second, "2 s of probes", func() bool {
+		f := cli.framesSince(m)
+		return len(f) > 0 && f[len(f)-1].time().After(settled.Add(refresh+2*time.Second))
+	})
+	var probes []*probeResult
+	for _, p := range h.stopProbing() {
+		if p.t.After(settled.Add(refresh)) {
+			probes = append(probes, p)
+		}
+	}
+	c := countProbes(probes)
+	t.Logf("after the fence: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
+	for i, p := range c.unansweredProbes {
+		if i < 5 {
+			t.Logf("unanswered: %s probe from %s at +%s", p.proto, p.src, p.t.Sub(settled))
+		}
+	}
+	if c.probes < 100 || c.unanswered > 0 || c.double > 0 {
+		t.Errorf("after the fence: %d probes, %d unanswered, %d answered by both nodes", c.probes, c.unanswered, c.double)
+	}
+	for _, p := range probes {
+		vip := labVIP4
+		if p.proto == protoNDP {
+			vip = labVIP6
+		}
+		for by := range p.by {
+			if by != winner[vip] {
+				t.Fatalf("%s probe answered by %s, the winner is %s", p.proto, by, winner[vip])
+			}
+		}
+	}
+}

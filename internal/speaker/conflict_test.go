@@ -1,0 +1,42 @@
+package speaker
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/herald-lb/herald/internal/announce"
+)
+
+// TestConflictWarnsOnTheServices: the fence's decision becomes a Warning
+// event on every Service holding the address.
+func TestConflictWarnsOnTheServices(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s, _ := livenessSpeaker(t, &now, nil)
+	rec := record.NewFakeRecorder(10)
+	s.rec = rec
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	if err := s.kubeInformers.Core().V1().Services().Informer().GetStore().Add(svc); err != nil {
+		t.Fatal(err)
+	}
+	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
+	s.Conflict(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, false)
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Warning AddressConflict") || !strings.Contains(ev, "02:00:00:00:00:12") || !strings.Contains(ev, "stopped answering") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Fatal("no event")
+	}
+	s.Conflict(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, true)
+	if len(rec.Events) != 0 {
+		t.Error("event for an address this node does not announce")
+	}
+}

@@ -1,0 +1,116 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// The liveness Lease: every synced speaker renews a Lease named
+// herald-speaker-<node> in Herald's namespace, the way the kubelet renews
+// its node Lease. It is the second source of liveness, for nodes the
+// member list has not seen (a speaker that restarted never learns of a
+// member that died before it joined) and for a node cut off from every
+// other member. It is written by the speaker itself, not by the kubelet,
+// so a dead kubelet does not make a live speaker look dead.
+const (
+	// LeasePrefix starts the name of every speaker liveness Lease.
+	LeasePrefix = "herald-speaker-"
+	// leaseLabel marks the liveness Leases (their list is selected by it).
+	leaseLabel = "herald.dev/speaker-liveness"
+	// DefaultLeaseRenew is how often a speaker renews its Lease; the Lease
+	// lasts three renewals.
+	DefaultLeaseRenew = 5 * time.Second
+)
+
+// LeaseName returns the name of a node's speaker liveness Lease.
+func LeaseName(node string) string { return LeasePrefix + node }
+
+// leaseRenewer keeps this node's Lease renewed: one write (an Update of
+// the Lease it last wrote) per renewal, a Get or Create only at start or
+// after a failed write.
+type leaseRenewer struct {
+	leases   coordinationclient.LeaseInterface
+	node     string
+	duration time.Duration
+	now      func() time.Time
+	last     *coordinationv1.Lease
+}
+
+func (r *leaseRenewer) renew(ctx context.Context) error {
+	now := metav1.NewMicroTime(r.now())
+	secs := int32(r.duration.Round(time.Second) / time.Second)
+	if r.last == nil {
+		l, err := r.leases.Get(ctx, LeaseName(r.node), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			l = &coordinationv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: LeaseName(r.node), Labels: map[string]string{leaseLabel: "true"}},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &r.node, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
+			}
+			created, err := r.leases.Create(ctx, l, metav1.CreateOptions{})
+			if err != nil {
+				return fmt.Errorf("create Lease %s: %w", l.Name, err)
+			}
+			r.last = created
+			return nil
+		case err != nil:
+			return fmt.Errorf("get Lease %s: %w", LeaseName(r.node), err)
+		}
+		r.last = l
+	}
+	l := r.last.DeepCopy()
+	l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &r.node, &secs, &now
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	l.Labels[leaseLabel] = "true"
+	updated, err := r.leases.Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil {
+		r.last = nil
+		return fmt.Errorf("renew Lease %s: %w", l.Name, err)
+	}
+	r.last = updated
+	return nil
+}
+
+// release deletes the Lease (at shutdown, after the hand-over).
+func (r *leaseRenewer) release(ctx context.Context) error {
+	err := r.leases.Delete(ctx, LeaseName(r.node), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// run renews every interval until ctx ends.
+func (r *leaseRenewer) run(ctx context.Context, interval time.Duration, onErr func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := r.renew(ctx); err != nil && ctx.Err() == nil {
+			onErr(err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// leaseFresh says whether a Lease was renewed within its duration at now.
+// It compares the writer's clock with the reader's: nodes must keep their
+// clocks within a few seconds (NTP), as for every Lease consumer that
+// reads renewTime.
+func leaseFresh(l *coordinationv1.Lease, now time.Time) bool {
+	if l == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return false
+	}
+	return now.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
+}

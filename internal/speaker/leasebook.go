@@ -1,0 +1,151 @@
+package speaker
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+)
+
+// leaseBook reads the liveness Leases of the nodes it is asked about (the
+// ones the member list cannot vouch for), not of every node: a watch of
+// every Lease by every speaker would cost each speaker one event per
+// renewal of every other (at 1,000 nodes and 5 s, 200 events a second
+// each). It reads them once when first asked and then every renewal
+// interval while they are still wanted; a node whose Lease it has not read
+// yet is not alive. A Get per wanted node, or one List when many are
+// wanted (a node cut off from every other member).
+type leaseBook struct {
+	leases coordinationclient.LeaseInterface
+	now    func() time.Time
+	// onChange is called when a wanted node's freshness changed.
+	onChange func()
+
+	mu     sync.Mutex
+	wanted map[string]bool
+	read   map[string]*coordinationv1.Lease
+	fresh  map[string]bool
+	poke   chan struct{}
+}
+
+// listAbove is the number of wanted Leases above which one List replaces
+// the Gets.
+const listAbove = 8
+
+func newLeaseBook(leases coordinationclient.LeaseInterface, now func() time.Time, onChange func()) *leaseBook {
+	return &leaseBook{leases: leases, now: now, onChange: onChange,
+		wanted: map[string]bool{}, read: map[string]*coordinationv1.Lease{}, fresh: map[string]bool{}, poke: make(chan struct{}, 1)}
+}
+
+// alive says whether node's Lease was fresh when last read and still is.
+func (b *leaseBook) alive(node string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return leaseFresh(b.read[node], b.now())
+}
+
+// want sets the nodes whose Leases matter; a node newly wanted is read at
+// once.
+func (b *leaseBook) want(nodes []string) {
+	b.mu.Lock()
+	next := map[string]bool{}
+	added := false
+	for _, n := range nodes {
+		next[n] = true
+		added = added || !b.wanted[n]
+	}
+	b.wanted = next
+	maps.DeleteFunc(b.read, func(n string, _ *coordinationv1.Lease) bool { return !next[n] })
+	maps.DeleteFunc(b.fresh, func(n string, _ bool) bool { return !next[n] })
+	b.mu.Unlock()
+	if added {
+		select {
+		case b.poke <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// poll reads the wanted Leases and reports whether a node's freshness
+// changed.
+func (b *leaseBook) poll(ctx context.Context) bool {
+	b.mu.Lock()
+	nodes := slices.Sorted(maps.Keys(b.wanted))
+	b.mu.Unlock()
+	if len(nodes) == 0 {
+		return false
+	}
+	got := map[string]*coordinationv1.Lease{}
+	if len(nodes) > listAbove {
+		list, err := b.leases.List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=true", ResourceVersion: "0"})
+		if err != nil {
+			return false
+		}
+		for i := range list.Items {
+			l := &list.Items[i]
+			if l.Spec.HolderIdentity != nil {
+				got[*l.Spec.HolderIdentity] = l
+			}
+		}
+	} else {
+		for _, n := range nodes {
+			l, err := b.leases.Get(ctx, LeaseName(n), metav1.GetOptions{ResourceVersion: "0"})
+			switch {
+			case err == nil:
+				got[n] = l
+			case apierrors.IsNotFound(err):
+			default:
+				got[n] = b.lastRead(n) // keep what we knew
+			}
+		}
+	}
+	return b.store(nodes, got)
+}
+
+func (b *leaseBook) lastRead(n string) *coordinationv1.Lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.read[n]
+}
+
+func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now, changed := b.now(), false
+	for _, n := range nodes {
+		if !b.wanted[n] {
+			continue
+		}
+		b.read[n] = got[n]
+		f := leaseFresh(got[n], now)
+		if was, ok := b.fresh[n]; !ok || was != f {
+			changed = changed || f || ok
+			b.fresh[n] = f
+		}
+	}
+	return changed
+}
+
+// run polls every interval, and at once when a node is newly wanted,
+// until ctx ends.
+func (b *leaseBook) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-b.poke:
+		}
+		if b.poll(ctx) && b.onChange != nil {
+			b.onChange()
+		}
+	}
+}

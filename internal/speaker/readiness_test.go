@@ -1,0 +1,50 @@
+package speaker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/internal/bgp"
+)
+
+// fakeBGP reports the sessions the test sets.
+type fakeBGP struct{ sessions []bgp.SessionState }
+
+func (f *fakeBGP) Apply(context.Context, bgp.Desired) error { return nil }
+func (f *fakeBGP) Sessions() []bgp.SessionState             { return f.sessions }
+func (f *fakeBGP) Shutdown(context.Context) error           { return nil }
+
+// TestReadyOnlyWhenTakingPart: not Ready before the caches synced, before
+// the member list settled and a decision was applied, before every BGP
+// session was attempted (or the bound passed), nor while leaving.
+func TestReadyOnlyWhenTakingPart(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	ml := &fakeMembers{}
+	s, _ := livenessSpeaker(t, &now, ml)
+	b := &fakeBGP{sessions: []bgp.SessionState{{Name: "router", State: "Idle"}}}
+	s.opts.BGP = b
+	s.ready.synced.Store(false)
+	step := func(what string, want bool) {
+		t.Helper()
+		if got := s.Ready(); got != want {
+			t.Errorf("%s: Ready=%v, want %v", what, got, want)
+		}
+	}
+	step("not synced", false)
+	s.ready.synced.Store(true)
+	step("synced, no decision", false)
+	s.ready.reconciled.Store(true)
+	step("member list not settled", false)
+	ml.settled = true
+	step("BGP never configured", false)
+	s.ready.bgpFirst.Store(now.UnixNano())
+	step("BGP session idle", false)
+	b.sessions[0].State = "Active"
+	step("BGP session attempted", true)
+	b.sessions[0].State = "Connect"
+	now = now.Add(bgpAttemptBound)
+	step("BGP session still connecting after the bound", true)
+	s.leaving.Store(true)
+	step("leaving", false)
+}
