@@ -18,23 +18,32 @@ import (
 func (s *Speaker) reconcile(ctx context.Context) error {
 	start := time.Now()
 	defer func() { s.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
+	s.mu.Lock()
 	st, _, err := s.state()
+	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("reading state: %w", err)
 	}
 	s.joinMembers(st.Nodes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reconcileL2(st, start)
-	return s.reconcileBGP(ctx, st)
+	// Nothing a decision reads changed (a Node heartbeat, a status write
+	// announce ignores, a hand-over timer): the last decisions stand.
+	changed := s.memo.take(st.Live)
+	s.reconcileL2(st, changed, start)
+	return s.reconcileBGP(ctx, st, changed)
 }
 
-func (s *Speaker) reconcileL2(st announce.State, now time.Time) {
+func (s *Speaker) reconcileL2(st announce.State, changed bool, now time.Time) {
 	if s.opts.L2 == nil {
 		return
 	}
 	settled := s.opts.Members == nil || s.opts.Members.Settled()
-	p := s.l2.plan(s.opts.NodeName, announce.L2(st), settled, now, s.opts.ReleaseGrace)
+	if !changed && s.memo.planned && s.memo.settled == settled && len(s.l2.releasing) == 0 {
+		return // same owners, nothing being handed over: the same announcements
+	}
+	s.memo.planned, s.memo.settled = true, settled
+	p := s.l2.plan(s.opts.NodeName, s.memo.l2Result(st, changed), settled, now, s.opts.ReleaseGrace)
 	s.opts.L2.SetAnnouncements(p.want)
 	s.metrics.announced.WithLabelValues("l2").Set(float64(len(s.l2.owned)))
 	s.metrics.releasing.Set(float64(len(s.l2.releasing)))
@@ -76,9 +85,12 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 	}
 }
 
-func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
+func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changed bool) error {
 	if s.opts.BGP == nil || s.leaving.Load() {
 		return nil
+	}
+	if !changed && s.bgpApplied && s.lastBGP == nil {
+		return nil // the routes and sessions applied last time stand
 	}
 	me, err := s.nodes.Get(s.opts.NodeName)
 	if err != nil {
@@ -90,7 +102,7 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
 	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {
 		s.log.Warn("BGP configuration partly refused", "error", err)
 	}
-	s.lastBGP = err
+	s.lastBGP, s.bgpApplied = err, true
 	routes := advertisedRoutes(res)
 	s.metrics.announced.WithLabelValues("bgp").Set(float64(len(res.Routes)))
 	for key, desc := range routes {

@@ -70,8 +70,12 @@ type Speaker struct {
 	l2        l2State
 	bgpAdvert map[string][]string // Service -> routes it is advertised with, for events
 	lastBGP   error
-	joined    string // node addresses last handed to Join
-	retained  string // Node names last handed to Retain
+	// bgpApplied: the BGP backend has had a decision applied; memo says
+	// whether the next one can differ.
+	bgpApplied bool
+	memo       *decisionMemo
+	joined     string // node addresses last handed to Join
+	retained   string // Node names last handed to Retain
 }
 
 const reconcileKey = "reconcile"
@@ -101,6 +105,7 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
 		l2:        newL2State(),
 		bgpAdvert: map[string][]string{},
+		memo:      newDecisionMemo(),
 	}
 	if s.rec == nil {
 		s.rec = &record.FakeRecorder{}

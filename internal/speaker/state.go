@@ -10,7 +10,8 @@ import (
 	"github.com/herald-lb/herald/internal/config"
 )
 
-// state reads everything a decision depends on from the listers.
+// state reads everything a decision depends on from the listers (the
+// Services converted once per change: decisionMemo). Call it under s.mu.
 func (s *Speaker) state() (announce.State, []config.Problem, error) {
 	in, err := s.listers.Input()
 	if err != nil {
@@ -25,10 +26,11 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 	if err != nil {
 		return announce.State{}, nil, err
 	}
+	s.memo.observe(in, nodes)
 	return announce.State{
 		Config:   cfg,
 		Nodes:    nodes,
-		Services: announce.ServicesFrom(svcs, s.opts.Class.IsOurs, s.endpointSlicesOf),
+		Services: s.memo.services(svcs, s.opts.Class.IsOurs, s.endpointSlicesOf),
 		Live:     s.live,
 	}, problems, nil
 }
