@@ -131,6 +131,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.annotationQueue.ShutDown()
 	defer c.configQueue.ShutDown()
 	defer c.poolQueue.ShutDown()
+	syncStart := time.Now()
 	c.kubeInformers.Start(ctx.Done())
 	c.lightInformers.Start(ctx.Done())
 	c.secretInformers.Start(ctx.Done())
@@ -145,6 +146,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("caches did not sync")
 	}
+	c.log.Info("caches synced", "duration", time.Since(syncStart).Round(time.Millisecond))
 	if err := c.ensureMemberlistSecret(ctx); err != nil {
 		c.log.Error("member-list Secret", "error", err)
 	}
