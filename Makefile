@@ -102,7 +102,8 @@ bench-bgp:
 # (and the controller's next to the API server's floor of the same run):
 # controller start with 1,000 and 10,000 pending Services, speaker
 # reconcile at 1,000 and 10,000 Services, 200 member-list instances under
-# CPU saturation for 60 s. Takes about 15 minutes; loads every CPU.
+# CPU saturation for 60 s. Takes 15-30 minutes on a quiet machine; loads
+# every CPU.
 bench-scale:
 	@mkdir -p $(BIN)
 	@$(GO) test -count=1 -run '^$$' -bench 'ControllerStartWith(1000|10000)Pending$$' -benchtime 1x -timeout 40m ./internal/controller/ | tee $(BIN)/bench-scale.txt
