@@ -17,7 +17,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane bench bench-controller clean help
+.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -32,6 +32,7 @@ help:
 	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
 	@echo "make verify        fail when generated files are stale or code is unformatted"
 	@echo "make bench         print the benchmark figures"
+	@echo "make bench-scale   10,000 Services and 200 members: figures next to their goals"
 
 build:
 	@mkdir -p $(BIN)
@@ -99,6 +100,19 @@ bench-l2:
 
 bench-bgp:
 	$(GO) test -count=1 -p 1 -run '^$$' -bench BGP -benchtime 1x -timeout 30m ./e2e/bgp/
+
+# The scale figures of docs/operations.md, each printed next to its goal
+# (and the controller's next to the API server's floor of the same run):
+# controller start with 1,000 and 10,000 pending Services, speaker
+# reconcile at 1,000 and 10,000 Services, 200 member-list instances under
+# CPU saturation for 60 s. Takes 15-30 minutes on a quiet machine; loads
+# every CPU.
+bench-scale:
+	@mkdir -p $(BIN)
+	@$(GO) test -count=1 -run '^$$' -bench 'ControllerStartWith(1000|10000)Pending$$' -benchtime 1x -timeout 40m ./internal/controller/ | tee $(BIN)/bench-scale.txt
+	@$(GO) test -count=1 -run '^$$' -bench 'Reconcile' -benchmem -benchtime 20x ./internal/speaker/ | tee -a $(BIN)/bench-scale.txt
+	@$(GO) test -count=1 -run '^$$' -bench 'MemberListSim' -benchtime 1x -timeout 20m ./internal/members/ | tee -a $(BIN)/bench-scale.txt
+	@$(GO) run ./hack/benchtable < $(BIN)/bench-scale.txt
 
 bench-controller-10k:
 	$(GO) test -count=1 -run '^$$' -bench 'ControllerCreate10000' -benchtime 1x -timeout 30m ./internal/controller/

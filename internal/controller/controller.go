@@ -151,6 +151,7 @@ func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
 	defer c.annotationQueue.ShutDown()
 	defer c.configQueue.ShutDown()
 	defer c.poolQueue.ShutDown()
+	syncStart := time.Now()
 	c.kubeInformers.Start(ctx.Done())
 	c.lightInformers.Start(ctx.Done())
 	c.secretInformers.Start(ctx.Done())
@@ -165,6 +166,7 @@ func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
 		}
 		return fmt.Errorf("caches did not sync")
 	}
+	c.log.Info("caches synced", "duration", time.Since(syncStart).Round(time.Millisecond))
 	if c.opts.MemberlistSecret != "" {
 		go KeepMemberlistSecret(ctx, c.kube, c.opts.Namespace, c.opts.MemberlistSecret, c.log)
 	}

@@ -1,0 +1,60 @@
+package floor_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-lb/herald/hack/apifloor/floor"
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// TestMeasureWritesEveryStatusAndCleansUp: with Keep every Service has its
+// ingress address with ipMode VIP; without it none is left.
+func TestMeasureWritesEveryStatusAndCleansUp(t *testing.T) {
+	cfg := testenv.Shared(t).AdminConfig
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	for _, ipv6 := range []bool{false, true} {
+		o := floor.Options{Namespace: "floor-test", Services: 20, Writers: 4, IPv6: ipv6, Keep: true}
+		r, err := floor.Measure(ctx, cfg, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Services != 20 || r.Writers != 4 || r.Write <= 0 {
+			t.Errorf("result %+v", r)
+		}
+		svcs, err := kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(svcs.Items) != 20 {
+			t.Fatalf("%d Services, want 20", len(svcs.Items))
+		}
+		for _, s := range svcs.Items {
+			in := s.Status.LoadBalancer.Ingress
+			if len(in) != 1 || in[0].IPMode == nil || *in[0].IPMode != corev1.LoadBalancerIPModeVIP {
+				t.Errorf("Service %s ingress %+v, want one address with ipMode VIP", s.Name, in)
+			}
+		}
+		o.Keep = false
+		if _, err := floor.Measure(ctx, cfg, o); err != nil {
+			t.Fatal(err)
+		}
+		svcs, err = kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(svcs.Items) != 0 {
+			t.Errorf("%d Services left behind", len(svcs.Items))
+		}
+	}
+	if _, err := floor.Measure(ctx, cfg, floor.Options{Namespace: "floor-test"}); err == nil {
+		t.Error("no error for zero Services and Writers")
+	}
+}

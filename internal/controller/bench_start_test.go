@@ -1,0 +1,96 @@
+package controller_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/hack/apifloor/floor"
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+// benchStart creates n pending Services, measures the API server's floor
+// for n status writes with the controller's worker count, starts the
+// controller binary and reports, besides report's figures:
+//   - floor-s and x-floor: the floor and all-assigned-s divided by it;
+//   - sync-ms: process start until the controller's caches synced (from
+//     its "caches synced" log line);
+//   - first-write-ms: caches synced until the first Service had its address
+//     (the goal is 200 ms);
+//   - writes-s: first address until the last;
+//   - rss-MiB: the controller's resident memory once all are assigned.
+func benchStart(b *testing.B, n int, pool string) {
+	for i := 0; i < b.N; i++ {
+		e := newEnv(b)
+		e.pool("bench", nil, pool)
+		e.createMany(n, func(i int) string { return fmt.Sprintf("svc-%05d", i) }, ipv6Only)
+		if _, err := buildOnce(); err != nil {
+			b.Fatal(err)
+		}
+		fl, err := floor.Measure(context.Background(), testenv.Shared(b).AdminConfig,
+			floor.Options{Namespace: "apifloor", Services: n, Writers: benchWorkers(), IPv6: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := e.watchFirstAddress()
+		start := time.Now()
+		proc := e.startBinary("controller", append([]string{"--leader-elect=false"}, benchFlags()...)...)
+		w.waitAll(e, n, 300*time.Second)
+		total := time.Since(start)
+		mem, _ := testenv.ProcessMemory(proc.PID())
+		lat := w.latencies(func(string) time.Time { return start })
+		report(b, lat, total, int(mem.HWM/1024))
+		synced := logTime(proc.LogPath, "caches synced")
+		first, last := start.Add(lat[0]), start.Add(lat[len(lat)-1])
+		b.ReportMetric(fl.Write.Seconds(), "floor-s")
+		b.ReportMetric(total.Seconds()/fl.Write.Seconds(), "x-floor")
+		b.ReportMetric(float64(synced.Sub(start).Milliseconds()), "sync-ms")
+		b.ReportMetric(float64(first.Sub(synced).Milliseconds()), "first-write-ms")
+		b.ReportMetric(last.Sub(first).Seconds(), "writes-s")
+		b.ReportMetric(float64(mem.RSS)/(1<<20), "rss-MiB")
+		b.Logf("%s; controller (%d workers): all assigned %.1f× the floor; start → caches synced %s → first address +%s → last address +%s; %s",
+			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), synced.Sub(start).Round(time.Millisecond),
+			first.Sub(synced).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond), mem)
+	}
+}
+
+// benchWorkers is the controller's --workers: from $HERALD_BENCH_FLAGS,
+// else its default.
+func benchWorkers() int {
+	for _, f := range benchFlags() {
+		if v, ok := strings.CutPrefix(f, "--workers="); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	return 16
+}
+
+// logTime is the time of the first line of a JSON log with this message;
+// zero when there is none.
+func logTime(path, msg string) time.Time {
+	f, err := os.Open(path)
+	if err != nil {
+		return time.Time{}
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var line struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == msg {
+			return line.Time
+		}
+	}
+	return time.Time{}
+}

@@ -1,0 +1,42 @@
+package members
+
+import (
+	"testing"
+	"time"
+)
+
+// BenchmarkMemberListSim runs 200 real memberlist instances in this process
+// for 60 s with the CPU saturated by busy processes (two shell loops per CPU, so the
+// 200 members share what is left of the machine: far harsher than one
+// member per node), kills 12 of them one at a time, and reports:
+//   - detect-p50-ms, detect-p99-ms: crash until every survivor sees the
+//     member Dead (p99 of 12 kills is the slowest);
+//   - false-deaths: healthy members anybody declared dead;
+//   - suspicions: failed probes of healthy members (refuted in time).
+//
+// Run it with: make bench-scale, or
+//
+//	go test -run XXX -bench MemberListSim -benchtime 1x -timeout 20m ./internal/members/
+//
+// $HERALD_SIM_MEMBERS and $HERALD_SIM_SECONDS change the size and length.
+func BenchmarkMemberListSim(b *testing.B) {
+	n := envInt("HERALD_SIM_MEMBERS", 200)
+	d := time.Duration(envInt("HERALD_SIM_SECONDS", 60)) * time.Second
+	for _, tc := range []struct {
+		name   string
+		timing Timing
+	}{
+		{"large", LargeClusterTiming()},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for range b.N {
+				r := runSim(b, simOptions{members: n, timing: tc.timing, load: burnCPUInProcesses, duration: d, kills: 12})
+				b.Log(r)
+				b.ReportMetric(ms(percentile(r.detection, 50)), "detect-p50-ms")
+				b.ReportMetric(ms(percentile(r.detection, 99)), "detect-p99-ms")
+				b.ReportMetric(float64(r.falseDeaths), "false-deaths")
+				b.ReportMetric(float64(r.suspicions), "suspicions")
+			}
+		})
+	}
+}

@@ -1,0 +1,187 @@
+package members
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The member-list simulation: hundreds of real memberlist instances in this
+// process on 127.0.0.1 (each on its own UDP and TCP port, encrypted as in
+// production), a CPU load around them, members killed one at a time
+// (Shutdown without Leave: sockets close, as with SIGKILL), and two
+// figures: how long until every survivor sees a killed member Dead, and how
+// many healthy members anybody declared dead (false deaths) or suspected.
+
+// simOptions shape one simulation run.
+type simOptions struct {
+	members int
+	timing  Timing
+	// load keeps the CPU busy for the given time with n busy workers;
+	// nil means no load.
+	load     func(tb testing.TB, d time.Duration, n int)
+	duration time.Duration // how long the load (and the run) lasts
+	kills    int           // members killed, evenly spread over the run
+}
+
+// simResult is what a run measured.
+type simResult struct {
+	members, kills int
+	// detection: per kill, crash until the last survivor saw it Dead;
+	// observations: per kill and survivor, crash until that survivor did.
+	detection, observations []time.Duration
+	falseDeaths, suspicions int
+	formed                  time.Duration
+}
+
+func (r simResult) String() string {
+	return fmt.Sprintf("%d members, %d kills: detection (all survivors) p50 %v p99 %v max %v; per observer p99 %v; "+
+		"%d false deaths, %d suspicions of healthy members; formed in %v",
+		r.members, r.kills, percentile(r.detection, 50).Round(time.Millisecond), percentile(r.detection, 99).Round(time.Millisecond),
+		percentile(r.detection, 100).Round(time.Millisecond), percentile(r.observations, 99).Round(time.Millisecond),
+		r.falseDeaths, r.suspicions, r.formed.Round(time.Millisecond))
+}
+
+// simLog counts the state changes every member logs, telling the ones about
+// killed members apart from those about healthy ones.
+type simLog struct {
+	mu          sync.Mutex
+	killed      map[string]bool
+	falseDeaths []string
+	suspicions  int
+}
+
+func (l *simLog) kill(node string) {
+	l.mu.Lock()
+	l.killed[node] = true
+	l.mu.Unlock()
+}
+
+func (l *simLog) Enabled(_ context.Context, level slog.Level) bool { return level >= slog.LevelInfo }
+
+func (l *simLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "member state changed" {
+		return nil
+	}
+	var node, to string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "node":
+			node = a.Value.String()
+		case "to":
+			to = a.Value.String()
+		}
+		return true
+	})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.killed[node] {
+		return nil
+	}
+	switch to {
+	case Dead.String():
+		l.falseDeaths = append(l.falseDeaths, fmt.Sprintf("%s %s dead", r.Time.Format("15:04:05.000"), node))
+	case Suspect.String():
+		l.suspicions++
+	}
+	return nil
+}
+
+func (l *simLog) WithAttrs([]slog.Attr) slog.Handler { return l }
+func (l *simLog) WithGroup(string) slog.Handler      { return l }
+
+// runSim forms the cluster, starts the load and kills o.kills members
+// during it, one at a time.
+func runSim(tb testing.TB, o simOptions) simResult {
+	tb.Helper()
+	o.kills = min(o.kills, o.members-3) // two survivors at least, and a third to confirm
+	log := &simLog{killed: map[string]bool{}}
+	ms := make([]*Members, o.members)
+	names := make([]string, o.members)
+	var addrs []string
+	start := time.Now()
+	for i := range ms {
+		names[i] = fmt.Sprintf("node-%03d", i)
+		m, err := New(Config{NodeName: names[i], BindAddr: "127.0.0.1", AdvertiseAddr: "127.0.0.1",
+			SecretKey: testKey(), Logger: slog.New(log), Timing: o.timing})
+		if err != nil {
+			tb.Fatalf("start member %s: %v", names[i], err)
+		}
+		ms[i] = m
+		tb.Cleanup(func() { _ = m.Shutdown() })
+		addrs = append(addrs, nodeAddrPort(m.ml.LocalNode()).String())
+	}
+	// Every member is given every address, as speakers are given every
+	// Node's; after the first push/pull most are members already.
+	for _, m := range ms {
+		m.Join(addrs)
+	}
+	waitFor(tb, 2*time.Minute, "every member to see every member alive", func() bool {
+		for _, m := range ms {
+			if m.book.counts()[Alive] != o.members {
+				return false
+			}
+		}
+		return true
+	})
+	res := simResult{members: o.members, kills: o.kills, formed: time.Since(start)}
+
+	loadDone := make(chan struct{})
+	if o.load != nil {
+		go func() { defer close(loadDone); o.load(tb, o.duration, 2*runtime.NumCPU()) }()
+	} else {
+		close(loadDone)
+	}
+	end := time.Now().Add(o.duration)
+	gap := o.duration / time.Duration(o.kills+1)
+	for k := range o.kills {
+		time.Sleep(time.Until(start.Add(res.formed).Add(time.Duration(k+1) * gap)))
+		victim := len(ms) - 1 - k
+		log.kill(names[victim])
+		crashed := time.Now()
+		if err := ms[victim].Shutdown(); err != nil {
+			tb.Fatal(err)
+		}
+		survivors := ms[:len(ms)-1-k]
+		waitFor(tb, 30*time.Second, "every survivor to see "+names[victim]+" dead", func() bool {
+			for _, m := range survivors {
+				if m.State(names[victim]) != Dead {
+					return false
+				}
+			}
+			return true
+		})
+		var last time.Duration
+		for _, m := range survivors {
+			d := m.book.since(names[victim]).Sub(crashed)
+			res.observations = append(res.observations, d)
+			last = max(last, d)
+		}
+		res.detection = append(res.detection, last)
+	}
+	time.Sleep(time.Until(end))
+	<-loadDone
+	log.mu.Lock()
+	res.falseDeaths, res.suspicions = len(log.falseDeaths), log.suspicions
+	if len(log.falseDeaths) > 0 {
+		tb.Logf("false deaths (first 10): %v", log.falseDeaths[:min(10, len(log.falseDeaths))])
+	}
+	log.mu.Unlock()
+	slices.Sort(res.detection)
+	return res
+}
+
+// envInt reads a positive integer from the environment, else def.
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}

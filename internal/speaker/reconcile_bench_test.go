@@ -1,0 +1,124 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/layer2"
+)
+
+// BenchmarkReconcile measures one speaker reconcile (L2 mode, 3 nodes)
+// with 1,000 and 10,000 Services holding addresses, from informer caches
+// filled by client-go's fake clientset (no API server: this is the
+// reconcile's own cost):
+//   - unchanged: nothing changed since the last reconcile (a member-list
+//     change or a resync);
+//   - one-changed: one Service's status changed (the common case under churn).
+//
+// Run it with: go test -run XXX -bench Reconcile -benchmem ./internal/speaker/
+func BenchmarkReconcile(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("%d/unchanged", n), func(b *testing.B) {
+			s, _ := benchSpeaker(b, n)
+			b.ResetTimer()
+			for range b.N {
+				if err := s.reconcile(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%d/one-changed", n), func(b *testing.B) {
+			s, store := benchSpeaker(b, n)
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				svc := benchService(i%n, n)
+				svc.ResourceVersion = fmt.Sprint(i + 2)
+				svc.Labels = map[string]string{"rev": fmt.Sprint(i)}
+				if err := store.Update(svc); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := s.reconcile(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// nullL2 accepts announcements and reports one interface for all.
+type nullL2 struct{ n int }
+
+func (l *nullL2) SetAnnouncements(want []layer2.Announcement) { l.n = len(want) }
+func (l *nullL2) Interfaces(netip.Addr) []string              { return []string{"eth0"} }
+
+// benchSpeaker is a speaker on node1 of 3 whose caches hold n Services
+// with addresses from one pool and one L2Advertisement; it has reconciled
+// once. The returned store is its Service cache, to change Services in.
+func benchSpeaker(b *testing.B, n int) (*Speaker, cache.Store) {
+	b.Helper()
+	objs := []runtime.Object{}
+	for i := range 3 {
+		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node%d", i+1)},
+			Status: corev1.NodeStatus{
+				Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("198.51.100.%d", i+11)}},
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			}})
+	}
+	for i := range n {
+		objs = append(objs, benchService(i, n))
+	}
+	kube := fake.NewClientset(objs...)
+	herald := heraldfake.NewSimpleClientset(
+		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
+		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+	)
+	s, err := New(kube, herald, Options{NodeName: "node1", Namespace: "herald-system", L2: &nullL2{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	s.kubeInformers.Start(ctx.Done())
+	s.secretInformers.Start(ctx.Done())
+	s.heraldInformers.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		b.Fatal("caches did not sync")
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(s.kubeInformers.Core().V1().Services().Informer().GetStore().ListKeys()) < n {
+		if time.Now().After(deadline) {
+			b.Fatal("Services not in the cache")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.reconcile(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return s, s.kubeInformers.Core().V1().Services().Informer().GetStore()
+}
+
+// benchService is Service i of n with address 2001:db8:f::i.
+func benchService(i, _ int) *corev1.Service {
+	ip := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0x0f, 14: byte(i >> 8), 15: byte(i)})
+	vip := corev1.LoadBalancerIPModeVIP
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("svc-%05d", i), Namespace: "bench", ResourceVersion: "1",
+			Annotations: map[string]string{v1beta1.AnnotationAllocatedFromPool: "bench"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
+			Ingress: []corev1.LoadBalancerIngress{{IP: ip.String(), IPMode: &vip}}}},
+	}
+}
