@@ -22,7 +22,7 @@ import (
 
 type flags struct {
 	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret string
-	lbClassOnly, leaderElect                                                                        bool
+	lbClassOnly, leaderElect, metallbAnnotations                                                    bool
 	workers, burst                                                                                  int
 	qps                                                                                             float64
 	leaseDuration, renewDeadline, retryPeriod                                                       time.Duration
@@ -35,6 +35,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass herald.dev/herald (default: also Services without a class); turning it on releases the addresses of Services without a class")
+	fs.BoolVar(&f.metallbAnnotations, "metallb-annotations", true, "read MetalLB's Service annotations (metallb.io/ and metallb.universe.tf/ loadBalancerIPs, address-pool, allow-shared-ip) where the herald.dev/ ones are absent")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
 	fs.StringVar(&f.leaseName, "lease-name", "herald-controller", "name of the leader-election Lease")
 	fs.StringVar(&f.identity, "identity", envOr("POD_NAME", host), "this replica's identity in the Lease (default: $POD_NAME, else the host name)")
@@ -109,7 +110,7 @@ func run(f flags) error {
 	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, clients.Scheme, "herald-controller")
 	defer stopEvents()
 	c, err := controller.New(kube, clients.Herald, controller.Options{
-		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Namespace: f.namespace, Workers: f.workers, MemberlistSecret: f.memberlistSecret,
+		Class: service.Class{OwnClassOnly: f.lbClassOnly}, Annotations: service.Annotations{IgnoreMetalLB: !f.metallbAnnotations}, Namespace: f.namespace, Workers: f.workers, MemberlistSecret: f.memberlistSecret,
 		Logger: log, Registerer: reg, Recorder: rec,
 	})
 	if err != nil {
