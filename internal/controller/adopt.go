@@ -31,8 +31,12 @@ func (c *Controller) adopt(svc *corev1.Service, req allocator.Request, reqErr er
 	if err == nil {
 		tally.adopted++
 		c.log.Info("adopted address from MetalLB", "service", req.Key, "ips", ipStrings(a.IPs), "pool", a.Pool, "metallbPool", metallbPool)
-		c.rec.Eventf(svc, corev1.EventTypeNormal, "AdoptedFromMetalLB", "Herald took over %s, assigned by MetalLB%s, as part of IPAddressPool %s",
-			strings.Join(ipStrings(a.IPs), ", "), metallbPoolWords(metallbPool), a.Pool)
+		where := "as part of IPAddressPool " + a.Pool
+		if a.Pool == "" {
+			where = "outside every IPAddressPool (the Service's request is invalid; it keeps what it holds)"
+		}
+		c.rec.Eventf(svc, corev1.EventTypeNormal, "AdoptedFromMetalLB", "Herald took over %s, assigned by MetalLB%s, %s",
+			strings.Join(ipStrings(a.IPs), ", "), metallbPoolWords(metallbPool), where)
 		return
 	}
 	tally.refused++
@@ -47,10 +51,16 @@ func (c *Controller) adopt(svc *corev1.Service, req allocator.Request, reqErr er
 
 // adoptable asks the allocator for exactly the addresses MetalLB gave, as
 // if the Service had requested them: the allocator then checks the pool,
-// its admission rules, the families and every other holder.
+// its admission rules, the families and every other holder. A Service
+// whose request cannot be parsed keeps what it holds, as restore does
+// (its sync then reports the request error).
 func (c *Controller) adoptable(req allocator.Request, reqErr error, ips []netip.Addr) (allocator.Assignment, error) {
 	if reqErr != nil {
-		return allocator.Assignment{}, reqErr
+		if err := c.alloc.Restore(req, "", ips); err != nil {
+			return allocator.Assignment{}, err
+		}
+		a, _ := c.alloc.Lookup(req.Key)
+		return a, nil
 	}
 	if len(req.RequestedIPs) > 0 && !sameIPSet(req.RequestedIPs, ips) {
 		return allocator.Assignment{}, fmt.Errorf("the Service requests %s", strings.Join(ipStrings(req.RequestedIPs), ", "))

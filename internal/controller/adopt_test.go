@@ -82,6 +82,10 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 	e.metallbService("i-requested", "198.51.100.9", "l2", func(s *corev1.Service) {
 		s.Annotations[service.LegacyMetalLBLoadBalancerIPs] = "198.51.100.9"
 	})
+	e.metallbService("j-invalid", "198.51.100.10", "l2", func(s *corev1.Service) {
+		s.Annotations[service.MetalLBAddressPool] = "l2"
+		s.Annotations[v1beta1.AnnotationAddressPool] = "other-team"
+	})
 
 	logs := &syncBuffer{}
 	e.startController(controller.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
@@ -92,7 +96,11 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 		e.waitIPs(name, ip)
 		e.waitEvent(e.ns, name, "AdoptedFromMetalLB", ip, "IPAddressPool l2")
 	}
-	taken := []string{"198.51.100.5", "198.51.100.6", "198.51.100.7", "198.51.100.8", "198.51.100.9"}
+	// A request that cannot be parsed keeps what it holds, and says why.
+	e.waitCondition("j-invalid", v1beta1.ConditionAllocated, metav1.ConditionFalse, "InvalidRequest")
+	e.waitIPs("j-invalid", "198.51.100.10")
+	e.waitEvent(e.ns, "j-invalid", "AdoptedFromMetalLB", "198.51.100.10", "keeps what it holds")
+	taken := []string{"198.51.100.5", "198.51.100.6", "198.51.100.7", "198.51.100.8", "198.51.100.9", "198.51.100.10"}
 	for name, why := range map[string]string{
 		"d-younger":      "held by Service " + e.ns + "/c-older",
 		"g-outside":      "in no address pool",
@@ -107,7 +115,7 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 		taken = append(taken, got)
 	}
 	e.eventually("the takeover count in the log", 10*time.Second, func() bool {
-		return strings.Contains(logs.String(), "took over addresses assigned by MetalLB adopted=6 notAdopted=3")
+		return strings.Contains(logs.String(), "took over addresses assigned by MetalLB adopted=7 notAdopted=3")
 	})
 	e.waitEvent(e.ns, "i-requested", "MetalLBAnnotation", service.LegacyMetalLBLoadBalancerIPs+" as "+v1beta1.AnnotationLoadBalancerIPs)
 	if s := e.get("a-annotated"); s.Annotations[v1beta1.AnnotationAllocatedFromPool] != "l2" {
