@@ -33,7 +33,10 @@ func (c *Controller) adopt(svc *corev1.Service, req allocator.Request, reqErr er
 		c.log.Info("adopted address from MetalLB", "service", req.Key, "ips", ipStrings(a.IPs), "pool", a.Pool, "metallbPool", metallbPool)
 		where := "as part of IPAddressPool " + a.Pool
 		if a.Pool == "" {
-			where = "outside every IPAddressPool (the Service's request is invalid; it keeps what it holds)"
+			where = "outside every IPAddressPool"
+		}
+		if reqErr != nil {
+			where += "; its request is invalid, so it keeps what it holds until the request is fixed"
 		}
 		c.rec.Eventf(svc, corev1.EventTypeNormal, "AdoptedFromMetalLB", "Herald took over %s, assigned by MetalLB%s, %s",
 			strings.Join(ipStrings(a.IPs), ", "), metallbPoolWords(metallbPool), where)
