@@ -79,4 +79,13 @@ func TestConvertedObjectsAccepted(t *testing.T) {
 		})
 	}
 	t.Logf("%d converted objects accepted by the API server", applied)
+
+	// The control: what the converter rewrites (a CIDR with host bits) is
+	// refused as MetalLB wrote it, so acceptance above means something.
+	bad := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "herald.dev/v1beta1", "kind": "IPAddressPool",
+		"metadata": map[string]any{"name": "host-bits"}, "spec": map[string]any{"addresses": []any{"198.51.100.37/28"}}}}
+	gvr := schema.GroupVersionResource{Group: "herald.dev", Version: "v1beta1", Resource: "ipaddresspools"}
+	if _, err := dyn.Resource(gvr).Create(context.Background(), bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err == nil {
+		t.Error("the API server accepted a CIDR with host bits; the acceptance check proves nothing")
+	}
 }
