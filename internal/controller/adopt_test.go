@@ -115,8 +115,14 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 		taken = append(taken, got)
 	}
 	e.eventually("the takeover count in the log", 10*time.Second, func() bool {
-		return strings.Contains(logs.String(), "took over addresses assigned by MetalLB adopted=7 notAdopted=3")
+		return strings.Contains(logs.String(), `msg="took over addresses assigned by MetalLB" adopted=7 notAdopted=3`)
 	})
+	if n := strings.Count(logs.String(), `msg="adopted address from MetalLB"`); n != 7 {
+		t.Errorf("%d adoption log lines, want one per adopted Service (7):\n%s", n, logs.String())
+	}
+	if n := strings.Count(logs.String(), `msg="address from MetalLB not adopted"`); n != 3 {
+		t.Errorf("%d refusal log lines, want 3:\n%s", n, logs.String())
+	}
 	e.waitEvent(e.ns, "i-requested", "MetalLBAnnotation", service.LegacyMetalLBLoadBalancerIPs+" as "+v1beta1.AnnotationLoadBalancerIPs)
 	if s := e.get("a-annotated"); s.Annotations[v1beta1.AnnotationAllocatedFromPool] != "l2" {
 		e.eventually("a-annotated's Herald pool annotation", 10*time.Second, func() bool {
