@@ -24,7 +24,7 @@ IMAGE_TAG ?= v0.1.0
 all: build
 
 help:
-	@echo "make build         build bin/controller and bin/speaker"
+	@echo "make build         build bin/controller, bin/speaker and bin/kubectl-herald (the kubectl plugin)"
 	@echo "make images        OCI image tarballs in bin/images (no container engine needed)"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
@@ -38,6 +38,7 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/controller ./controller
 	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/speaker ./speaker
+	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/kubectl-herald ./kubectl-herald
 
 # OCI image tarballs (bin/images/{controller,speaker}.tar), built in Go:
 # `docker load -i` or `kind load image-archive` them.

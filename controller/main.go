@@ -21,7 +21,7 @@ import (
 
 type flags struct {
 	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass string
-	lbClassOnly, leaderElect                                                                                 bool
+	lbClassOnly, leaderElect, metallbAnnotations                                                             bool
 	workers, burst                                                                                           int
 	qps                                                                                                      float64
 	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                   time.Duration
@@ -35,6 +35,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass --lb-class (default: also Services without a class); turning it on clears Herald's status from Services without a class and releases their addresses, turning it off gives them addresses again")
 	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; two installations with different classes can share a cluster (the speakers' --lb-class must match)")
+	fs.BoolVar(&f.metallbAnnotations, "metallb-annotations", true, "read MetalLB's Service annotations (metallb.io/ and metallb.universe.tf/ loadBalancerIPs, address-pool, allow-shared-ip) where the herald.dev/ ones are absent")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
 	fs.StringVar(&f.leaseName, "lease-name", "herald-controller", "name of the leader-election Lease")
 	fs.StringVar(&f.identity, "identity", envOr("POD_NAME", host), "this replica's identity in the Lease (default: $POD_NAME, else the host name)")
@@ -113,7 +114,8 @@ func run(f flags) error {
 	defer stopEvents()
 	c, err := controller.New(kube, clients.Herald, controller.Options{
 		Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass}, Namespace: f.namespace, Workers: f.workers, ReleaseHold: f.releaseHold,
-		Logger: log, Registerer: reg, Recorder: rec,
+		Annotations: service.Annotations{IgnoreMetalLB: !f.metallbAnnotations},
+		Logger:      log, Registerer: reg, Recorder: rec,
 	})
 	if err != nil {
 		return err

@@ -216,11 +216,12 @@ func TestExhaustedPoolGrowsAndServesPending(t *testing.T) {
 	e := newEnv(t)
 	e.pool("small", nil, "198.51.100.64/31")
 	e.startController(controller.Options{})
-	for _, n := range []string{"a", "b", "c"} {
-		e.svc(n, nil)
-	}
+	// One at a time: synced in parallel, c could take b's address.
+	e.svc("a", nil)
 	e.waitAnyIPs("a", 1)
+	e.svc("b", nil)
 	e.waitAnyIPs("b", 1)
+	e.svc("c", nil)
 	e.waitCondition("c", v1beta1.ConditionAllocated, metav1.ConditionFalse, "PoolExhausted")
 	e.updatePool("small", func(p *v1beta1.IPAddressPool) { p.Spec.Addresses = []string{"198.51.100.64/30"} })
 	e.waitIPs("c", "198.51.100.66")

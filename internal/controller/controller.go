@@ -34,6 +34,9 @@ const FieldManager = "herald-controller"
 type Options struct {
 	// Class says which Services are Herald's.
 	Class service.Class
+	// Annotations says whether MetalLB's Service annotations are read where
+	// Herald's are absent (the zero value: they are).
+	Annotations service.Annotations
 	// Namespace is Herald's own namespace (BGP password Secrets live there).
 	Namespace string
 	// MemberlistSecret is the Secret holding the speakers' member-list key,
@@ -74,6 +77,7 @@ type Controller struct {
 	listers         k8s.ConfigListers
 	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
 	synced          []cache.InformerSynced
+	notices         metallbNotices
 
 	serviceQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	// annotationQueue writes the pool annotation once addresses are out.

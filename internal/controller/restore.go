@@ -37,13 +37,19 @@ func (c *Controller) restore() (restored, conflicts int) {
 		}
 		return cache.MetaObjectToName(svcs[i]).String() < cache.MetaObjectToName(svcs[j]).String()
 	})
+	var took adoption
+	defer func() { c.logAdoption(took) }()
 	for _, svc := range svcs {
 		var nsLabels map[string]string
 		if ns, err := c.namespaces.Get(svc.Namespace); err == nil {
 			nsLabels = ns.Labels
 		}
-		req, _ := service.Request(svc, nsLabels) // an invalid request still keeps what it holds
+		req, reqErr := c.opts.Annotations.Request(svc, nsLabels) // an invalid request still keeps what it holds
 		ips := service.IngressIPs(svc)
+		if _, fromMetalLB := service.AssignedByMetalLB(svc); fromMetalLB {
+			c.adopt(svc, req, reqErr, ips, &took)
+			continue
+		}
 		err := c.alloc.Restore(req, svc.Annotations[v1beta1.AnnotationAllocatedFromPool], ips)
 		if err == nil {
 			restored++

@@ -41,6 +41,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	if !c.opts.Class.IsOurs(svc) {
 		return c.forget(ctx, svc)
 	}
+	c.noticeMetalLBAnnotations(svc)
 	out := c.decide(svc)
 	if err := c.publish(ctx, svc, out); err != nil {
 		return err // the moved addresses stay quarantined until a write succeeds
@@ -68,7 +69,7 @@ func (c *Controller) decide(svc *corev1.Service) outcome {
 	if ns, err := c.namespaces.Get(svc.Namespace); err == nil {
 		nsLabels = ns.Labels
 	}
-	req, reqErr := service.Request(svc, nsLabels)
+	req, reqErr := c.opts.Annotations.Request(svc, nsLabels)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	before, heldBefore := c.alloc.Lookup(key)

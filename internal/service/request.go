@@ -19,16 +19,25 @@ type RequestError struct{ Message string }
 func (e *RequestError) Error() string { return e.Message }
 
 // Request translates a Service (and its namespace's labels) into what it
-// asks the allocator for.
+// asks the allocator for, reading MetalLB's annotations where Herald's are
+// absent (Annotations{}.Request).
 func Request(svc *corev1.Service, namespaceLabels map[string]string) (allocator.Request, error) {
+	return Annotations{}.Request(svc, namespaceLabels)
+}
+
+// Request translates a Service (and its namespace's labels) into what it
+// asks the allocator for, reading the annotation names a allows.
+func (a Annotations) Request(svc *corev1.Service, namespaceLabels map[string]string) (allocator.Request, error) {
+	pool, poolErr := a.lookup(svc, v1beta1.AnnotationAddressPool)
+	sharing, sharingErr := a.lookup(svc, v1beta1.AnnotationAllowSharedIP)
 	req := allocator.Request{
 		Key:             svc.Namespace + "/" + svc.Name,
 		Namespace:       svc.Namespace,
 		NamespaceLabels: labels.Set(namespaceLabels),
 		Labels:          labels.Set(svc.Labels),
 		Families:        append([]corev1.IPFamily(nil), svc.Spec.IPFamilies...),
-		Pool:            strings.TrimSpace(svc.Annotations[v1beta1.AnnotationAddressPool]),
-		SharingKey:      strings.TrimSpace(svc.Annotations[v1beta1.AnnotationAllowSharedIP]),
+		Pool:            strings.TrimSpace(pool.value),
+		SharingKey:      strings.TrimSpace(sharing.value),
 		ETPLocal:        svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		Selector:        svc.Spec.Selector,
 	}
@@ -41,23 +50,38 @@ func Request(svc *corev1.Service, namespaceLabels map[string]string) (allocator.
 	for _, p := range svc.Spec.Ports {
 		req.Ports = append(req.Ports, allocator.Port{Protocol: p.Protocol, Port: p.Port})
 	}
-	ips, err := RequestedIPs(svc)
+	ips, err := a.RequestedIPs(svc)
 	req.RequestedIPs = ips
+	for _, e := range []error{poolErr, sharingErr} {
+		if e != nil {
+			err = e
+		}
+	}
 	return req, err
 }
 
-// RequestedIPs parses herald.dev/loadBalancerIPs or spec.loadBalancerIP.
-// Setting both is an error, as is an entry that is not an IP address.
+// RequestedIPs parses herald.dev/loadBalancerIPs (Annotations{}.RequestedIPs).
 func RequestedIPs(svc *corev1.Service) ([]netip.Addr, error) {
-	annotation, hasAnnotation := svc.Annotations[v1beta1.AnnotationLoadBalancerIPs]
+	return Annotations{}.RequestedIPs(svc)
+}
+
+// RequestedIPs parses herald.dev/loadBalancerIPs (or, when a allows and
+// it is absent, MetalLB's loadBalancerIPs annotation) or
+// spec.loadBalancerIP. Setting both is an error, as is an entry that is
+// not an IP address.
+func (a Annotations) RequestedIPs(svc *corev1.Service) ([]netip.Addr, error) {
+	ann, err := a.lookup(svc, v1beta1.AnnotationLoadBalancerIPs)
+	if err != nil {
+		return nil, err
+	}
 	spec := strings.TrimSpace(svc.Spec.LoadBalancerIP)
 	switch {
-	case hasAnnotation && spec != "":
-		return nil, &RequestError{Message: fmt.Sprintf("both the %s annotation and spec.loadBalancerIP are set; use only the annotation (spec.loadBalancerIP is deprecated)", v1beta1.AnnotationLoadBalancerIPs)}
+	case ann.present && spec != "":
+		return nil, &RequestError{Message: fmt.Sprintf("both the %s annotation and spec.loadBalancerIP are set; use only %s (spec.loadBalancerIP is deprecated)", ann.from, v1beta1.AnnotationLoadBalancerIPs)}
 	case spec != "":
 		return parseIPs(spec, "spec.loadBalancerIP")
-	case hasAnnotation:
-		return parseIPs(annotation, "annotation "+v1beta1.AnnotationLoadBalancerIPs)
+	case ann.present:
+		return parseIPs(ann.value, "annotation "+ann.from)
 	}
 	return nil, nil
 }

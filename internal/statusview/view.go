@@ -1,0 +1,200 @@
+package statusview
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+)
+
+// Inputs are what the view is built from.
+type Inputs struct {
+	Services []corev1.Service
+	Events   []corev1.Event
+	// Speakers are the speakers' per-node status objects as unstructured
+	// content; nil when the cluster has none.
+	Speakers []map[string]any
+	// SpeakersServed says whether the cluster serves speakerstatuses.
+	SpeakersServed bool
+}
+
+// Filter limits the view to one Service ("name" or "namespace/name"), one
+// address, or one node; the zero value shows everything.
+type Filter struct {
+	Service string
+	IP      netip.Addr
+	Node    string
+}
+
+// Announcer is a node announcing an address, and how the view knows.
+type Announcer struct {
+	Node, How string
+}
+
+// Row is one Service.
+type Row struct {
+	Service    string
+	IPs        []netip.Addr
+	Pool       string
+	Allocated  string // condition status and reason
+	Announced  string
+	Message    string // the Announced condition's message
+	Announcers []Announcer
+}
+
+// View is the answer.
+type View struct {
+	Rows []Row
+	// NodeReports are the addresses each speaker reports, by node.
+	NodeReports map[string][]Announced
+	Notes       []string
+}
+
+// Announced is one address a speaker reports.
+type Announced struct {
+	IP  netip.Addr
+	How string
+}
+
+// Build computes the view.
+func Build(in Inputs, f Filter) View {
+	v := View{NodeReports: speakerReports(in.Speakers)}
+	if !in.SpeakersServed {
+		v.Notes = append(v.Notes, "no speaker status objects (speakerstatuses.herald.dev) in this cluster: announcers are taken from the speakers' events, which say who announced last, not who announces now")
+	}
+	byIP := map[netip.Addr][]Announcer{}
+	for _, node := range sortedKeys(v.NodeReports) {
+		for _, a := range v.NodeReports[node] {
+			byIP[a.IP] = append(byIP[a.IP], Announcer{Node: node, How: a.How + ", speaker report"})
+		}
+	}
+	fromEvents := eventAnnouncers(in.Events)
+	for i := range in.Services {
+		s := &in.Services[i]
+		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			continue
+		}
+		r := row(s)
+		for _, ip := range r.IPs {
+			r.Announcers = append(r.Announcers, byIP[ip]...)
+		}
+		if len(r.Announcers) == 0 {
+			r.Announcers = fromEvents[s.Namespace+"/"+s.Name]
+		}
+		if f.matches(r) {
+			v.Rows = append(v.Rows, r)
+		}
+	}
+	sort.Slice(v.Rows, func(i, j int) bool { return v.Rows[i].Service < v.Rows[j].Service })
+	if f.Node != "" {
+		for n := range v.NodeReports {
+			if n != f.Node {
+				delete(v.NodeReports, n)
+			}
+		}
+	}
+	return v
+}
+
+func row(s *corev1.Service) Row {
+	r := Row{Service: s.Namespace + "/" + s.Name, Pool: s.Annotations[v1beta1.AnnotationAllocatedFromPool], Allocated: "-", Announced: "-"}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if ip, err := netip.ParseAddr(in.IP); err == nil {
+			r.IPs = append(r.IPs, ip)
+		}
+	}
+	for _, c := range s.Status.Conditions {
+		switch c.Type {
+		case v1beta1.ConditionAllocated:
+			r.Allocated = string(c.Status) + "/" + c.Reason
+		case v1beta1.ConditionAnnounced:
+			r.Announced, r.Message = string(c.Status)+"/"+c.Reason, c.Message
+		}
+	}
+	return r
+}
+
+func (f Filter) matches(r Row) bool {
+	if f.Service != "" && r.Service != f.Service && !strings.HasSuffix(r.Service, "/"+f.Service) {
+		return false
+	}
+	if f.IP.IsValid() && !containsIP(r.IPs, f.IP) {
+		return false
+	}
+	if f.Node != "" {
+		for _, a := range r.Announcers {
+			if a.Node == f.Node {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+func containsIP(ips []netip.Addr, ip netip.Addr) bool {
+	for _, x := range ips {
+		if x == ip.Unmap() {
+			return true
+		}
+	}
+	return false
+}
+
+// Write prints the view as a table, then the notes.
+func (v View) Write(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVICE\tADDRESSES\tPOOL\tALLOCATED\tANNOUNCED\tANNOUNCED BY")
+	for _, r := range v.Rows {
+		ips := make([]string, len(r.IPs))
+		for i, ip := range r.IPs {
+			ips[i] = ip.String()
+		}
+		var by []string
+		for _, a := range r.Announcers {
+			by = append(by, fmt.Sprintf("%s (%s)", a.Node, a.How))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Service, orDash(strings.Join(ips, ",")), orDash(r.Pool), r.Allocated, r.Announced, orDash(strings.Join(by, ", ")))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range v.Rows {
+		if r.Message != "" && !strings.HasPrefix(r.Announced, "True") {
+			fmt.Fprintf(w, "%s: %s\n", r.Service, r.Message)
+		}
+	}
+	for _, node := range sortedKeys(v.NodeReports) {
+		var parts []string
+		for _, a := range v.NodeReports[node] {
+			parts = append(parts, fmt.Sprintf("%s (%s)", a.IP, a.How))
+		}
+		fmt.Fprintf(w, "node %s reports: %s\n", node, orDash(strings.Join(parts, ", ")))
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

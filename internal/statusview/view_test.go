@@ -1,0 +1,136 @@
+package statusview
+
+import (
+	"bytes"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+)
+
+func lb(ns, name string, ips ...string) corev1.Service {
+	s := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{v1beta1.AnnotationAllocatedFromPool: "l2"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	for _, ip := range ips {
+		s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip})
+	}
+	s.Status.Conditions = []metav1.Condition{
+		{Type: v1beta1.ConditionAllocated, Status: metav1.ConditionTrue, Reason: "Allocated"},
+		{Type: v1beta1.ConditionAnnounced, Status: metav1.ConditionFalse, Reason: "NoEligibleNode", Message: "no node is ready"},
+	}
+	return s
+}
+
+func event(ns, name, reason, msg string, at int) corev1.Event {
+	return corev1.Event{InvolvedObject: corev1.ObjectReference{Namespace: ns, Name: name}, Reason: reason, Message: msg,
+		LastTimestamp: metav1.NewTime(time.Unix(int64(at), 0))}
+}
+
+func inputs(withSpeakers bool) Inputs {
+	in := Inputs{
+		Services: []corev1.Service{lb("shop", "web", "198.51.100.5"), lb("shop", "dns", "198.51.100.6", "2001:db8::6"), lb("ops", "pending")},
+		Events: []corev1.Event{
+			event("shop", "web", "NodeAssigned", "announcing 198.51.100.5 from node node-a on eth0 (arp)", 1),
+			event("shop", "web", "NodeAssigned", "announcing 198.51.100.5 from node node-b on eth0 (arp)", 2),
+			event("shop", "dns", "BGPAdvertised", "node node-a advertises 198.51.100.6/32 to tor", 1),
+			event("shop", "dns", "BGPAdvertised", "node node-c advertises 198.51.100.6/32 to tor", 1),
+		},
+	}
+	in.Services = append(in.Services, corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "internal"}})
+	if withSpeakers {
+		in.SpeakersServed = true
+		in.Speakers = []map[string]any{
+			{"metadata": map[string]any{"name": "node-a"}, "status": map[string]any{
+				"l2":  []any{map[string]any{"address": "198.51.100.5", "interfaces": []any{"eth0"}}},
+				"bgp": map[string]any{"prefixes": []any{"2001:db8::6/128"}, "sessions": []any{map[string]any{"peer": "198.51.100.254"}}},
+			}},
+			{"spec": map[string]any{"nodeName": "node-b"}, "status": map[string]any{"l2": []any{}}},
+		}
+	}
+	return in
+}
+
+func announcers(r Row) string {
+	var out []string
+	for _, a := range r.Announcers {
+		out = append(out, a.Node+"("+a.How+")")
+	}
+	return strings.Join(out, " ")
+}
+
+func TestBuildFromEvents(t *testing.T) {
+	v := Build(inputs(false), Filter{})
+	if len(v.Rows) != 3 {
+		t.Fatalf("rows %+v", v.Rows)
+	}
+	got := map[string]string{}
+	for _, r := range v.Rows {
+		got[r.Service] = announcers(r)
+	}
+	want := map[string]string{
+		"ops/pending": "",
+		"shop/dns":    "node-a(bgp, BGPAdvertised event) node-c(bgp, BGPAdvertised event)",
+		"shop/web":    "node-b(l2, last NodeAssigned event)",
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s announced by %q, want %q", k, got[k], w)
+		}
+	}
+	var b bytes.Buffer
+	if err := v.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"shop/web", "198.51.100.5", "True/Allocated", "False/NoEligibleNode", "shop/web: no node is ready", "note: no speaker status objects"} {
+		if !strings.Contains(b.String(), frag) {
+			t.Errorf("output lacks %q:\n%s", frag, b.String())
+		}
+	}
+}
+
+func TestBuildFromSpeakerReports(t *testing.T) {
+	v := Build(inputs(true), Filter{})
+	got := map[string]string{}
+	for _, r := range v.Rows {
+		got[r.Service] = announcers(r)
+	}
+	// The reports win over events: the session peer's address is not an
+	// announced address of a Service, so it matches none.
+	if got["shop/web"] != "node-a(l2, speaker report)" || got["shop/dns"] != "node-a(bgp, speaker report)" {
+		t.Errorf("announcers %v", got)
+	}
+	if len(v.Notes) != 0 {
+		t.Errorf("notes %v", v.Notes)
+	}
+}
+
+func TestFilters(t *testing.T) {
+	cases := []struct {
+		f    Filter
+		want []string
+	}{
+		{Filter{Service: "web"}, []string{"shop/web"}},
+		{Filter{Service: "shop/dns"}, []string{"shop/dns"}},
+		{Filter{IP: netip.MustParseAddr("2001:db8::6")}, []string{"shop/dns"}},
+		{Filter{Node: "node-b"}, []string{"shop/web"}},
+		{Filter{Node: "node-z"}, nil},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, r := range Build(inputs(false), c.f).Rows {
+			got = append(got, r.Service)
+		}
+		if strings.Join(got, ",") != strings.Join(c.want, ",") {
+			t.Errorf("%+v: %v, want %v", c.f, got, c.want)
+		}
+	}
+	v := Build(inputs(true), Filter{Node: "node-a"})
+	if len(v.NodeReports) != 1 || len(v.NodeReports["node-a"]) != 3 {
+		t.Errorf("node reports %+v", v.NodeReports)
+	}
+}
