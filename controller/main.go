@@ -16,6 +16,7 @@ import (
 	"github.com/herald-lb/herald/internal/controller"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/kubeversion"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -94,6 +95,9 @@ func run(f flags) error {
 		return err
 	}
 	kube := clients.Kube
+	if err := kubeversion.CheckServer(kube.Discovery()); err != nil {
+		return err
+	}
 	reg := daemon.NewRegistry()
 	leader := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "leader",
 		Help: "1 while this replica is the active (leader) controller."})
