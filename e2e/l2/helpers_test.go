@@ -57,3 +57,27 @@ func envOr(key, def string) string {
 	}
 	return def
 }
+
+// maxGap is the longest run of unanswered probes a scenario may show. A
+// probe of the 10 ms monitor counts as unanswered when its answer comes
+// after the next probe was sent, so on a busy machine (a real cluster's
+// kubelets and containerd beside the speakers) a late answer reads as a
+// one-probe gap; a client retransmits its ARP request after a second. The
+// raw counts are logged with every scenario.
+const maxGap = 100 * time.Millisecond
+
+// checkServed fails the test when probes show a gap longer than maxGap or
+// two nodes answering side by side (SustainedConflicts), and logs the raw
+// counts.
+func checkServed(t testing.TB, what string, probes lab.ProbeLog) {
+	t.Helper()
+	gap, n := probes.LongestGap()
+	t.Logf("%s: %d probes, %d unanswered (longest gap %v, %d probes), %d answered by two nodes (%d side by side)",
+		what, len(probes), len(probes.Unanswered()), gap.Round(time.Millisecond), n, len(probes.Conflicts()), len(probes.SustainedConflicts()))
+	if gap > maxGap {
+		t.Errorf("%s: no answer for %v (%d probes); want at most %v", what, gap.Round(time.Millisecond), n, maxGap)
+	}
+	if s := probes.SustainedConflicts(); len(s) > 0 {
+		t.Errorf("%s: %d probes answered by two nodes side by side (first %v)", what, len(s), s[0].Nodes())
+	}
+}

@@ -186,3 +186,19 @@ func (pl ProbeLog) LongestGap() (time.Duration, int) {
 	}
 	return best, bestN
 }
+
+// SustainedConflicts returns the probes answered by more than one node
+// whose neighbour probe was too: two nodes answering side by side, not
+// the one probe at a hand-over whose window caught the old owner's late
+// answer and the new owner's (a monitor probing every 10 ms attributes an
+// answer to the probe whose window it arrives in).
+func (pl ProbeLog) SustainedConflicts() ProbeLog {
+	var out ProbeLog
+	double := func(i int) bool { return i >= 0 && i < len(pl) && len(pl[i].Nodes()) > 1 }
+	for i := range pl {
+		if double(i) && (double(i-1) || double(i+1)) {
+			out = append(out, pl[i])
+		}
+	}
+	return out
+}

@@ -101,4 +101,11 @@ func TestProbeLog(t *testing.T) {
 	if got := log.Between(t0, t0.Add(40*time.Millisecond)); len(got) != 2 || got[0].Seq != 3 {
 		t.Errorf("between: %+v", got)
 	}
+	if s := log.SustainedConflicts(); len(s) != 0 {
+		t.Errorf("one double answer counted as sustained: %+v", s)
+	}
+	sustained := append(slices.Clone(log), probeAt(8, 140, a, b), probeAt(9, 160, a, b))
+	if s := sustained.SustainedConflicts(); len(s) != 2 || s[0].Seq != 8 {
+		t.Errorf("sustained %+v", s)
+	}
 }
