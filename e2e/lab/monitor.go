@@ -202,3 +202,30 @@ func (pl ProbeLog) SustainedConflicts() ProbeLog {
 	}
 	return out
 }
+
+// LongestConflict is the longest run of consecutive probes answered by
+// more than one node: from the first one's send time to the send time of
+// the probe after the run, and how many probes it held.
+func (pl ProbeLog) LongestConflict() (time.Duration, int) {
+	var best time.Duration
+	bestN, n := 0, 0
+	var start time.Time
+	for i, p := range pl {
+		if len(p.Nodes()) > 1 {
+			if n == 0 {
+				start = p.Sent
+			}
+			n++
+			if i < len(pl)-1 {
+				continue
+			}
+		}
+		if n > 0 {
+			if d := p.Sent.Sub(start); d > best || (d == best && n > bestN) {
+				best, bestN = d, n
+			}
+			n = 0
+		}
+	}
+	return best, bestN
+}

@@ -108,4 +108,7 @@ func TestProbeLog(t *testing.T) {
 	if s := sustained.SustainedConflicts(); len(s) != 2 || s[0].Seq != 8 {
 		t.Errorf("sustained %+v", s)
 	}
+	if d, n := sustained.LongestConflict(); d != 40*time.Millisecond || n != 2 {
+		t.Errorf("longest conflict %v over %d probes", d, n)
+	}
 }
