@@ -78,7 +78,7 @@ test: deps control-plane verify unit e2e fuzz
 RACE_PKGS := ./internal/controller/... ./internal/speaker/... ./controller/... ./speaker/...
 unit:
 	$(GO) test -count=1 -timeout 30m ./api/... $$($(GO) list ./internal/... | grep -v -e /internal/controller -e /internal/speaker) ./hack/... ./kubectl-herald/...
-	$(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
 
 # End-to-end tests in the network lab, one package at a time (each brings
 # up its own lab on 198.51.100.0/24).
