@@ -164,11 +164,17 @@ func (pl ProbeLog) Conflicts() ProbeLog {
 // the first unanswered one's send time to the next answered one's (or
 // the last probe's), and how many probes went unanswered.
 func (pl ProbeLog) LongestGap() (time.Duration, int) {
+	return pl.longestRun(func(p Probe) bool { return !p.Answered() })
+}
+
+// longestRun is the longest run of consecutive probes in, measured from
+// its first probe's send time to the next probe's (or the last probe's).
+func (pl ProbeLog) longestRun(in func(Probe) bool) (time.Duration, int) {
 	var best time.Duration
 	bestN, n := 0, 0
 	var start time.Time
 	for i, p := range pl {
-		if !p.Answered() {
+		if in(p) {
 			if n == 0 {
 				start = p.Sent
 			}
@@ -205,27 +211,7 @@ func (pl ProbeLog) SustainedConflicts() ProbeLog {
 
 // LongestConflict is the longest run of consecutive probes answered by
 // more than one node: from the first one's send time to the send time of
-// the probe after the run, and how many probes it held.
+// the probe after the run (or of its last probe), and how many it held.
 func (pl ProbeLog) LongestConflict() (time.Duration, int) {
-	var best time.Duration
-	bestN, n := 0, 0
-	var start time.Time
-	for i, p := range pl {
-		if len(p.Nodes()) > 1 {
-			if n == 0 {
-				start = p.Sent
-			}
-			n++
-			if i < len(pl)-1 {
-				continue
-			}
-		}
-		if n > 0 {
-			if d := p.Sent.Sub(start); d > best || (d == best && n > bestN) {
-				best, bestN = d, n
-			}
-			n = 0
-		}
-	}
-	return best, bestN
+	return pl.longestRun(func(p Probe) bool { return len(p.Nodes()) > 1 })
 }
