@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/lab/probe"
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/ndp"
@@ -20,7 +21,7 @@ import (
 // frame is an ARP or NDP frame seen on the client's eth0, in either
 // direction.
 type frame struct {
-	T         int64  `json:"t"`    // unix ns when read
+	T         int64  `json:"t"`    // unix ns when the kernel received it
 	Kind      string `json:"kind"` // arp-request, arp-reply, ns, na
 	Src       string `json:"src"`  // Ethernet source and destination
 	Dst       string `json:"dst"`
@@ -55,7 +56,12 @@ func runClientHelper() {
 		return
 	}
 	defer sniff.Close()
-	go sniffLoop(sniff, &out)
+	rd, err := probe.NewStampedReader(sniff)
+	if err != nil {
+		out.printf("error %v", err)
+		return
+	}
+	go sniffLoop(rd, &out)
 	out.printf("ready")
 	var stop context.CancelFunc = func() {}
 	var garbage sender
@@ -92,10 +98,13 @@ func runClientHelper() {
 	stop()
 }
 
-func sniffLoop(c *packet.Conn, out *helperOut) {
+// sniffLoop reports every ARP and NDP frame with the time the kernel
+// received it: on a busy machine the helper may read a frame well after
+// it arrived, and tests compare frame times with the announcers' calls.
+func sniffLoop(rd *probe.StampedReader, out *helperOut) {
 	buf := make([]byte, 9000)
 	for {
-		n, _, err := c.ReadFrom(buf)
+		n, at, err := rd.Read(buf)
 		if err != nil {
 			return
 		}
@@ -103,7 +112,7 @@ func sniffLoop(c *packet.Conn, out *helperOut) {
 		if !ok {
 			continue
 		}
-		f.T = time.Now().UnixNano()
+		f.T = at.UnixNano()
 		b, _ := json.Marshal(f)
 		out.printf("frame %s", b)
 	}

@@ -71,7 +71,7 @@ func (h *handoverLab) startProbing(i int) {
 
 // waitAnswers waits for n answers from node i to probes for each VIP, seen
 // after mark m.
-func (h *handoverLab) waitAnswers(m, i, n int) {
+func (h *handoverLab) waitAnswers(m frameMark, i, n int) {
 	h.t.Helper()
 	mac := h.macs[i]
 	eventually(h.t, 10*time.Second, fmt.Sprintf("%d answers from %s", n, mac), func() bool {
@@ -92,7 +92,7 @@ func (h *handoverLab) stopProbing() []*probeResult {
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		probes := matchProbes(h.cli.framesSince(0), labVIP4, labVIP6)
+		probes := matchProbes(h.cli.framesSince(frameMark{}), labVIP4, labVIP6)
 		if allAnswered(probes) || time.Now().After(deadline) {
 			return probes
 		}
@@ -173,7 +173,7 @@ const lateAfter = 5 * time.Millisecond
 
 func (h *handoverLab) report(rounds []handoverRound, probes []*probeResult) handoverReport {
 	rep := handoverReport{probeCounts: countProbes(probes)}
-	frames := h.cli.framesSince(0)
+	frames := h.cli.framesSince(frameMark{})
 	grats := map[string][]time.Time{}
 	for i, r := range rounds {
 		// The old owner of this round is the new owner of the next one:

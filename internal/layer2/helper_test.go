@@ -361,22 +361,30 @@ func (h *helper) metric(name, iface, proto string) float64 {
 	return v
 }
 
-// mark returns a position in the frames seen so far.
-func (h *helper) mark() int {
+// frameMark is a point in time in a client helper's capture.
+type frameMark time.Time
+
+// mark returns now as a point in the capture.
+func (h *helper) mark() frameMark { return frameMark(time.Now()) }
+
+// framesSince returns the frames the kernel received from a mark on. The
+// helper may report a frame well after it arrived (on a busy machine it is
+// scheduled late), so frames are chosen by their kernel timestamps, never
+// by the order the test read them in.
+func (h *helper) framesSince(from frameMark) []frame {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.frames)
+	var out []frame
+	for _, f := range h.frames {
+		if !f.time().Before(time.Time(from)) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
-// framesSince returns the frames seen from a mark on.
-func (h *helper) framesSince(from int) []frame {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]frame(nil), h.frames[from:]...)
-}
-
-// waitFrame waits for a frame matching pred seen after mark.
-func (h *helper) waitFrame(from int, d time.Duration, what string, pred func(frame) bool) frame {
+// waitFrame waits for a frame matching pred received after mark.
+func (h *helper) waitFrame(from frameMark, d time.Duration, what string, pred func(frame) bool) frame {
 	h.t.Helper()
 	var found frame
 	eventually(h.t, d, what, func() bool {

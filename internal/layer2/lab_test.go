@@ -160,6 +160,12 @@ func (l *lab) neigh(ns, ip string) string {
 	return strings.TrimSpace(l.ip(ns, fam, "neigh", "show", ip, "dev", "eth0"))
 }
 
+// inFlight bounds how long after it was sent a frame reaches the client
+// through the bridge. The forwarding runs in softirq context, which a busy
+// machine defers to ksoftirqd; 100 ms is far above anything measured and
+// far below the 1 s between two gratuitous packets of a burst.
+const inFlight = 100 * time.Millisecond
+
 // eventually polls cond every 20 ms until it holds or the deadline passes.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -24,6 +24,7 @@ const (
 // for IPv4, neighbor solicitation for IPv6) and reads the answers.
 type Prober struct {
 	conn   *packet.Conn
+	rd     *StampedReader
 	ifi    *net.Interface
 	target netip.Addr
 	src    netip.Addr
@@ -56,6 +57,10 @@ func NewProber(ifname string, target netip.Addr, dstMAC net.HardwareAddr) (*Prob
 		return nil, err
 	}
 	if p.conn, err = packet.Listen(ifi, packet.Raw, proto, nil); err != nil {
+		return nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
+	}
+	if p.rd, err = NewStampedReader(p.conn); err != nil {
+		p.conn.Close()
 		return nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
 	}
 	return p, nil
@@ -106,29 +111,45 @@ func (p *Prober) Send() error {
 }
 
 // Next returns the next answer for the target, or an error wrapping
-// os.ErrDeadlineExceeded when none came before deadline.
+// os.ErrDeadlineExceeded when none came before deadline. Answer.At is
+// when the kernel received the frame.
 func (p *Prober) Next(deadline time.Time) (Answer, error) {
 	if err := p.conn.SetReadDeadline(deadline); err != nil {
 		return Answer{}, err
 	}
 	for {
-		n, _, err := p.conn.ReadFrom(p.buf)
+		n, at, err := p.rd.Read(p.buf)
 		if err != nil {
 			return Answer{}, err
 		}
-		at := time.Now().UnixNano()
-		var a Answer
-		var ok bool
-		if p.target.Is4() {
-			a, ok = p.arpAnswer(p.buf[:n])
-		} else {
-			a, ok = p.ndpAnswer(p.buf[:n])
-		}
-		if ok {
-			a.At = at
+		if a, ok := p.answer(p.buf[:n]); ok {
+			a.At = at.UnixNano()
 			return a, nil
 		}
 	}
+}
+
+// Pending returns the answers the kernel has received and the prober has
+// not read yet, without waiting.
+func (p *Prober) Pending() ([]Answer, error) {
+	var out []Answer
+	for {
+		n, at, ok, err := p.rd.ReadPending(p.buf)
+		if err != nil || !ok {
+			return out, err
+		}
+		if a, ok := p.answer(p.buf[:n]); ok {
+			a.At = at.UnixNano()
+			out = append(out, a)
+		}
+	}
+}
+
+func (p *Prober) answer(b []byte) (Answer, bool) {
+	if p.target.Is4() {
+		return p.arpAnswer(b)
+	}
+	return p.ndpAnswer(b)
 }
 
 func (p *Prober) arpAnswer(b []byte) (Answer, bool) {

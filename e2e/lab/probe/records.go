@@ -11,7 +11,7 @@ type Answer struct {
 	EthSource string `json:"eth_src"`
 	// Source is the IP source of the answer (for NDP: link-local or global).
 	Source string `json:"src"`
-	// At is when the frame was read, in Unix nanoseconds.
+	// At is when the kernel received the frame, in Unix nanoseconds.
 	At int64 `json:"at"`
 	// Router, Solicited and Override are the NA flags (IPv6 only).
 	Router    bool `json:"router,omitempty"`
@@ -20,7 +20,7 @@ type Answer struct {
 }
 
 // Probe is one request sent by the monitor and the answers attributed to
-// it: those read after it was sent and before the next one was.
+// it: those that arrived after it was sent and before the next one was.
 type Probe struct {
 	Seq     int      `json:"seq"`
 	Sent    int64    `json:"sent"`

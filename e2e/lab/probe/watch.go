@@ -26,13 +26,17 @@ func Watch(ctx context.Context, ifname string, emit func(Line)) error {
 		return fmt.Errorf("raw socket on %s: %w", ifname, err)
 	}
 	defer conn.Close()
+	rd, err := NewStampedReader(conn)
+	if err != nil {
+		return fmt.Errorf("raw socket on %s: %w", ifname, err)
+	}
 	emit(Line{Ready: true})
 	buf := make([]byte, 1600)
 	for ctx.Err() == nil {
 		if err := conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
 			return err
 		}
-		n, _, err := conn.ReadFrom(buf)
+		n, at, err := rd.Read(buf)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			continue
 		}
@@ -40,7 +44,7 @@ func Watch(ctx context.Context, ifname string, emit func(Line)) error {
 			return err
 		}
 		if a, ok := announcement(buf[:n]); ok {
-			a.At = time.Now().UnixNano()
+			a.At = at.UnixNano()
 			emit(Line{Announcement: &a})
 		}
 	}

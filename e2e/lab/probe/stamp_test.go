@@ -1,0 +1,105 @@
+package probe
+
+import (
+	"errors"
+	"net"
+	"net/netip"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/mdlayher/packet"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// TestStampedReaderKeepsArrivalTime sends a frame on the loopback of a
+// network namespace of its own, reads it only after a pause, as a
+// descheduled prober would, and checks that the time read is when the
+// frame arrived, not when it was read.
+func TestStampedReaderKeepsArrivalTime(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for a network namespace")
+	}
+	runtime.LockOSThread() // the thread stays in the new namespace and dies with it
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		t.Fatalf("new network namespace: %v", err)
+	}
+	defer ns.Close()
+	lo, err := netlink.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := netlink.LinkSetUp(lo); err != nil {
+		t.Fatal(err)
+	}
+	ifi, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := packet.Listen(ifi, packet.Raw, ethPARP, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	rd, err := NewStampedReader(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := arpRequest(net.HardwareAddr{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("198.51.100.1"), netip.MustParseAddr("198.51.100.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1600)
+	if _, _, ok, err := rd.ReadPending(buf); ok || err != nil {
+		t.Fatalf("ReadPending on an idle socket = %v, %v; want nothing", ok, err)
+	}
+	sent := time.Now()
+	if _, err := conn.WriteTo(frame, &packet.Addr{HardwareAddr: net.HardwareAddr(frame[0:6])}); err != nil {
+		t.Fatal(err)
+	}
+	sentDone := time.Now()
+	// The pause stands for a reader scheduled late; its length is not
+	// what is tested.
+	time.Sleep(50 * time.Millisecond)
+	readAt := time.Now()
+	n, at, ok, err := rd.ReadPending(buf)
+	if err != nil || !ok {
+		t.Fatalf("ReadPending after sending = %v, %v; want the frame", ok, err)
+	}
+	if n != len(frame) {
+		t.Errorf("read %d bytes, sent %d", n, len(frame))
+	}
+	if at.Before(sent) || !at.Before(readAt) || at.After(sentDone) {
+		t.Errorf("frame stamped %v after sending began, sending took %v, read %v after: want the arrival time, within the send",
+			at.Sub(sent), sentDone.Sub(sent), readAt.Sub(sent))
+	}
+	// Blocking reads honour the deadline and stamp the same way.
+	if err := conn.SetReadDeadline(time.Now().Add(20 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rd.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read on an idle socket = %v, want a deadline error", err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	sent = time.Now()
+	if _, err := conn.WriteTo(frame, &packet.Addr{HardwareAddr: net.HardwareAddr(frame[0:6])}); err != nil {
+		t.Fatal(err)
+	}
+	sentDone = time.Now()
+	if _, at, err = rd.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	if at.Before(sent) || at.After(sentDone) {
+		t.Errorf("blocking read stamped the frame %v after sending began; sending took %v", at.Sub(sent), sentDone.Sub(sent))
+	}
+}
