@@ -97,3 +97,54 @@ func removeCgroupDir(d string) error {
 	}
 	return err
 }
+
+// labCPUShares is the CPU weight (cgroup v1 cpu.shares) of every lab
+// cgroup: each node's cgroup root and the group of the lab's own
+// processes. A process in no group weighs 1024, so when other work loads
+// the machine (a build, another test package) the cluster under test
+// still gets the CPU it needs, as a real node's kubepods does: an L2
+// answer measured late must be Herald's lateness, not the machine's.
+const labCPUShares = 262144
+
+// procsCgroup is the cpu cgroup of the lab's processes outside the nodes'
+// containers (control plane, containerd, kubelets, routers, probers). Its
+// name does not match runCgroups' pattern: stopping the nodes must not
+// kill them.
+func procsCgroup(id string) string { return filepath.Join(cgroupMount, "cpu", nsPrefix+id+"_lab") }
+
+// joinProcsCgroup moves pid into the run's procsCgroup, creating it with
+// labCPUShares first. Failing is not fatal (the lab then runs at the
+// weight of everything else), so it only logs.
+func (l *Lab) joinProcsCgroup(pid int) {
+	dir := procsCgroup(l.id)
+	err := os.Mkdir(dir, 0o755)
+	if err == nil || os.IsExist(err) {
+		err = os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(labCPUShares)), 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	}
+	if err != nil && !os.IsNotExist(err) {
+		l.log.Warn("lab process keeps the default CPU weight", "pid", pid, "err", err)
+	}
+}
+
+// removeProcsCgroup kills what is left in the run's procsCgroup (by PID)
+// and removes it.
+func removeProcsCgroup(id string) []string {
+	dir := procsCgroup(id)
+	if !exists(dir) {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for pids := cgroupPIDs(dir); len(pids) > 0 && time.Now().Before(deadline); pids = cgroupPIDs(dir) {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := removeCgroupDir(dir); err != nil {
+		return []string{"cgroup " + dir + ": " + err.Error()}
+	}
+	return nil
+}

@@ -101,6 +101,7 @@ func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string
 		errs = append(errs, removeCgroups(id)...)
 		removed = append(removed, fmt.Sprintf("%d node cgroups", len(cg)))
 	}
+	errs = append(errs, removeProcsCgroup(id)...)
 	for _, ns := range labNamespaces(id) {
 		if _, err := run(ctx, "ip", "netns", "del", ns); err != nil {
 			errs = append(errs, err.Error())

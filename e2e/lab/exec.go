@@ -56,6 +56,7 @@ func (l *Lab) spawn(o procOptions) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.joinProcsCgroup(p.PID())
 	r := recordOf(o.name+"@"+l.id, o.ns, p.PID(), o.logPath) // the run id in every recorded name
 	l.mu.Lock()
 	l.procs = append(l.procs, p)
@@ -79,6 +80,7 @@ func (l *Lab) forget(p *testenv.Process) {
 
 // remember records a process the lab did not start through spawn.
 func (l *Lab) remember(r procRecord) {
+	l.joinProcsCgroup(r.PID)
 	l.mu.Lock()
 	l.history = append(l.history, r)
 	l.mu.Unlock()

@@ -147,6 +147,9 @@ func (l *Lab) findLeftovers() []string {
 	for _, cg := range runCgroups(l.id) {
 		left = append(left, "cgroup "+cg)
 	}
+	if exists(procsCgroup(l.id)) {
+		left = append(left, "cgroup "+procsCgroup(l.id))
+	}
 	if mounts, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
 		for _, line := range strings.Split(string(mounts), "\n") {
 			if strings.Contains(line, nsPrefix+l.id+"-") || strings.Contains(line, l.dir) {
