@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -41,7 +42,7 @@ type ProcOptions struct {
 // test.
 type Proc struct {
 	Name  string
-	n     *Network
+	t     testing.TB
 	o     ProcOptions
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
@@ -62,10 +63,28 @@ func TestBinary(test string, flags ...string) ([]string, error) {
 }
 
 // Start starts a process in ns as o says; a failure to start fails the
-// test. The process is stopped (Stop) when the network closes.
+// test. The process is stopped (Stop) when the network closes, before the
+// namespaces go.
 func (n *Network) Start(ns string, o ProcOptions) *Proc {
 	n.t.Helper()
-	p := &Proc{Name: o.Name, n: n, o: o, done: make(chan struct{})}
+	p := start(n.t, ns, o)
+	n.onClose(p.Stop)
+	return p
+}
+
+// StartProc starts a process in ns (a namespace of a Network) as o says;
+// a failure to start fails the test. The process is stopped when the test
+// ends: a cleanup registered after the Network's runs before it.
+func StartProc(t testing.TB, ns string, o ProcOptions) *Proc {
+	t.Helper()
+	p := start(t, ns, o)
+	t.Cleanup(p.Stop)
+	return p
+}
+
+func start(t testing.TB, ns string, o ProcOptions) *Proc {
+	t.Helper()
+	p := &Proc{Name: o.Name, t: t, o: o, done: make(chan struct{})}
 	if p.Name == "" {
 		p.Name = o.Argv[0]
 	}
@@ -77,19 +96,19 @@ func (n *Network) Start(ns string, o ProcOptions) *Proc {
 	var err error
 	if o.Stdin {
 		if p.stdin, err = p.cmd.StdinPipe(); err != nil {
-			n.t.Fatal(err)
+			t.Fatal(err)
 		}
 	}
 	var stdout io.Reader
 	if o.Stdout != nil {
 		if stdout, err = p.cmd.StdoutPipe(); err != nil {
-			n.t.Fatal(err)
+			t.Fatal(err)
 		}
 	} else {
 		p.cmd.Stdout = &p.logs
 	}
 	if err := p.cmd.Start(); err != nil {
-		n.t.Fatalf("start %s: %v", p.Name, err)
+		t.Fatalf("start %s: %v", p.Name, err)
 	}
 	go func() {
 		if stdout != nil {
@@ -98,7 +117,6 @@ func (n *Network) Start(ns string, o ProcOptions) *Proc {
 		p.err = p.cmd.Wait()
 		close(p.done)
 	}()
-	n.onClose(p.Stop)
 	return p
 }
 
@@ -158,7 +176,7 @@ func (p *Proc) Stop() {
 }
 
 func (p *Proc) stop() {
-	t := p.n.t
+	t := p.t
 	if p.stdin != nil {
 		_ = p.stdin.Close()
 	} else if p.o.Grace > 0 && !p.Exited() {
