@@ -25,6 +25,11 @@ func TestOverlapsRanges(t *testing.T) {
 	if _, ok := ParseRouteDst("default"); ok {
 		t.Error("default route parsed as a prefix")
 	}
+	for dev, want := range map[string]bool{"herald1a2b": true, "heraldab": false, "herald1A2b": false, "eth0": false, "herald1a2b3": false} {
+		if isRootLeg(dev) != want {
+			t.Errorf("isRootLeg(%q) = %v", dev, !want)
+		}
+	}
 }
 
 func TestPoll(t *testing.T) {

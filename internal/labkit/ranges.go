@@ -28,17 +28,32 @@ func OverlapsRanges(p netip.Prefix) bool {
 	return slices.ContainsFunc(Ranges(), func(r netip.Prefix) bool { return p.Bits() >= r.Bits() && r.Overlaps(p) })
 }
 
+// RootLegStem begins the name of the one link a real-cluster lab
+// (e2e/lab) puts in the root namespace: herald<4-character run id>.
+const RootLegStem = "herald"
+
+// isRootLeg reports whether dev is a real-cluster lab's root leg.
+func isRootLeg(dev string) bool {
+	id, ok := strings.CutPrefix(dev, RootLegStem)
+	return ok && len(id) == 4 && strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789") == ""
+}
+
 // CheckRootNamespace returns an error naming what it found when the lab's
 // ranges are already configured (addresses or routes) in the root
 // namespace: a lab there (or a crashed one) would collide with a new one,
-// and on these machines such a route would mean the uplink itself.
-func CheckRootNamespace(ctx context.Context) error {
+// and on these machines such a route could mean the uplink itself. With
+// allowLabLegs, what is on a real-cluster lab's root leg does not count
+// (for labs that never touch the root namespace).
+func CheckRootNamespace(ctx context.Context, allowLabLegs bool) error {
 	var found []string
 	ifaces, err := net.Interfaces()
 	if err != nil {
 		return fmt.Errorf("listing interfaces: %w", err)
 	}
 	for _, ifi := range ifaces {
+		if allowLabLegs && isRootLeg(ifi.Name) {
+			continue
+		}
 		addrs, _ := ifi.Addrs()
 		for _, a := range addrs {
 			if p, err := netip.ParsePrefix(a.String()); err == nil && InRange(p.Addr()) {
@@ -56,6 +71,9 @@ func CheckRootNamespace(ctx context.Context) error {
 			return fmt.Errorf("parsing ip route: %w", err)
 		}
 		for _, r := range routes {
+			if allowLabLegs && isRootLeg(r.Dev) {
+				continue
+			}
 			if p, ok := ParseRouteDst(r.Dst); ok && OverlapsRanges(p) {
 				found = append(found, fmt.Sprintf("route %s dev %s", r.Dst, r.Dev))
 			}
