@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -19,7 +20,7 @@ func (l *Lab) Exec(ctx context.Context, host string, argv ...string) (string, er
 	if len(argv) == 0 {
 		return "", fmt.Errorf("exec in %s: empty command", host)
 	}
-	return run(ctx, inNS(ns, argv...)...)
+	return run(ctx, labkit.InNS(ns, argv...)...)
 }
 
 // Start starts argv inside host's namespace as a process named name (its

@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -99,7 +100,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 	if err := clearStaleRuns(ctx, l.opts.StateRoot, l.log); err != nil {
 		return err
 	}
-	if err := checkRootNamespace(ctx); err != nil {
+	if err := labkit.CheckRootNamespace(ctx, false); err != nil {
 		return err
 	}
 	if err := checkRegistries(ctx); err != nil {

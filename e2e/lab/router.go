@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // routerRun is the router daemon set currently running.
@@ -21,11 +19,25 @@ type routerRun struct {
 	procs []*Process
 }
 
-func (r *routerRun) socket() string {
+// cli is the router's command line, FRR's or BIRD's.
+func (r *routerRun) cli() labkit.Router {
 	if r.kind == BIRD {
-		return filepath.Join(r.dir, "bird.ctl")
+		return labkit.BIRD{Dir: r.dir}
 	}
-	return r.dir
+	return labkit.FRR{Dir: r.dir}
+}
+
+// routerSpawner starts the router's daemons as lab processes (recorded,
+// stopped by PID) named prefix+daemon in the router namespace.
+func (l *Lab) routerSpawner(r *routerRun, prefix string) labkit.Spawner {
+	return func(name string, argv []string) (labkit.Daemon, error) {
+		p, err := l.spawn(procOptions{name: prefix + name, ns: l.ns(Router), argv: argv})
+		if err != nil {
+			return nil, err
+		}
+		r.procs = append(r.procs, p)
+		return p, nil
+	}
 }
 
 // startRouter starts the configured router implementation.
@@ -133,10 +145,7 @@ func (l *Lab) RouterCLI(ctx context.Context, command string) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("no router running")
 	}
-	if r.kind == BIRD {
-		return run(ctx, append([]string{"birdc", "-s", r.socket()}, strings.Fields(command)...)...)
-	}
-	return run(ctx, "vtysh", "--vty_socket", r.dir, "-c", command)
+	return r.cli().CLI(ctx, command)
 }
 
 // RouterShellHint is how a human reaches the router's CLI.
@@ -146,59 +155,18 @@ func (l *Lab) RouterShellHint() string {
 	if l.router == nil {
 		return ""
 	}
-	if l.router.kind == BIRD {
-		return "birdc -s " + l.router.socket()
-	}
-	return "vtysh --vty_socket " + l.router.dir
+	return l.router.cli().ShellHint()
 }
 
 // waitBGPListening waits until the router listens on TCP 179.
 func (l *Lab) waitBGPListening(ctx context.Context, r *routerRun) error {
-	return poll(ctx, 30*time.Second, "BGP listening on port 179 in the router namespace", func() (bool, error) {
+	return labkit.Poll(ctx, 30*time.Second, "BGP listening on port 179 in the router namespace", func() (bool, error) {
 		for _, p := range r.procs {
 			if p.Exited() {
 				return false, fmt.Errorf("%s exited (%v); last log lines:\n%s", p.Name, p.Err(), p.Tail(20))
 			}
 		}
-		out, err := run(ctx, inNS(l.ns(Router), "ss", "-Htln", "sport = :179")...)
+		out, err := run(ctx, labkit.InNS(l.ns(Router), "ss", "-Htln", "sport = :179")...)
 		return err == nil && strings.TrimSpace(out) != "", nil
 	})
-}
-
-// poll checks cond every 100 ms until it holds, fails, or timeout passes.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not done after %s", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// chownFRR gives paths to user frr: the FRR daemons drop to it.
-func chownFRR(paths ...string) error {
-	u, err := user.Lookup("frr")
-	if err != nil {
-		return err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	for _, p := range paths {
-		if err := os.Chown(p, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
 }

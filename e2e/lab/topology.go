@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // The lab's hosts and how they are wired:
@@ -65,7 +67,7 @@ func (l *Lab) buildTopology(ctx context.Context) error {
 	}
 	err := parallel(len(hosts), func(i int) error {
 		argv := append([]string{"sysctl", "-qw"}, sysctlsFor(hosts[i])...)
-		if _, err := run(ctx, inNS(l.ns(hosts[i]), argv...)...); err != nil {
+		if _, err := run(ctx, labkit.InNS(l.ns(hosts[i]), argv...)...); err != nil {
 			return fmt.Errorf("sysctls of %s: %w", hosts[i], err)
 		}
 		return nil
