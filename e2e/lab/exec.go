@@ -12,8 +12,8 @@ import (
 // Exec runs argv inside host's namespace ("" or "root": the root
 // namespace) and returns its standard output; the error carries the
 // command line and its standard error.
-func (l *Lab) Exec(ctx context.Context, host string, argv ...string) (string, error) {
-	ns, err := l.resolve(host)
+func (nw *Network) Exec(ctx context.Context, host string, argv ...string) (string, error) {
+	ns, err := nw.resolve(host)
 	if err != nil {
 		return "", err
 	}

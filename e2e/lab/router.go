@@ -81,23 +81,23 @@ func (l *Lab) ReconfigureRouter(ctx context.Context, kind RouterKind, bgp BGPOpt
 }
 
 // RouterKind is the router implementation running now.
-func (l *Lab) RouterKind() RouterKind {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.router == nil {
+func (rs *Routers) RouterKind() RouterKind {
+	rs.routerMu.Lock()
+	defer rs.routerMu.Unlock()
+	if rs.router == nil {
 		return ""
 	}
-	return l.router.kind
+	return rs.router.kind
 }
 
 // RouterConfig is the configuration the router runs with now.
-func (l *Lab) RouterConfig() routerconf.Config {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.router == nil {
+func (rs *Routers) RouterConfig() routerconf.Config {
+	rs.routerMu.Lock()
+	defer rs.routerMu.Unlock()
+	if rs.router == nil {
 		return routerconf.Config{}
 	}
-	return l.router.cfg
+	return rs.router.cfg
 }
 
 func (l *Lab) runRouter(ctx context.Context, kind RouterKind, cfg routerconf.Config) error {
@@ -109,9 +109,9 @@ func (l *Lab) runRouter(ctx context.Context, kind RouterKind, cfg routerconf.Con
 		r, err = l.startFRR(ctx, cfg)
 	}
 	if r != nil {
-		l.mu.Lock()
+		l.routerMu.Lock()
 		l.router = r
-		l.mu.Unlock()
+		l.routerMu.Unlock()
 	}
 	if err != nil {
 		return fmt.Errorf("%s router: %w", kind, err)
@@ -122,10 +122,10 @@ func (l *Lab) runRouter(ctx context.Context, kind RouterKind, cfg routerconf.Con
 // stopRouter stops the router daemons (FRR's zebra and BIRD take their
 // routes out of the kernel as they exit).
 func (l *Lab) stopRouter() error {
-	l.mu.Lock()
+	l.routerMu.Lock()
 	r := l.router
 	l.router = nil
-	l.mu.Unlock()
+	l.routerMu.Unlock()
 	if r == nil {
 		return nil
 	}
@@ -138,10 +138,10 @@ func (l *Lab) stopRouter() error {
 
 // RouterCLI runs one command on the router: `vtysh -c command` for FRR,
 // `birdc command...` for BIRD.
-func (l *Lab) RouterCLI(ctx context.Context, command string) (string, error) {
-	l.mu.Lock()
-	r := l.router
-	l.mu.Unlock()
+func (rs *Routers) RouterCLI(ctx context.Context, command string) (string, error) {
+	rs.routerMu.Lock()
+	r := rs.router
+	rs.routerMu.Unlock()
 	if r == nil {
 		return "", fmt.Errorf("no router running")
 	}
@@ -149,13 +149,13 @@ func (l *Lab) RouterCLI(ctx context.Context, command string) (string, error) {
 }
 
 // RouterShellHint is how a human reaches the router's CLI.
-func (l *Lab) RouterShellHint() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.router == nil {
+func (rs *Routers) RouterShellHint() string {
+	rs.routerMu.Lock()
+	defer rs.routerMu.Unlock()
+	if rs.router == nil {
 		return ""
 	}
-	return l.router.cli().ShellHint()
+	return rs.router.cli().ShellHint()
 }
 
 // waitBGPListening waits until the router listens on TCP 179.
