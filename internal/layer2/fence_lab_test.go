@@ -22,10 +22,7 @@ func TestLabFenceSplitBrain(t *testing.T) {
 		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
 		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
 	}
-	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.AddAddr(client, probeSource6(i).String()+"/64")
-	}
+	client := l.addProbingClient()
 	cli := startHelper(t, client, "client")
 	cli.expect("ready")
 	h := &handoverLab{lab: l, t: t, client: client, cli: cli, macs: [2]string{macNode1, macNode2}}

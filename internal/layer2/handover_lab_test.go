@@ -34,10 +34,7 @@ func newHandoverLab(t testing.TB) *handoverLab {
 		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
 		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
 	}
-	h.client = l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.AddAddr(h.client, probeSource6(i).String()+"/64")
-	}
+	h.client = l.addProbingClient()
 	h.cli = startHelper(t, h.client, "client")
 	h.cli.expect("ready")
 	for i, ns := range nodes {

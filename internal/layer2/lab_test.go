@@ -44,3 +44,13 @@ func (l *lab) neigh(ns, ip string) string {
 	}
 	return strings.TrimSpace(l.IP(ns, fam, "neigh", "show", ip, "dev", "eth0"))
 }
+
+// addProbingClient adds the client with the IPv6 sources of probeBoth
+// configured (its kernel must know them to receive the answers).
+func (l *lab) addProbingClient() string {
+	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
+	for i := range probeSources6 {
+		l.AddAddr(client, probeSource6(i).String()+"/64")
+	}
+	return client
+}

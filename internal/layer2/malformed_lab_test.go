@@ -16,10 +16,7 @@ import (
 func TestLabMalformedARPBurst(t *testing.T) {
 	l := newLab(t)
 	node := l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64")
-	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.AddAddr(client, probeSource6(i).String()+"/64")
-	}
+	client := l.addProbingClient()
 	cli := startHelper(t, client, "client")
 	cli.expect("ready")
 	ann := startHelper(t, node, "announcer", "HERALD_L2_LOG=info")
