@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // clearStaleRuns removes runs left by a crashed owner. The caller holds
@@ -103,7 +105,7 @@ func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string
 	}
 	errs = append(errs, removeProcsCgroup(id)...)
 	for _, ns := range labNamespaces(id) {
-		if _, err := run(ctx, "ip", "netns", "del", ns); err != nil {
+		if err := labkit.DeleteNS(ctx, ns); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
@@ -147,11 +149,8 @@ func runPIDs(ctx context.Context, dir, id string) []procRecord {
 		}
 	}
 	for _, ns := range labNamespaces(id) {
-		text, _ := run(ctx, "ip", "netns", "pids", ns)
-		for _, f := range strings.Fields(text) {
-			if pid, err := strconv.Atoi(f); err == nil {
-				out = append(out, recordOf("in "+ns, ns, pid, ""))
-			}
+		for _, pid := range labkit.NSPIDs(ctx, ns) {
+			out = append(out, recordOf("in "+ns, ns, pid, ""))
 		}
 	}
 	out = append(out, pidsReferring(dir+string(filepath.Separator))...)

@@ -76,25 +76,25 @@ func (l *Lab) initCluster(ctx context.Context) error {
 
 // ControlPlane is the lab's etcd + kube-apiserver (for ClientConfig and
 // TokenConfig of other identities).
-func (l *Lab) ControlPlane() *testenv.ControlPlane { return l.cp }
+func (cl *Cluster) ControlPlane() *testenv.ControlPlane { return cl.cp }
 
 // Client is an admin clientset.
-func (l *Lab) Client() kubernetes.Interface { return l.kube }
+func (cl *Cluster) Client() kubernetes.Interface { return cl.kube }
 
 // AdminConfig authenticates as a member of system:masters.
-func (l *Lab) AdminConfig() *rest.Config { return rest.CopyConfig(l.cp.AdminConfig) }
+func (cl *Cluster) AdminConfig() *rest.Config { return rest.CopyConfig(cl.cp.AdminConfig) }
 
 // AdminKubeconfig is the path of the admin kubeconfig; its server,
 // https://198.51.100.126:<port>, is reachable from the root namespace
 // and from inside every lab namespace.
-func (l *Lab) AdminKubeconfig() string { return l.adminKubeconfig }
+func (cl *Cluster) AdminKubeconfig() string { return cl.adminKubeconfig }
 
 // KubeProxyKubeconfig is the kubeconfig kube-proxy uses (user
 // system:kube-proxy).
-func (l *Lab) KubeProxyKubeconfig() string { return l.proxyKubeconfig }
+func (cl *Cluster) KubeProxyKubeconfig() string { return cl.proxyKubeconfig }
 
 // APIServerURL is https://198.51.100.126:<port>.
-func (l *Lab) APIServerURL() string { return l.cp.URL }
+func (cl *Cluster) APIServerURL() string { return cl.cp.URL }
 
 // Kubeconfig writes a kubeconfig for a client-certificate identity (user
 // in groups) into the run directory as <name>.kubeconfig and returns its

@@ -41,6 +41,14 @@
 // status or EndpointSlices (the kubelets and the endpointslice controller
 // do), stop a process by name, or install Herald itself (e2e/deploy does).
 //
+// Lab is split by concern: Network (namespaces, links, addresses, routes),
+// Routers (FRR or BIRD) and Cluster (the API, kubectl, Nodes, Services)
+// are embedded in it; the rest of Lab is the run (state file, processes,
+// start and teardown, the kubelets and containerd). The network, process,
+// router and polling pieces underneath are internal/labkit's, shared with
+// the internal lab tests of internal/bgp, internal/layer2 and
+// internal/members.
+//
 // One lab at a time per machine (there is one address plan): Start waits
 // for a machine-wide lock, so test packages that run in parallel take
 // turns, and it removes what crashed runs left behind.

@@ -5,21 +5,22 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // Exec runs argv inside host's namespace ("" or "root": the root
 // namespace) and returns its standard output; the error carries the
 // command line and its standard error.
-func (l *Lab) Exec(ctx context.Context, host string, argv ...string) (string, error) {
-	ns, err := l.resolve(host)
+func (nw *Network) Exec(ctx context.Context, host string, argv ...string) (string, error) {
+	ns, err := nw.resolve(host)
 	if err != nil {
 		return "", err
 	}
 	if len(argv) == 0 {
 		return "", fmt.Errorf("exec in %s: empty command", host)
 	}
-	return run(ctx, inNS(ns, argv...)...)
+	return run(ctx, labkit.InNS(ns, argv...)...)
 }
 
 // Start starts argv inside host's namespace as a process named name (its

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -45,7 +46,7 @@ func (l *Lab) waitHTTP(ctx context.Context, ns, url string, proc *Process, timeo
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
-		_, err := run(ctx, inNS(ns, l.bin.labprobe, "http", "-url", url, "-timeout", "1s")...)
+		_, err := run(ctx, labkit.InNS(ns, l.bin.labprobe, "http", "-url", url, "-timeout", "1s")...)
 		if err == nil {
 			return nil
 		}

@@ -13,35 +13,31 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
-// Lab is a running lab: namespaces, router, control plane, kube-proxy and
-// pod servers. Its methods are safe for concurrent use.
+// Lab is a running lab, split by concern: its Network (namespaces,
+// links, addresses, routes), its Routers (FRR or BIRD) and its Cluster
+// (the Kubernetes API and what acts through it), whose methods it
+// offers as its own; the rest of Lab is the run itself (state, processes,
+// start and teardown). Its methods are safe for concurrent use.
 type Lab struct {
+	Network
+	Routers
+	Cluster
+
 	opts  Options
 	log   *slog.Logger
-	id    string
 	dir   string
 	lock  *machineLock
 	state *stateFile
-	nodes []Node
-	// macs maps a segment MAC to its host (router, client, nodeN).
-	macs map[string]string
-	bin  binaries
-	repo string
-
-	cp              *testenv.ControlPlane
-	kube            kubernetes.Interface
-	adminKubeconfig string
-	proxyKubeconfig string
+	bin   binaries
+	repo  string
 
 	mu      sync.Mutex
 	procs   []*Process   // running, in start order
 	history []procRecord // every process ever started, for Leftovers
-	router  *routerRun
 	timings []Timing
 	closed  bool
 	// leftovers is what Close found still there after teardown.
@@ -67,7 +63,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 	if err := checkPlatform(); err != nil {
 		return nil, err
 	}
-	l := &Lab{opts: opts, log: opts.Logger, macs: map[string]string{}}
+	l := &Lab{Network: Network{macs: map[string]string{}}, opts: opts, log: opts.Logger}
 	if err := l.prepare(ctx); err != nil {
 		l.lock.release()
 		return nil, err
@@ -99,7 +95,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 	if err := clearStaleRuns(ctx, l.opts.StateRoot, l.log); err != nil {
 		return err
 	}
-	if err := checkRootNamespace(ctx); err != nil {
+	if err := labkit.CheckRootNamespace(ctx, false); err != nil {
 		return err
 	}
 	if err := checkRegistries(ctx); err != nil {
@@ -179,53 +175,53 @@ func (l *Lab) Options() Options { return l.opts }
 
 // ns maps a host name to its namespace; "" and "root" are the root
 // namespace, and a full namespace name maps to itself.
-func (l *Lab) ns(host string) string {
+func (nw *Network) ns(host string) string {
 	switch {
 	case host == "" || host == Root:
 		return ""
 	case strings.HasPrefix(host, nsPrefix):
 		return host
 	}
-	return nsName(l.id, host)
+	return nsName(nw.id, host)
 }
 
 // NS is the network namespace of a host ("" for the root namespace), for
 // `ip netns exec`.
-func (l *Lab) NS(host string) string { return l.ns(host) }
+func (nw *Network) NS(host string) string { return nw.ns(host) }
 
 // resolve checks that host is one of the lab's and returns its namespace.
-func (l *Lab) resolve(host string) (string, error) {
-	ns := l.ns(host)
+func (nw *Network) resolve(host string) (string, error) {
+	ns := nw.ns(host)
 	if ns == "" {
 		return "", nil
 	}
-	for _, h := range l.hostNames() {
-		if l.ns(h) == ns {
+	for _, h := range nw.hostNames() {
+		if nw.ns(h) == ns {
 			return ns, nil
 		}
 	}
-	return "", fmt.Errorf("no lab host %q (hosts: %s, or root)", host, strings.Join(l.hostNames(), ", "))
+	return "", fmt.Errorf("no lab host %q (hosts: %s, or root)", host, strings.Join(nw.hostNames(), ", "))
 }
 
 // Nodes of the lab, in order.
-func (l *Lab) Nodes() []Node { return append([]Node(nil), l.nodes...) }
+func (nw *Network) Nodes() []Node { return append([]Node(nil), nw.nodes...) }
 
 // Node returns the named node.
-func (l *Lab) Node(name string) (Node, error) {
-	for _, n := range l.nodes {
+func (nw *Network) Node(name string) (Node, error) {
+	for _, n := range nw.nodes {
 		if n.Name == name {
 			return n, nil
 		}
 	}
-	return Node{}, fmt.Errorf("no node %q in this %d-node lab", name, len(l.nodes))
+	return Node{}, fmt.Errorf("no node %q in this %d-node lab", name, len(nw.nodes))
 }
 
 // NodeOfMAC names the segment host owning mac ("node2", "router",
 // "client"), or "" when it is none of them.
-func (l *Lab) NodeOfMAC(mac net.HardwareAddr) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.macs[mac.String()]
+func (nw *Network) NodeOfMAC(mac net.HardwareAddr) string {
+	nw.macsMu.Lock()
+	defer nw.macsMu.Unlock()
+	return nw.macs[mac.String()]
 }
 
 // parallel runs f(0..n-1) concurrently and joins the errors.

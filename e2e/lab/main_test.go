@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // One lab for the package: default options (3 nodes, FRR, nftables).
@@ -19,20 +20,16 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// eventually polls cond every 100ms until it holds or the deadline passes.
+// eventually is labkit.EventuallyWhy for a condition that returns an
+// error while it does not hold.
 func eventually(t *testing.T, d time.Duration, what string, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		err := cond()
-		if err == nil {
-			return
+	labkit.EventuallyWhy(t, d, what, func() (bool, string) {
+		if err := cond(); err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s: %v", what, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return true, ""
+	})
 }
 
 func addr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -36,27 +36,27 @@ func linkLocal(ctx context.Context, ns, dev string) (netip.Addr, error) {
 // SetLink takes a node's cable out or puts it back: its port on the
 // bridge goes down or up. The node's own eth0 stays up and keeps its
 // addresses and routes; it sees carrier loss, as with a pulled cable.
-func (l *Lab) SetLink(ctx context.Context, node string, up bool) error {
-	n, err := l.Node(node)
+func (nw *Network) SetLink(ctx context.Context, node string, up bool) error {
+	n, err := nw.Node(node)
 	if err != nil {
 		return err
 	}
-	_, err = run(ctx, "ip", "-n", l.ns(Bridge), "link", "set", n.Name, upDown(up))
+	_, err = run(ctx, "ip", "-n", nw.ns(Bridge), "link", "set", n.Name, upDown(up))
 	return err
 }
 
 // SetNodeLink sets the node's own eth0 down or up. The kernel drops the
 // IPv4 routes through a downed interface (IPv6 addresses stay:
 // keep_addr_on_down), so bringing it up restores the node's routes.
-func (l *Lab) SetNodeLink(ctx context.Context, node string, up bool) error {
-	n, err := l.Node(node)
+func (nw *Network) SetNodeLink(ctx context.Context, node string, up bool) error {
+	n, err := nw.Node(node)
 	if err != nil {
 		return err
 	}
 	if _, err := run(ctx, "ip", "-n", n.NS, "link", "set", "eth0", upDown(up)); err != nil || !up {
 		return err
 	}
-	return ipBatch(ctx, n.NS, l.nodeRoutes(n))
+	return ipBatch(ctx, n.NS, nw.nodeRoutes(n))
 }
 
 func upDown(up bool) string {
@@ -67,8 +67,8 @@ func upDown(up bool) string {
 }
 
 // Ping sends one ICMP echo from host to addr and waits up to a second.
-func (l *Lab) Ping(ctx context.Context, host string, addr netip.Addr) error {
-	_, err := l.Exec(ctx, host, "ping", "-n", "-q", "-c", "1", "-W", "1", addr.String())
+func (nw *Network) Ping(ctx context.Context, host string, addr netip.Addr) error {
+	_, err := nw.Exec(ctx, host, "ping", "-n", "-q", "-c", "1", "-W", "1", addr.String())
 	return err
 }
 
@@ -83,8 +83,8 @@ type NeighborEntry struct {
 
 // Neighbor reads host's neighbor entry for addr on eth0; a missing entry
 // is an empty NeighborEntry and no error.
-func (l *Lab) Neighbor(ctx context.Context, host string, addr netip.Addr) (NeighborEntry, error) {
-	out, err := l.Exec(ctx, host, "ip", "-j", "neigh", "show", "to", addr.String(), "dev", "eth0")
+func (nw *Network) Neighbor(ctx context.Context, host string, addr netip.Addr) (NeighborEntry, error) {
+	out, err := nw.Exec(ctx, host, "ip", "-j", "neigh", "show", "to", addr.String(), "dev", "eth0")
 	if err != nil {
 		return NeighborEntry{}, err
 	}
@@ -102,7 +102,7 @@ func (l *Lab) Neighbor(ctx context.Context, host string, addr netip.Addr) (Neigh
 		}
 		ne := NeighborEntry{Addr: addr, State: e.State}
 		if mac, err := net.ParseMAC(e.LLAddr); err == nil {
-			ne.MAC, ne.Node = mac, l.NodeOfMAC(mac)
+			ne.MAC, ne.Node = mac, nw.NodeOfMAC(mac)
 		}
 		return ne, nil
 	}
@@ -111,14 +111,14 @@ func (l *Lab) Neighbor(ctx context.Context, host string, addr netip.Addr) (Neigh
 
 // SetNeighbor pins host's neighbor entry for addr on eth0 to mac
 // (PERMANENT), e.g. to send VIP traffic to one node without Herald.
-func (l *Lab) SetNeighbor(ctx context.Context, host string, addr netip.Addr, mac net.HardwareAddr) error {
-	_, err := l.Exec(ctx, host, "ip", "neigh", "replace", addr.String(), "lladdr", mac.String(), "dev", "eth0", "nud", "permanent")
+func (nw *Network) SetNeighbor(ctx context.Context, host string, addr netip.Addr, mac net.HardwareAddr) error {
+	_, err := nw.Exec(ctx, host, "ip", "neigh", "replace", addr.String(), "lladdr", mac.String(), "dev", "eth0", "nud", "permanent")
 	return err
 }
 
 // DeleteNeighbor removes host's neighbor entry for addr (no error if none).
-func (l *Lab) DeleteNeighbor(ctx context.Context, host string, addr netip.Addr) error {
-	_, err := l.Exec(ctx, host, "ip", "neigh", "del", addr.String(), "dev", "eth0")
+func (nw *Network) DeleteNeighbor(ctx context.Context, host string, addr netip.Addr) error {
+	_, err := nw.Exec(ctx, host, "ip", "neigh", "del", addr.String(), "dev", "eth0")
 	if err != nil && strings.Contains(err.Error(), "No such file") {
 		return nil
 	}
@@ -127,7 +127,7 @@ func (l *Lab) DeleteNeighbor(ctx context.Context, host string, addr netip.Addr) 
 
 // ReplaceRoute sets a static route in host's namespace to prefix via one
 // or more next hops (several make an ECMP route).
-func (l *Lab) ReplaceRoute(ctx context.Context, host string, prefix netip.Prefix, via ...netip.Addr) error {
+func (nw *Network) ReplaceRoute(ctx context.Context, host string, prefix netip.Prefix, via ...netip.Addr) error {
 	if len(via) == 0 {
 		return fmt.Errorf("route %s in %s: no next hop", prefix, host)
 	}
@@ -139,12 +139,12 @@ func (l *Lab) ReplaceRoute(ctx context.Context, host string, prefix netip.Prefix
 			argv = append(argv, "nexthop", "via", v.String())
 		}
 	}
-	_, err := l.Exec(ctx, host, argv...)
+	_, err := nw.Exec(ctx, host, argv...)
 	return err
 }
 
 // DeleteRoute removes host's route to prefix.
-func (l *Lab) DeleteRoute(ctx context.Context, host string, prefix netip.Prefix) error {
-	_, err := l.Exec(ctx, host, "ip", "route", "del", prefix.String())
+func (nw *Network) DeleteRoute(ctx context.Context, host string, prefix netip.Prefix) error {
+	_, err := nw.Exec(ctx, host, "ip", "route", "del", prefix.String())
 	return err
 }

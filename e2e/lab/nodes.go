@@ -14,8 +14,8 @@ import (
 // SetNodeCondition sets (or adds) a condition the kubelet does not own in
 // the node's status, e.g. NetworkUnavailable (Ready is the kubelet's: stop
 // it with StopKubelet for a real NotReady).
-func (l *Lab) SetNodeCondition(ctx context.Context, node string, typ corev1.NodeConditionType, status corev1.ConditionStatus) error {
-	return l.updateNode(ctx, node, true, func(n *corev1.Node) {
+func (cl *Cluster) SetNodeCondition(ctx context.Context, node string, typ corev1.NodeConditionType, status corev1.ConditionStatus) error {
+	return cl.updateNode(ctx, node, true, func(n *corev1.Node) {
 		now := metav1.Now()
 		c := corev1.NodeCondition{Type: typ, Status: status, LastHeartbeatTime: now, LastTransitionTime: now, Reason: "HeraldLab"}
 		i := slices.IndexFunc(n.Status.Conditions, func(x corev1.NodeCondition) bool { return x.Type == typ })
@@ -31,8 +31,8 @@ func (l *Lab) SetNodeCondition(ctx context.Context, node string, typ corev1.Node
 }
 
 // SetNodeLabel sets a label on the node.
-func (l *Lab) SetNodeLabel(ctx context.Context, node, key, value string) error {
-	return l.updateNode(ctx, node, false, func(n *corev1.Node) {
+func (cl *Cluster) SetNodeLabel(ctx context.Context, node, key, value string) error {
+	return cl.updateNode(ctx, node, false, func(n *corev1.Node) {
 		if n.Labels == nil {
 			n.Labels = map[string]string{}
 		}
@@ -41,38 +41,38 @@ func (l *Lab) SetNodeLabel(ctx context.Context, node, key, value string) error {
 }
 
 // RemoveNodeLabel removes a label from the node (no error if absent).
-func (l *Lab) RemoveNodeLabel(ctx context.Context, node, key string) error {
-	return l.updateNode(ctx, node, false, func(n *corev1.Node) { delete(n.Labels, key) })
+func (cl *Cluster) RemoveNodeLabel(ctx context.Context, node, key string) error {
+	return cl.updateNode(ctx, node, false, func(n *corev1.Node) { delete(n.Labels, key) })
 }
 
 // AddNodeTaint adds a taint (replacing one with the same key and effect).
-func (l *Lab) AddNodeTaint(ctx context.Context, node string, taint corev1.Taint) error {
-	return l.updateNode(ctx, node, false, func(n *corev1.Node) {
+func (cl *Cluster) AddNodeTaint(ctx context.Context, node string, taint corev1.Taint) error {
+	return cl.updateNode(ctx, node, false, func(n *corev1.Node) {
 		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == taint.Key && t.Effect == taint.Effect })
 		n.Spec.Taints = append(n.Spec.Taints, taint)
 	})
 }
 
 // RemoveNodeTaint removes every taint with key.
-func (l *Lab) RemoveNodeTaint(ctx context.Context, node, key string) error {
-	return l.updateNode(ctx, node, false, func(n *corev1.Node) {
+func (cl *Cluster) RemoveNodeTaint(ctx context.Context, node, key string) error {
+	return cl.updateNode(ctx, node, false, func(n *corev1.Node) {
 		n.Spec.Taints = slices.DeleteFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
 	})
 }
 
 // updateNode applies change to the node (or its status) and retries on
 // conflicts.
-func (l *Lab) updateNode(ctx context.Context, name string, status bool, change func(*corev1.Node)) error {
+func (cl *Cluster) updateNode(ctx context.Context, name string, status bool, change func(*corev1.Node)) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		n, err := l.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := cl.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		change(n)
 		if status {
-			_, err = l.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
+			_, err = cl.kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{})
 		} else {
-			_, err = l.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+			_, err = cl.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		}
 		return err
 	})
@@ -83,9 +83,9 @@ func (l *Lab) updateNode(ctx context.Context, name string, status bool, change f
 }
 
 // ensureNamespace creates a namespace when missing.
-func (l *Lab) ensureNamespace(ctx context.Context, name string) error {
+func (cl *Cluster) ensureNamespace(ctx context.Context, name string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	_, err := l.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	_, err := cl.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("namespace %s: %w", name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/probe"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // Answer is one answer to an ARP who-has or a neighbor solicitation sent
@@ -89,7 +90,7 @@ func (l *Lab) probeOnce(ctx context.Context, kind string, vip netip.Addr, mac ne
 	if mac != nil {
 		argv = append(argv, "-dst-mac", mac.String())
 	}
-	out, err := run(ctx, inNS(l.ns(Client), argv...)...)
+	out, err := run(ctx, labkit.InNS(l.ns(Client), argv...)...)
 	if err != nil {
 		return nil, fmt.Errorf("%s probe of %v: %w", kind, vip, err)
 	}

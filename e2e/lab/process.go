@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -35,7 +36,7 @@ type procOptions struct {
 // SIGKILL when the caller dies; detached, it runs in its own session.
 func startProc(o procOptions) (*Process, error) {
 	p, err := testenv.Spawn(testenv.ProcessOptions{
-		Name: o.name, LogPath: o.logPath, Argv: inNS(o.ns, o.argv...), Env: o.env,
+		Name: o.name, LogPath: o.logPath, Argv: labkit.InNS(o.ns, o.argv...), Env: o.env,
 		Stdout: o.stdout, Detached: o.detached, OnExit: o.onExit,
 	})
 	if err != nil {

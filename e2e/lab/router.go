@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/user"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // routerRun is the router daemon set currently running.
@@ -21,11 +19,25 @@ type routerRun struct {
 	procs []*Process
 }
 
-func (r *routerRun) socket() string {
+// cli is the router's command line, FRR's or BIRD's.
+func (r *routerRun) cli() labkit.Router {
 	if r.kind == BIRD {
-		return filepath.Join(r.dir, "bird.ctl")
+		return labkit.BIRD{Dir: r.dir}
 	}
-	return r.dir
+	return labkit.FRR{Dir: r.dir}
+}
+
+// routerSpawner starts the router's daemons as lab processes (recorded,
+// stopped by PID) named prefix+daemon in the router namespace.
+func (l *Lab) routerSpawner(r *routerRun, prefix string) labkit.Spawner {
+	return func(name string, argv []string) (labkit.Daemon, error) {
+		p, err := l.spawn(procOptions{name: prefix + name, ns: l.ns(Router), argv: argv})
+		if err != nil {
+			return nil, err
+		}
+		r.procs = append(r.procs, p)
+		return p, nil
+	}
 }
 
 // startRouter starts the configured router implementation.
@@ -69,23 +81,23 @@ func (l *Lab) ReconfigureRouter(ctx context.Context, kind RouterKind, bgp BGPOpt
 }
 
 // RouterKind is the router implementation running now.
-func (l *Lab) RouterKind() RouterKind {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.router == nil {
+func (rs *Routers) RouterKind() RouterKind {
+	rs.routerMu.Lock()
+	defer rs.routerMu.Unlock()
+	if rs.router == nil {
 		return ""
 	}
-	return l.router.kind
+	return rs.router.kind
 }
 
 // RouterConfig is the configuration the router runs with now.
-func (l *Lab) RouterConfig() routerconf.Config {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.router == nil {
+func (rs *Routers) RouterConfig() routerconf.Config {
+	rs.routerMu.Lock()
+	defer rs.routerMu.Unlock()
+	if rs.router == nil {
 		return routerconf.Config{}
 	}
-	return l.router.cfg
+	return rs.router.cfg
 }
 
 func (l *Lab) runRouter(ctx context.Context, kind RouterKind, cfg routerconf.Config) error {
@@ -97,9 +109,9 @@ func (l *Lab) runRouter(ctx context.Context, kind RouterKind, cfg routerconf.Con
 		r, err = l.startFRR(ctx, cfg)
 	}
 	if r != nil {
-		l.mu.Lock()
+		l.routerMu.Lock()
 		l.router = r
-		l.mu.Unlock()
+		l.routerMu.Unlock()
 	}
 	if err != nil {
 		return fmt.Errorf("%s router: %w", kind, err)
@@ -110,10 +122,10 @@ func (l *Lab) runRouter(ctx context.Context, kind RouterKind, cfg routerconf.Con
 // stopRouter stops the router daemons (FRR's zebra and BIRD take their
 // routes out of the kernel as they exit).
 func (l *Lab) stopRouter() error {
-	l.mu.Lock()
+	l.routerMu.Lock()
 	r := l.router
 	l.router = nil
-	l.mu.Unlock()
+	l.routerMu.Unlock()
 	if r == nil {
 		return nil
 	}
@@ -126,79 +138,35 @@ func (l *Lab) stopRouter() error {
 
 // RouterCLI runs one command on the router: `vtysh -c command` for FRR,
 // `birdc command...` for BIRD.
-func (l *Lab) RouterCLI(ctx context.Context, command string) (string, error) {
-	l.mu.Lock()
-	r := l.router
-	l.mu.Unlock()
+func (rs *Routers) RouterCLI(ctx context.Context, command string) (string, error) {
+	rs.routerMu.Lock()
+	r := rs.router
+	rs.routerMu.Unlock()
 	if r == nil {
 		return "", fmt.Errorf("no router running")
 	}
-	if r.kind == BIRD {
-		return run(ctx, append([]string{"birdc", "-s", r.socket()}, strings.Fields(command)...)...)
-	}
-	return run(ctx, "vtysh", "--vty_socket", r.dir, "-c", command)
+	return r.cli().CLI(ctx, command)
 }
 
 // RouterShellHint is how a human reaches the router's CLI.
-func (l *Lab) RouterShellHint() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.router == nil {
+func (rs *Routers) RouterShellHint() string {
+	rs.routerMu.Lock()
+	defer rs.routerMu.Unlock()
+	if rs.router == nil {
 		return ""
 	}
-	if l.router.kind == BIRD {
-		return "birdc -s " + l.router.socket()
-	}
-	return "vtysh --vty_socket " + l.router.dir
+	return rs.router.cli().ShellHint()
 }
 
 // waitBGPListening waits until the router listens on TCP 179.
 func (l *Lab) waitBGPListening(ctx context.Context, r *routerRun) error {
-	return poll(ctx, 30*time.Second, "BGP listening on port 179 in the router namespace", func() (bool, error) {
+	return labkit.Poll(ctx, 30*time.Second, "BGP listening on port 179 in the router namespace", func() (bool, error) {
 		for _, p := range r.procs {
 			if p.Exited() {
 				return false, fmt.Errorf("%s exited (%v); last log lines:\n%s", p.Name, p.Err(), p.Tail(20))
 			}
 		}
-		out, err := run(ctx, inNS(l.ns(Router), "ss", "-Htln", "sport = :179")...)
+		out, err := run(ctx, labkit.InNS(l.ns(Router), "ss", "-Htln", "sport = :179")...)
 		return err == nil && strings.TrimSpace(out) != "", nil
 	})
-}
-
-// poll checks cond every 100 ms until it holds, fails, or timeout passes.
-func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, err := cond()
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
-		}
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("waiting for %s: not done after %s", what, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// chownFRR gives paths to user frr: the FRR daemons drop to it.
-func chownFRR(paths ...string) error {
-	u, err := user.Lookup("frr")
-	if err != nil {
-		return err
-	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	for _, p := range paths {
-		if err := os.Chown(p, uid, gid); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -39,11 +39,11 @@ func LoadBalancerService(namespace, name string, families ...corev1.IPFamily) *c
 }
 
 // CreateService creates svc (and its namespace when missing).
-func (l *Lab) CreateService(ctx context.Context, svc *corev1.Service) (*corev1.Service, error) {
-	if err := l.ensureNamespace(ctx, svc.Namespace); err != nil {
+func (cl *Cluster) CreateService(ctx context.Context, svc *corev1.Service) (*corev1.Service, error) {
+	if err := cl.ensureNamespace(ctx, svc.Namespace); err != nil {
 		return nil, err
 	}
-	created, err := l.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
+	created, err := cl.kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating Service %s/%s: %w", svc.Namespace, svc.Name, err)
 	}
@@ -52,8 +52,8 @@ func (l *Lab) CreateService(ctx context.Context, svc *corev1.Service) (*corev1.S
 
 // DeleteService deletes the Service (the garbage collector removes its
 // EndpointSlices).
-func (l *Lab) DeleteService(ctx context.Context, namespace, name string) error {
-	err := l.kube.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{})
+func (cl *Cluster) DeleteService(ctx context.Context, namespace, name string) error {
+	err := cl.kube.CoreV1().Services(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting Service %s/%s: %w", namespace, name, err)
 	}
@@ -62,10 +62,10 @@ func (l *Lab) DeleteService(ctx context.Context, namespace, name string) error {
 
 // SetLoadBalancerIngress writes status.loadBalancer.ingress with ipMode
 // VIP, as a load balancer implementation would (for tests without Herald).
-func (l *Lab) SetLoadBalancerIngress(ctx context.Context, svc *corev1.Service, ips ...netip.Addr) error {
+func (cl *Cluster) SetLoadBalancerIngress(ctx context.Context, svc *corev1.Service, ips ...netip.Addr) error {
 	vip := corev1.LoadBalancerIPModeVIP
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := l.kube.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
+		cur, err := cl.kube.CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func (l *Lab) SetLoadBalancerIngress(ctx context.Context, svc *corev1.Service, i
 		for _, ip := range ips {
 			cur.Status.LoadBalancer.Ingress = append(cur.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: ip.String(), IPMode: &vip})
 		}
-		_, err = l.kube.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		_, err = cl.kube.CoreV1().Services(svc.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {

@@ -59,21 +59,21 @@ func (l *Lab) setup(ctx context.Context) error {
 
 // learnAddresses fills in the segment MACs and the nodes' link-local
 // addresses (for mapping routers' IPv6 next hops to nodes).
-func (l *Lab) learnAddresses(ctx context.Context) error {
-	l.mu.Lock()
-	l.macs[planMAC(1).String()] = Router
-	l.macs[planMAC(100).String()] = Client
-	l.macs[planMAC(126).String()] = Root
-	for _, n := range l.nodes {
-		l.macs[n.MAC.String()] = n.Name
+func (nw *Network) learnAddresses(ctx context.Context) error {
+	nw.macsMu.Lock()
+	nw.macs[planMAC(1).String()] = Router
+	nw.macs[planMAC(100).String()] = Client
+	nw.macs[planMAC(126).String()] = Root
+	for _, n := range nw.nodes {
+		nw.macs[n.MAC.String()] = n.Name
 	}
-	l.mu.Unlock()
-	return parallel(len(l.nodes), func(i int) error {
-		ll, err := linkLocal(ctx, l.nodes[i].NS, "eth0")
+	nw.macsMu.Unlock()
+	return parallel(len(nw.nodes), func(i int) error {
+		ll, err := linkLocal(ctx, nw.nodes[i].NS, "eth0")
 		if err != nil {
 			return err
 		}
-		l.nodes[i].LinkLocal = ll
+		nw.nodes[i].LinkLocal = ll
 		return nil
 	})
 }

@@ -1,38 +1,27 @@
 package lab
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os/exec"
+	"os"
 	"strings"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // run runs a command to completion and returns its standard output; the
 // error carries the command line and its standard error.
 func run(ctx context.Context, argv ...string) (string, error) {
-	return runInput(ctx, "", argv...)
+	return labkit.Output(ctx, argv...)
 }
 
+// runInput is run with stdin as the command's standard input.
 func runInput(ctx context.Context, stdin string, argv ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(errb.String()))
-	}
-	return out.String(), nil
+	return labkit.OutputWithInput(ctx, stdin, argv...)
 }
 
-// inNS prefixes argv with `ip netns exec ns` (nothing for the root namespace).
-func inNS(ns string, argv ...string) []string {
-	if ns == "" {
-		return argv
-	}
-	return append([]string{"ip", "netns", "exec", ns}, argv...)
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // ipBatch runs `ip [-n ns] -batch -` with one command a line; -force keeps

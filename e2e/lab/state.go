@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // DefaultStateRoot holds one directory per run: state.json, logs,
@@ -18,8 +20,8 @@ const DefaultStateRoot = "/run/herald-lab"
 
 const (
 	runIDLen  = 4
-	nsPrefix  = "herald-" // namespaces: herald-<runid>-<host>
-	linkStem  = "herald"  // the root leg: herald<runid>
+	nsPrefix  = "herald-"          // namespaces: herald-<runid>-<host>
+	linkStem  = labkit.RootLegStem // the root leg: herald<runid>
 	stateName = "state.json"
 )
 

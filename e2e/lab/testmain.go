@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/internal/labkit"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -138,7 +139,7 @@ func (l *Lab) findLeftovers() []string {
 	if linkExists(rootLinkName(l.id)) {
 		left = append(left, "root link "+rootLinkName(l.id))
 	}
-	if err := checkRootNamespace(context.Background()); err != nil {
+	if err := labkit.CheckRootNamespace(context.Background(), false); err != nil {
 		left = append(left, "root namespace: "+err.Error())
 	}
 	if exists(l.dir) {

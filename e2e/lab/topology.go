@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // The lab's hosts and how they are wired:
@@ -17,9 +19,9 @@ import (
 //	root ns:   herald<runid> (198.51.100.126/25, 2001:db8:1::fe/64)
 
 // hostNames lists every lab namespace's host name, bridge first.
-func (l *Lab) hostNames() []string {
+func (nw *Network) hostNames() []string {
 	hosts := []string{Bridge, Router, Client, External}
-	for _, n := range l.nodes {
+	for _, n := range nw.nodes {
 		hosts = append(hosts, n.Name)
 	}
 	return hosts
@@ -54,18 +56,18 @@ func sysctlsFor(host string) []string {
 }
 
 // buildTopology creates the namespaces, links, addresses and routes.
-func (l *Lab) buildTopology(ctx context.Context) error {
-	hosts := l.hostNames()
+func (nw *Network) buildTopology(ctx context.Context) error {
+	hosts := nw.hostNames()
 	var adds []string
 	for _, h := range hosts {
-		adds = append(adds, "netns add "+l.ns(h))
+		adds = append(adds, "netns add "+nw.ns(h))
 	}
 	if err := ipBatch(ctx, "", adds); err != nil {
 		return fmt.Errorf("creating namespaces: %w", err)
 	}
 	err := parallel(len(hosts), func(i int) error {
 		argv := append([]string{"sysctl", "-qw"}, sysctlsFor(hosts[i])...)
-		if _, err := run(ctx, inNS(l.ns(hosts[i]), argv...)...); err != nil {
+		if _, err := run(ctx, labkit.InNS(nw.ns(hosts[i]), argv...)...); err != nil {
 			return fmt.Errorf("sysctls of %s: %w", hosts[i], err)
 		}
 		return nil
@@ -73,11 +75,11 @@ func (l *Lab) buildTopology(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := ipBatch(ctx, "", l.linkCommands()); err != nil {
+	if err := ipBatch(ctx, "", nw.linkCommands()); err != nil {
 		return fmt.Errorf("creating links: %w", err)
 	}
 	err = parallel(len(hosts), func(i int) error {
-		if err := ipBatch(ctx, l.ns(hosts[i]), l.hostCommands(hosts[i])); err != nil {
+		if err := ipBatch(ctx, nw.ns(hosts[i]), nw.hostCommands(hosts[i])); err != nil {
 			return fmt.Errorf("configuring %s: %w", hosts[i], err)
 		}
 		return nil
@@ -85,13 +87,13 @@ func (l *Lab) buildTopology(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return l.configureRootLeg(ctx)
+	return nw.configureRootLeg(ctx)
 }
 
 // linkCommands create every veth pair with both ends in place, so no lab
 // interface but the root leg ever exists in the root namespace.
-func (l *Lab) linkCommands() []string {
-	br := l.ns(Bridge)
+func (nw *Network) linkCommands() []string {
+	br := nw.ns(Bridge)
 	veth := func(name string, mac string, ns, peer, peerMAC, peerNS string) string {
 		c := "link add " + name
 		if mac != "" {
@@ -107,25 +109,25 @@ func (l *Lab) linkCommands() []string {
 		return c + " netns " + peerNS
 	}
 	cmds := []string{
-		veth("eth0", planMAC(1).String(), l.ns(Router), Router, "", br),
-		veth("eth1", planMAC(193).String(), l.ns(Router), "eth0", planMAC(194).String(), l.ns(External)),
-		veth("eth0", planMAC(100).String(), l.ns(Client), Client, "", br),
-		veth(rootLinkName(l.id), planMAC(126).String(), "", "host", "", br),
+		veth("eth0", planMAC(1).String(), nw.ns(Router), Router, "", br),
+		veth("eth1", planMAC(193).String(), nw.ns(Router), "eth0", planMAC(194).String(), nw.ns(External)),
+		veth("eth0", planMAC(100).String(), nw.ns(Client), Client, "", br),
+		veth(rootLinkName(nw.id), planMAC(126).String(), "", "host", "", br),
 	}
-	for _, n := range l.nodes {
+	for _, n := range nw.nodes {
 		cmds = append(cmds, veth("eth0", n.MAC.String(), n.NS, n.Name, "", br))
 	}
 	return cmds
 }
 
 // hostCommands configure one namespace (run with `ip -n ns -batch`).
-func (l *Lab) hostCommands(host string) []string {
+func (nw *Network) hostCommands(host string) []string {
 	cmds := []string{"link set lo up"}
 	switch {
 	case host == Bridge:
 		cmds = append(cmds, "link add br0 type bridge stp_state 0 forward_delay 0 mcast_snooping 0", "link set br0 up")
 		ports := []string{Router, Client, "host"}
-		for _, n := range l.nodes {
+		for _, n := range nw.nodes {
 			ports = append(ports, n.Name)
 		}
 		for _, p := range ports {
@@ -134,7 +136,7 @@ func (l *Lab) hostCommands(host string) []string {
 	case host == Router:
 		cmds = append(cmds, iface("eth0", RouterIPv4+"/25", RouterIPv6+"/64")...)
 		cmds = append(cmds, iface("eth1", RouterExtIPv4+"/28", RouterExtIPv6+"/64")...)
-		for _, n := range l.nodes {
+		for _, n := range nw.nodes {
 			cmds = append(cmds, routeVia(n.Pod.CIDRv4.String(), n.IPv4.String()), routeVia(n.Pod.CIDRv6.String(), n.IPv6.String()))
 		}
 	case host == Client:
@@ -144,9 +146,9 @@ func (l *Lab) hostCommands(host string) []string {
 		cmds = append(cmds, iface("eth0", ExternalIPv4+"/28", ExternalIPv6+"/64")...)
 		cmds = append(cmds, defaultRoutes(RouterExtIPv4, RouterExtIPv6)...)
 	default:
-		for _, n := range l.nodes {
+		for _, n := range nw.nodes {
 			if n.Name == host {
-				cmds = append(cmds, l.nodeCommands(n)...)
+				cmds = append(cmds, nw.nodeCommands(n)...)
 			}
 		}
 	}
@@ -155,9 +157,9 @@ func (l *Lab) hostCommands(host string) []string {
 
 // nodeRoutes are a node's routes: default via the router, the other
 // nodes' pod subnets via those nodes (a flat "CNI").
-func (l *Lab) nodeRoutes(n Node) []string {
+func (nw *Network) nodeRoutes(n Node) []string {
 	cmds := defaultRoutes(RouterIPv4, RouterIPv6)
-	for _, o := range l.nodes {
+	for _, o := range nw.nodes {
 		if o.Name != n.Name {
 			cmds = append(cmds, routeVia(o.Pod.CIDRv4.String(), o.IPv4.String()), routeVia(o.Pod.CIDRv6.String(), o.IPv6.String()))
 		}
@@ -165,9 +167,9 @@ func (l *Lab) nodeRoutes(n Node) []string {
 	return cmds
 }
 
-func (l *Lab) nodeCommands(n Node) []string {
+func (nw *Network) nodeCommands(n Node) []string {
 	cmds := iface("eth0", n.IPv4.String()+"/25", n.IPv6.String()+"/64")
-	return append(cmds, l.nodeRoutes(n)...)
+	return append(cmds, nw.nodeRoutes(n)...)
 }
 
 func iface(dev, v4, v6 string) []string {
@@ -182,8 +184,8 @@ func defaultRoutes(v4, v6 string) []string {
 
 // configureRootLeg gives the root namespace its one lab address pair and
 // nothing else: no routes beyond the connected ones, no RA, no DAD.
-func (l *Lab) configureRootLeg(ctx context.Context) error {
-	leg := rootLinkName(l.id)
+func (nw *Network) configureRootLeg(ctx context.Context) error {
+	leg := rootLinkName(nw.id)
 	for _, s := range []string{"accept_ra=0", "accept_dad=0", "autoconf=0"} {
 		k, v, _ := strings.Cut(s, "=")
 		if err := os.WriteFile(filepath.Join("/proc/sys/net/ipv6/conf", leg, k), []byte(v), 0o644); err != nil {

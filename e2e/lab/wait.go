@@ -8,22 +8,19 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // waitTimeout bounds WaitEvent and WaitServiceCondition.
 const waitTimeout = 30 * time.Second
 
-// Poll checks ok every 50 ms until it holds, and fails t if timeout passes
+// Poll is labkit.Eventually with the arguments in the e2e suites' order:
+// it checks ok every 20 ms until it holds, and fails t if timeout passes
 // first.
 func Poll(t testing.TB, what string, timeout time.Duration, ok func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return ok(), nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %s waiting for %s", timeout, what)
-	}
+	labkit.Eventually(t, timeout, what, ok)
 }
 
 // WaitEvent waits for an event with reason on the object kind/name, in any
@@ -87,9 +84,7 @@ func ContainsAll(s string, fragments []string) bool {
 }
 
 // PollContext polls ok every 100 ms until it is true (nil), timeout passes
-// or ctx ends (an error saying so).
+// or ctx ends (an error saying so): labkit.Poll.
 func PollContext(ctx context.Context, timeout time.Duration, ok func() bool) error {
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return ok(), nil
-	})
+	return labkit.Poll(ctx, timeout, "a condition", func() (bool, error) { return ok(), nil })
 }

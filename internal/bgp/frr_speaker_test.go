@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // frrPath is the part of FRR's "show bgp ... <prefix> json" the test reads.
@@ -42,11 +43,11 @@ type frr struct {
 }
 
 func (f frr) json(v any, cmd string) error {
-	out, err := exec.Command("vtysh", "--vty_socket", f.dir, "-c", cmd).Output()
+	out, err := labkit.FRR{Dir: f.dir}.CLI(context.Background(), cmd)
 	if err != nil {
-		return fmt.Errorf("vtysh %q: %w", cmd, err)
+		return err
 	}
-	return json.Unmarshal(out, v)
+	return json.Unmarshal([]byte(out), v)
 }
 
 // paths returns FRR's paths for a prefix (none when it has no route).
@@ -125,7 +126,7 @@ func TestFRRSpeakerSide(t *testing.T) {
 	start := time.Now()
 	apply(t, s, d)
 	t.Logf("MEASURED time to Established (both sessions, MD5 on one): %s", waitUp(t, s, "rtr", "rtr-md5"))
-	eventually(t, waitLong, "FRR has the /32 from both sessions and the /128", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "FRR has the /32 from both sessions and the /128", func() (bool, string) {
 		_, a := f.pathFrom(vip4, "198.51.100.11")
 		_, b := f.pathFrom(vip4, "198.51.100.12")
 		_, c := f.pathFrom(vip6, "198.51.100.11")
@@ -139,7 +140,7 @@ func TestFRRSpeakerSide(t *testing.T) {
 	d.Paths = append(d.Paths, Path{Prefix: vip4c, Peers: []string{"rtr"}})
 	t0 := time.Now()
 	apply(t, s, d)
-	eventually(t, waitLong, "FRR has the added path", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "FRR has the added path", func() (bool, string) {
 		_, ok := f.pathFrom(vip4c, "198.51.100.11")
 		return ok, ""
 	})
@@ -183,7 +184,7 @@ func checkWrongPassword(t *testing.T, f frr, s *Speaker, d *Desired) {
 	t.Helper()
 	d.Sessions[1].Password = "not-the-secret"
 	apply(t, s, *d)
-	eventually(t, waitLong, "rtr-md5 reports a connect error", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "rtr-md5 reports a connect error", func() (bool, string) {
 		st := sessionNamed(t, s, "rtr-md5")
 		return st.LastError != "", fmt.Sprintf("%+v", st)
 	})
@@ -206,7 +207,7 @@ func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired) {
 	t.Helper()
 	d.Sessions[0].BFD = &BFD{ReceiveInterval: 100 * time.Millisecond, TransmitInterval: 100 * time.Millisecond, DetectMultiplier: 3}
 	apply(t, s, *d)
-	took := eventually(t, waitLong, "BFD up on both sides, BGP established", func() (bool, string) {
+	took := labkit.EventuallyWhy(t, waitLong, "BFD up on both sides, BGP established", func() (bool, string) {
 		st := sessionNamed(t, s, "rtr")
 		fs := f.bfdStatus("198.51.100.11")
 		_, route := f.pathFrom(vip4, "198.51.100.11")
@@ -217,14 +218,14 @@ func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired) {
 		took, f.neighbor("198.51.100.11").ConnectionsEstablished)
 	downs := events.count("rtr", false)
 	t0 := time.Now()
-	sh(t, "ip", "link", "set", "eth0", "down")
-	gone := eventually(t, waitLong, "FRR drops the speaker's route", func() (bool, string) {
+	labkit.MustRun(t, "ip", "link", "set", "eth0", "down")
+	gone := labkit.EventuallyWhy(t, waitLong, "FRR drops the speaker's route", func() (bool, string) {
 		_, ok := f.pathFrom(vip4, "198.51.100.11")
 		return !ok, ""
 	})
 	t.Logf("MEASURED BFD 100ms x 3: link down on the speaker side -> route gone from FRR in %s (FRR BFD now %q)",
 		gone, f.bfdStatus("198.51.100.11"))
-	eventually(t, waitLong, "speaker reports rtr down", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "speaker reports rtr down", func() (bool, string) {
 		return events.count("rtr", false) > downs, ""
 	})
 	st := sessionNamed(t, s, "rtr")
@@ -239,8 +240,8 @@ func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired) {
 func checkLinkBackAndShutdown(t *testing.T, f frr, s *Speaker) {
 	t.Helper()
 	t0 := time.Now()
-	sh(t, "ip", "link", "set", "eth0", "up")
-	back := eventually(t, time.Minute, "rtr re-established with its route", func() (bool, string) {
+	labkit.MustRun(t, "ip", "link", "set", "eth0", "up")
+	back := labkit.EventuallyWhy(t, time.Minute, "rtr re-established with its route", func() (bool, string) {
 		_, ok := f.pathFrom(vip4, "198.51.100.11")
 		return ok && sessionNamed(t, s, "rtr").State == stateEstablished, sessionNamed(t, s, "rtr").State
 	})
@@ -250,7 +251,7 @@ func checkLinkBackAndShutdown(t *testing.T, f frr, s *Speaker) {
 	t0 = time.Now()
 	must(t, s.Shutdown(ctx))
 	took := time.Since(t0)
-	gone := eventually(t, waitLong, "FRR loses the route after Shutdown", func() (bool, string) {
+	gone := labkit.EventuallyWhy(t, waitLong, "FRR loses the route after Shutdown", func() (bool, string) {
 		_, ok := f.pathFrom(vip4, "198.51.100.11")
 		return !ok, ""
 	})
@@ -266,14 +267,14 @@ func checkGracefulRestart(t *testing.T, f frr, md5 Session) {
 	vipGR := netip.MustParsePrefix("198.51.100.140/32")
 	apply(t, s, Desired{NodeIPv4: netip.MustParseAddr("198.51.100.11"), Sessions: []Session{md5}, Paths: []Path{{Prefix: vipGR}}})
 	waitUp(t, s, "rtr-gr")
-	eventually(t, waitLong, "FRR has the path from the GR session", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "FRR has the path from the GR session", func() (bool, string) {
 		_, ok := f.pathFrom(vipGR, "198.51.100.12")
 		return ok, ""
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	must(t, s.Shutdown(ctx))
-	eventually(t, waitLong, "FRR sees the GR session close", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "FRR sees the GR session close", func() (bool, string) {
 		n := f.neighbor("198.51.100.12")
 		return n.BgpState != "Established", n.BgpState
 	})

@@ -17,6 +17,8 @@ import (
 	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 const (
@@ -85,7 +87,7 @@ func apply(t *testing.T, s *Speaker, d Desired) {
 
 func waitUp(t *testing.T, s *Speaker, names ...string) time.Duration {
 	t.Helper()
-	return eventually(t, waitLong, "sessions established", func() (bool, string) {
+	return labkit.EventuallyWhy(t, waitLong, "sessions established", func() (bool, string) {
 		up := 0
 		var states []string
 		for _, st := range s.Sessions() {
@@ -100,7 +102,7 @@ func waitUp(t *testing.T, s *Speaker, names ...string) time.Duration {
 
 func waitRoutes(t *testing.T, r *testRouter, what string, cond func(map[netip.Prefix]route) bool) {
 	t.Helper()
-	eventually(t, waitLong, what, func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, what, func() (bool, string) {
 		rs := r.routes(t)
 		return cond(rs), fmt.Sprint(rs)
 	})
@@ -213,7 +215,7 @@ func checkShutdownWithdraws(t *testing.T, s *Speaker, routers ...*testRouter) {
 	must(t, s.Shutdown(ctx))
 	t.Logf("Shutdown took %s", time.Since(t0))
 	for _, r := range routers {
-		eventually(t, waitLong, "router sees the session close", func() (bool, string) {
+		labkit.EventuallyWhy(t, waitLong, "router sees the session close", func() (bool, string) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			return slices.Contains(r.log, "down"), strings.Join(r.log, ",")
@@ -293,7 +295,7 @@ func TestLoopbackSessionChanges(t *testing.T) {
 	d.Sessions[0].ConnectTime = 3 * time.Second
 	d.Sessions[1].HoldTime = 12 * time.Second
 	apply(t, s, d)
-	eventually(t, waitLong, "r2 re-established", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "r2 re-established", func() (bool, string) {
 		return r2.establishedCount() == 2 && sessionNamed(t, s, "r2").State == stateEstablished,
 			fmt.Sprintf("r2 established %d times", r2.establishedCount())
 	})
@@ -311,7 +313,7 @@ func TestLoopbackSessionChanges(t *testing.T) {
 	if _, ok := findSession(s, "r2"); ok {
 		t.Error("a removed session is still reported")
 	}
-	eventually(t, waitLong, "r2 sees the session go", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "r2 sees the session go", func() (bool, string) {
 		r2.mu.Lock()
 		defer r2.mu.Unlock()
 		return slices.Contains(r2.log, "down"), strings.Join(r2.log, ",")
@@ -375,7 +377,7 @@ func checkNoTransit(t *testing.T, s *Speaker, r1, r2 *testRouter) {
 			}))
 		return found
 	}
-	eventually(t, waitLong, "the speaker received r1's route", func() (bool, string) {
+	labkit.EventuallyWhy(t, waitLong, "the speaker received r1's route", func() (bool, string) {
 		return list(api.TableType_TABLE_TYPE_ADJ_IN, r1.addr.String()), ""
 	})
 	if list(api.TableType_TABLE_TYPE_GLOBAL, "") {

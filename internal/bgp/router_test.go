@@ -156,23 +156,6 @@ func freePort(t *testing.T, addr string) uint16 {
 	return uint16(l.Addr().(*net.TCPAddr).Port)
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) time.Duration {
-	t.Helper()
-	start := time.Now()
-	var last string
-	for time.Since(start) < timeout {
-		ok, msg := cond()
-		if ok {
-			return time.Since(start)
-		}
-		last = msg
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s: not true after %s: %s", what, timeout, last)
-	return 0
-}
-
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {

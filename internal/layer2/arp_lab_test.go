@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 const (
@@ -36,7 +38,7 @@ func newOneNode(t testing.TB, tools ...string) *oneNode {
 // arping sends count who-has requests from the client and reports whether
 // any was answered, with arping's output.
 func (o *oneNode) arping(ip string, count int) (bool, string) {
-	out, err := o.exec(o.client, "arping", "-c", strconv.Itoa(count), "-w", strconv.Itoa(count+1), "-I", "eth0", ip)
+	out, err := o.Exec(o.client, "arping", "-c", strconv.Itoa(count), "-w", strconv.Itoa(count+1), "-I", "eth0", ip)
 	return err == nil && strings.Contains(out, "reply from "+ip), out
 }
 
@@ -64,7 +66,7 @@ func TestLabARP(t *testing.T) {
 	o := newOneNode(t, "arping")
 	m := o.cli.mark()
 	o.ann.set(labVIP4)
-	eventually(t, 10*time.Second, "VIP announced on eth0", func() bool { return o.ann.ifaces(labVIP4) == "eth0" })
+	labkit.Eventually(t, 10*time.Second, "VIP announced on eth0", func() bool { return o.ann.ifaces(labVIP4) == "eth0" })
 	o.cli.waitFrame(m, 5*time.Second, "gratuitous ARP", isGARP(macNode1, labVIP4))
 
 	// Broadcast request, then (iputils arping switches after a reply) a
@@ -94,8 +96,8 @@ func TestLabARP(t *testing.T) {
 
 	// The client's kernel resolves the VIP (broadcast, then unicast probes
 	// when the entry is checked again).
-	_, _ = o.exec(o.client, "ping", "-c", "1", "-W", "1", labVIP4)
-	eventually(t, 5*time.Second, "client neighbour entry with node1's MAC", func() bool {
+	_, _ = o.Exec(o.client, "ping", "-c", "1", "-W", "1", labVIP4)
+	labkit.Eventually(t, 5*time.Second, "client neighbour entry with node1's MAC", func() bool {
 		return strings.Contains(o.neigh(o.client, labVIP4), "lladdr "+macNode1)
 	})
 

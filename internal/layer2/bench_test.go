@@ -8,6 +8,8 @@ import (
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 func BenchmarkChooseInterfaces(b *testing.B) {
@@ -98,7 +100,7 @@ func BenchmarkLabTakeoverARP(b *testing.B) {
 				base = []string{labVIP4}
 			}
 			o.ann.set(labVIP4)
-			eventually(b, 10*time.Second, "announcer running", func() bool { return o.ann.ifaces(labVIP4) == "eth0" })
+			labkit.Eventually(b, 10*time.Second, "announcer running", func() bool { return o.ann.ifaces(labVIP4) == "eth0" })
 			o.ann.set(base...)
 			o.cli.call("probe %s 1ms", vip)
 			defer o.cli.call("stop")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // TestLabFenceSplitBrain: node1 and node2 both claim the same VIPs (as
@@ -20,10 +22,7 @@ func TestLabFenceSplitBrain(t *testing.T) {
 		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
 		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
 	}
-	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.addAddr(client, probeSource6(i).String()+"/64")
-	}
+	client := l.addProbingClient()
 	cli := startHelper(t, client, "client")
 	cli.expect("ready")
 	h := &handoverLab{lab: l, t: t, client: client, cli: cli, macs: [2]string{macNode1, macNode2}}
@@ -31,9 +30,9 @@ func TestLabFenceSplitBrain(t *testing.T) {
 	for i, ns := range nodes {
 		h.ann[i] = startHelper(t, ns, "announcer", "HERALD_L2_LOG=info", "HERALD_L2_REFRESH="+refresh.String(), "HERALD_L2_SETTLE="+settle.String())
 	}
-	eventually(t, 10*time.Second, "IPv6 addresses past DAD", func() bool {
-		return l.ip(nodes[0], "-6", "addr", "show", "dev", "eth0", "tentative") == "" &&
-			l.ip(nodes[1], "-6", "addr", "show", "dev", "eth0", "tentative") == ""
+	labkit.Eventually(t, 10*time.Second, "IPv6 addresses past DAD", func() bool {
+		return l.IP(nodes[0], "-6", "addr", "show", "dev", "eth0", "tentative") == "" &&
+			l.IP(nodes[1], "-6", "addr", "show", "dev", "eth0", "tentative") == ""
 	})
 	h.ann[0].set(labVIP4, labVIP6)
 	h.ann[1].set(labVIP4, labVIP6)
@@ -47,7 +46,7 @@ func TestLabFenceSplitBrain(t *testing.T) {
 		}
 	}
 	// Both report a conflict for each VIP, the loser with won=false.
-	eventually(t, 10*time.Second, "conflicts reported by both nodes", func() bool {
+	labkit.Eventually(t, 10*time.Second, "conflicts reported by both nodes", func() bool {
 		return len(h.ann[0].conflictsSeen()) >= 2 && len(h.ann[1].conflictsSeen()) >= 2
 	})
 	settled := time.Now()
@@ -64,7 +63,7 @@ func TestLabFenceSplitBrain(t *testing.T) {
 	if r := cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
 		t.Fatalf("client: %q", r)
 	}
-	eventually(t, 10*time.Second, "2 s of probes", func() bool {
+	labkit.Eventually(t, 10*time.Second, "2 s of probes", func() bool {
 		f := cli.framesSince(m)
 		return len(f) > 0 && f[len(f)-1].time().After(settled.Add(refresh+2*time.Second))
 	})

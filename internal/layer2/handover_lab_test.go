@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // handoverLab: node1 and node2 (announcers, IPv6 DAD on) and a client that
@@ -32,10 +34,7 @@ func newHandoverLab(t testing.TB) *handoverLab {
 		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
 		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
 	}
-	h.client = l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.addAddr(h.client, probeSource6(i).String()+"/64")
-	}
+	h.client = l.addProbingClient()
 	h.cli = startHelper(t, h.client, "client")
 	h.cli.expect("ready")
 	for i, ns := range nodes {
@@ -46,7 +45,7 @@ func newHandoverLab(t testing.TB) *handoverLab {
 		h.cli.waitFrame(m, 10*time.Second, "node's NDP responder ready", isUnsolicitedNA(h.macs[i], h.base[i][1]))
 	}
 	for i := range 2 {
-		eventually(t, 5*time.Second, "base bursts over", func() bool {
+		labkit.Eventually(t, 5*time.Second, "base bursts over", func() bool {
 			return h.ann[i].metric("herald_l2_gratuitous_sent_total", "eth0", protoARP) == 6 &&
 				h.ann[i].metric("herald_l2_gratuitous_sent_total", "eth0", protoNDP) == 6
 		})
@@ -74,7 +73,7 @@ func (h *handoverLab) startProbing(i int) {
 func (h *handoverLab) waitAnswers(m frameMark, i, n int) {
 	h.t.Helper()
 	mac := h.macs[i]
-	eventually(h.t, 10*time.Second, fmt.Sprintf("%d answers from %s", n, mac), func() bool {
+	labkit.Eventually(h.t, 10*time.Second, fmt.Sprintf("%d answers from %s", n, mac), func() bool {
 		frames := h.cli.framesSince(m)
 		return countFrames(frames, func(f frame) bool {
 			return f.Kind == "arp-reply" && f.Src == mac && f.SPA == labVIP4 && f.Dst == macClient

@@ -2,7 +2,6 @@ package layer2
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // Lab tests run the code under test inside a node namespace by re-executing
@@ -152,10 +152,8 @@ func counterValue(reg *prometheus.Registry, name, iface, proto string) float64 {
 type helper struct {
 	t       testing.TB
 	name    string
-	cmd     *exec.Cmd
-	stdin   io.WriteCloser
+	p       *labkit.Proc
 	replies chan string
-	logs    syncBuffer
 
 	mu        sync.Mutex
 	frames    []frame
@@ -169,70 +167,21 @@ type yieldEvent struct {
 	t              time.Time
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startHelper starts a helper process in ns. It is stopped (stdin closed,
-// then killed by PID if it lingers) when the test ends.
+// then killed by PID if it lingers, which fails the test) when the test
+// ends.
 func startHelper(t testing.TB, ns, mode string, env ...string) *helper {
 	t.Helper()
-	exe, err := os.Executable()
+	argv, err := labkit.TestBinary("TestHelperProcess")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &helper{t: t, name: mode + "@" + ns, replies: make(chan string, 64)}
-	h.cmd = exec.Command("ip", "netns", "exec", ns, exe, "-test.run=^TestHelperProcess$")
-	h.cmd.Env = append(append(os.Environ(), helperEnv+"="+mode), env...)
-	h.cmd.Stderr = &h.logs
-	if h.stdin, err = h.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := h.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.cmd.Start(); err != nil {
-		t.Fatalf("start helper %s: %v", h.name, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		h.readStdout(stdout)
-		_ = h.cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() { h.stop(exited) })
+	h.p = labkit.StartProc(t, ns, labkit.ProcOptions{
+		Name: mode, Argv: argv, Env: append([]string{helperEnv + "=" + mode}, env...),
+		Stdin: true, Stdout: h.readStdout, Grace: 10 * time.Second, MustStop: true,
+	})
 	return h
-}
-
-func (h *helper) stop(exited chan struct{}) {
-	_ = h.stdin.Close()
-	select {
-	case <-exited:
-	case <-time.After(10 * time.Second):
-		h.t.Errorf("helper %s (pid %d) did not exit within 10 s of stdin closing, killing it", h.name, h.cmd.Process.Pid)
-		_ = h.cmd.Process.Kill()
-		<-exited
-	}
-	if strings.Contains(h.logs.String(), "DATA RACE") {
-		h.t.Errorf("helper %s: the race detector reported a data race", h.name)
-	}
-	if h.t.Failed() {
-		h.t.Logf("--- log of helper %s ---\n%s", h.name, h.logs.String())
-	}
 }
 
 func (h *helper) readStdout(r io.Reader) {
@@ -290,7 +239,7 @@ func (h *helper) yieldsSeen() []yieldEvent {
 func (h *helper) waitYield(from int, vip string) yieldEvent {
 	h.t.Helper()
 	var found yieldEvent
-	eventually(h.t, 10*time.Second, "OnYield for "+vip+" in "+h.name, func() bool {
+	labkit.Eventually(h.t, 10*time.Second, "OnYield for "+vip+" in "+h.name, func() bool {
 		for _, y := range h.yieldsSeen()[from:] {
 			if y.vip == vip {
 				found = y
@@ -305,14 +254,14 @@ func (h *helper) waitYield(from int, vip string) yieldEvent {
 // call sends a command and returns the helper's reply.
 func (h *helper) call(format string, args ...any) string {
 	h.t.Helper()
-	if _, err := fmt.Fprintf(h.stdin, format+"\n", args...); err != nil {
+	if _, err := fmt.Fprintf(h.p.Stdin(), format+"\n", args...); err != nil {
 		h.t.Fatalf("helper %s: %v", h.name, err)
 	}
 	select {
 	case r := <-h.replies:
 		return r
 	case <-time.After(20 * time.Second):
-		h.t.Fatalf("helper %s did not answer %q\n%s", h.name, fmt.Sprintf(format, args...), h.logs.String())
+		h.t.Fatalf("helper %s did not answer %q\n%s", h.name, fmt.Sprintf(format, args...), h.p.Logs())
 		return ""
 	}
 }
@@ -326,7 +275,7 @@ func (h *helper) expect(want string) {
 			h.t.Fatalf("helper %s said %q, want %q", h.name, r, want)
 		}
 	case <-time.After(20 * time.Second):
-		h.t.Fatalf("helper %s did not say %q\n%s", h.name, want, h.logs.String())
+		h.t.Fatalf("helper %s did not say %q\n%s", h.name, want, h.p.Logs())
 	}
 }
 
@@ -387,7 +336,7 @@ func (h *helper) framesSince(from frameMark) []frame {
 func (h *helper) waitFrame(from frameMark, d time.Duration, what string, pred func(frame) bool) frame {
 	h.t.Helper()
 	var found frame
-	eventually(h.t, d, what, func() bool {
+	labkit.Eventually(h.t, d, what, func() bool {
 		for _, f := range h.framesSince(from) {
 			if pred(f) {
 				found = f

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // TestLabLinkChanges checks that the announcer follows its interfaces
@@ -21,31 +23,31 @@ func TestLabLinkChanges(t *testing.T) {
 	o := &oneNode{lab: l, node: node, client: client, ann: ann, cli: cli}
 
 	ann.set(labVIP4, labVIP6)
-	eventually(t, 10*time.Second, "IPv6 VIP announced", func() bool { return ann.ifaces(labVIP6) == "eth0" })
+	labkit.Eventually(t, 10*time.Second, "IPv6 VIP announced", func() bool { return ann.ifaces(labVIP6) == "eth0" })
 	if got := ann.ifaces(labVIP4); got != "" {
 		t.Fatalf("IPv4 VIP announced on %q with no IPv4 address on the node", got)
 	}
 
-	l.addAddr(node, "198.51.100.11/25")
-	eventually(t, 5*time.Second, "IPv4 VIP announced after the address was added", func() bool {
+	l.AddAddr(node, "198.51.100.11/25")
+	labkit.Eventually(t, 5*time.Second, "IPv4 VIP announced after the address was added", func() bool {
 		return ann.ifaces(labVIP4) == "eth0"
 	})
 	if ok, out := o.arping(labVIP4, 1); !ok {
 		t.Fatalf("arping after the address was added:\n%s", out)
 	}
 
-	l.ip(node, "link", "set", "eth0", "down")
-	eventually(t, 5*time.Second, "nothing announced on a down link", func() bool {
+	l.IP(node, "link", "set", "eth0", "down")
+	labkit.Eventually(t, 5*time.Second, "nothing announced on a down link", func() bool {
 		return ann.ifaces(labVIP4) == "" && ann.ifaces(labVIP6) == ""
 	})
 
 	m := cli.mark()
 	up := time.Now()
-	l.ip(node, "link", "set", "eth0", "up")
+	l.IP(node, "link", "set", "eth0", "up")
 	// Link down removed the IPv6 global address (keep_addr_on_down=0);
 	// the network configuration puts it back, as networkd would.
-	l.addAddr(node, "2001:db8:1::11/64")
-	eventually(t, 5*time.Second, "VIPs announced again", func() bool {
+	l.AddAddr(node, "2001:db8:1::11/64")
+	labkit.Eventually(t, 5*time.Second, "VIPs announced again", func() bool {
 		return ann.ifaces(labVIP4) == "eth0" && ann.ifaces(labVIP6) == "eth0"
 	})
 	g := cli.waitFrame(m, 5*time.Second, "gratuitous ARP after link up", isGARP(macNode1, labVIP4))
@@ -55,9 +57,9 @@ func TestLabLinkChanges(t *testing.T) {
 	if ok, out := o.arping(labVIP4, 1); !ok {
 		t.Fatalf("arping after link up:\n%s", out)
 	}
-	l.ip(client, "-6", "neigh", "flush", "dev", "eth0")
-	_, _ = l.exec(client, "ping", "-6", "-c", "1", "-W", "1", labVIP6)
-	eventually(t, 5*time.Second, "client resolves the IPv6 VIP after link up", func() bool {
+	l.IP(client, "-6", "neigh", "flush", "dev", "eth0")
+	_, _ = l.Exec(client, "ping", "-6", "-c", "1", "-W", "1", labVIP6)
+	labkit.Eventually(t, 5*time.Second, "client resolves the IPv6 VIP after link up", func() bool {
 		return strings.Contains(l.neigh(client, labVIP6), "lladdr "+macNode1)
 	})
 }

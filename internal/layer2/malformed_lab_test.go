@@ -3,6 +3,8 @@ package layer2
 import (
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // TestLabMalformedARPBurst: while the client probes node1's VIPs every
@@ -14,10 +16,7 @@ import (
 func TestLabMalformedARPBurst(t *testing.T) {
 	l := newLab(t)
 	node := l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64")
-	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.addAddr(client, probeSource6(i).String()+"/64")
-	}
+	client := l.addProbingClient()
 	cli := startHelper(t, client, "client")
 	cli.expect("ready")
 	ann := startHelper(t, node, "announcer", "HERALD_L2_LOG=info")
@@ -30,7 +29,7 @@ func TestLabMalformedARPBurst(t *testing.T) {
 	if r := cli.call("garbage 5ms 20"); r != "garbage" {
 		t.Fatalf("client: %q", r)
 	}
-	eventually(t, 10*time.Second, "2,000 malformed frames read", func() bool {
+	labkit.Eventually(t, 10*time.Second, "2,000 malformed frames read", func() bool {
 		return ann.metric("herald_l2_malformed_frames_total", "eth0", protoARP) >= 2000
 	})
 	if r := cli.call("nogarbage"); r != "nogarbage" {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 func isUnsolicitedNA(from, target string) func(frame) bool {
@@ -23,7 +25,7 @@ func isSolicitedNA(from, target string) func(frame) bool {
 // not used: it reports "Timed out" for advertisements from a link-local
 // source even though the kernel accepts them.
 func (o *oneNode) ndisc6(target string) {
-	_, _ = o.exec(o.client, "ndisc6", "-1", "-n", "-r", "1", "-w", "300", target, "eth0")
+	_, _ = o.Exec(o.client, "ndisc6", "-1", "-n", "-r", "1", "-w", "300", target, "eth0")
 }
 
 // neighState returns the NUD state word of the client's entry for ip.
@@ -37,16 +39,16 @@ func neighState(entry string) string {
 
 func TestLabNDP(t *testing.T) {
 	o := newOneNode(t, "ndisc6")
-	o.sysctl(o.client, "net.ipv6.neigh.eth0.delay_first_probe_time=1")
+	o.Sysctl(o.client, "net.ipv6.neigh.eth0.delay_first_probe_time=1")
 	m := o.cli.mark()
 	o.ann.set(labVIP6)
-	eventually(t, 10*time.Second, "VIP announced on eth0", func() bool { return o.ann.ifaces(labVIP6) == "eth0" })
+	labkit.Eventually(t, 10*time.Second, "VIP announced on eth0", func() bool { return o.ann.ifaces(labVIP6) == "eth0" })
 	o.cli.waitFrame(m, 10*time.Second, "unsolicited NA", isUnsolicitedNA(macNode1, labVIP6))
 
 	// Address resolution by the client's kernel: multicast NS, solicited NA.
 	m = o.cli.mark()
-	_, _ = o.exec(o.client, "ping", "-6", "-c", "1", "-W", "1", labVIP6)
-	eventually(t, 5*time.Second, "client neighbour entry with node1's MAC", func() bool {
+	_, _ = o.Exec(o.client, "ping", "-6", "-c", "1", "-W", "1", labVIP6)
+	labkit.Eventually(t, 5*time.Second, "client neighbour entry with node1's MAC", func() bool {
 		e := o.neigh(o.client, labVIP6)
 		return strings.Contains(e, "lladdr "+macNode1) && neighState(e) != "FAILED"
 	})
@@ -66,14 +68,14 @@ func TestLabNDP(t *testing.T) {
 // entry must come back REACHABLE and never be FAILED, twice in a row.
 func checkNUD(t *testing.T, o *oneNode) {
 	for round := range 2 {
-		o.ip(o.client, "-6", "neigh", "change", labVIP6, "dev", "eth0", "lladdr", macNode1, "nud", "stale")
+		o.IP(o.client, "-6", "neigh", "change", labVIP6, "dev", "eth0", "lladdr", macNode1, "nud", "stale")
 		m := o.cli.mark()
-		ping := o.background(o.client, "ping", "-6", "-c", "1", "-W", "1", labVIP6)
+		ping := labkit.StartProc(t, o.client, labkit.ProcOptions{Argv: []string{"ping", "-6", "-c", "1", "-W", "1", labVIP6}})
 		isProbe := func(f frame) bool {
 			return f.Kind == "ns" && f.Src == macClient && f.Dst == macNode1 && f.IPDst == labVIP6 && f.Target == labVIP6
 		}
 		var states []string
-		eventually(t, 10*time.Second, "entry REACHABLE again after a unicast probe", func() bool {
+		labkit.Eventually(t, 10*time.Second, "entry REACHABLE again after a unicast probe", func() bool {
 			s := neighState(o.neigh(o.client, labVIP6))
 			if len(states) == 0 || states[len(states)-1] != s {
 				states = append(states, s)
@@ -83,7 +85,7 @@ func checkNUD(t *testing.T, o *oneNode) {
 			}
 			return s == "REACHABLE" && countFrames(o.cli.framesSince(m), isProbe) > 0
 		})
-		ping()
+		_ = ping.Wait()
 		probe := o.cli.waitFrame(m, time.Second, "unicast NS to the VIP", isProbe)
 		o.cli.waitFrame(m, time.Second, "NA answering the unicast NS", func(f frame) bool {
 			return isSolicitedNA(macNode1, labVIP6)(f) && f.T >= probe.T

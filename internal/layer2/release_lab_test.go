@@ -3,6 +3,8 @@ package layer2
 import (
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // TestLabReleasingStopsBurst switches node1's VIPs to Releasing in the
@@ -11,18 +13,15 @@ import (
 func TestLabReleasingStopsBurst(t *testing.T) {
 	l := newLab(t)
 	node := l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64")
-	client := l.addHost("client", macClient, false, client4IP+"/25", "2001:db8:1::100/64")
-	for i := range probeSources6 {
-		l.addAddr(client, probeSource6(i).String()+"/64")
-	}
+	client := l.addProbingClient()
 	cli := startHelper(t, client, "client")
 	cli.expect("ready")
 	ann := startHelper(t, node, "announcer", "HERALD_L2_GRAT=40/25ms", "HERALD_L2_LOG=info")
 	h := &handoverLab{lab: l, t: t, client: client, cli: cli, ann: [2]*helper{ann}, macs: [2]string{macNode1}}
 
 	// Both bursts start together once the link-local address is usable.
-	eventually(t, 10*time.Second, "node1's IPv6 addresses past DAD", func() bool {
-		return l.ip(node, "-6", "addr", "show", "dev", "eth0", "tentative") == ""
+	labkit.Eventually(t, 10*time.Second, "node1's IPv6 addresses past DAD", func() bool {
+		return l.IP(node, "-6", "addr", "show", "dev", "eth0", "tentative") == ""
 	})
 	m := cli.mark()
 	ann.set(labVIP4, labVIP6)
@@ -30,7 +29,7 @@ func TestLabReleasingStopsBurst(t *testing.T) {
 		name string
 		pred func(frame) bool
 	}{{"gratuitous ARP", isGARP(macNode1, labVIP4)}, {"unsolicited NA", isUnsolicitedNA(macNode1, labVIP6)}} {
-		eventually(t, 10*time.Second, "3 "+what.name+"s", func() bool { return countFrames(cli.framesSince(m), what.pred) >= 3 })
+		labkit.Eventually(t, 10*time.Second, "3 "+what.name+"s", func() bool { return countFrames(cli.framesSince(m), what.pred) >= 3 })
 	}
 	_, switched := ann.setTimed("~"+labVIP4, "~"+labVIP6)
 	sent := h.counters(0, "herald_l2_gratuitous_sent_total")
@@ -42,7 +41,7 @@ func TestLabReleasingStopsBurst(t *testing.T) {
 	// Still answered while releasing, until past the bursts' planned end.
 	h.startProbing(0)
 	end := switched.Add(40 * 25 * time.Millisecond)
-	eventually(t, 10*time.Second, "answers past the bursts' planned end", func() bool {
+	labkit.Eventually(t, 10*time.Second, "answers past the bursts' planned end", func() bool {
 		frames := cli.framesSince(m)
 		return len(frames) > 0 && frames[len(frames)-1].time().After(end)
 	})

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // fakeProto counts gratuitous packets per VIP; while block is set, a send
@@ -77,11 +79,11 @@ func TestResponderSilence(t *testing.T) {
 	p := &fakeProto{sent: map[netip.Addr]int{}}
 	r := testResponder(t, p, 1000, time.Millisecond)
 	r.announce(vip4)
-	eventually(t, 5*time.Second, "3 packets of the burst", func() bool { return p.count(vip4) >= 3 })
+	labkit.Eventually(t, 5*time.Second, "3 packets of the burst", func() bool { return p.count(vip4) >= 3 })
 	r.silence(vip4)
 	n := p.count(vip4)
 	r.announce(vip6)
-	eventually(t, 5*time.Second, "20 packets of another burst", func() bool { return p.count(vip6) >= 20 })
+	labkit.Eventually(t, 5*time.Second, "20 packets of another burst", func() bool { return p.count(vip6) >= 20 })
 	if got := p.count(vip4); got != n {
 		t.Fatalf("%d packets when silenced, %d later", n, got)
 	}

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // TestRunStops runs the announcer in the test's own network namespace with
@@ -23,7 +25,7 @@ func TestRunStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	eventually(t, 5*time.Second, "Run following the links", func() bool {
+	labkit.Eventually(t, 5*time.Second, "Run following the links", func() bool {
 		select {
 		case err := <-done:
 			if errors.Is(err, syscall.EPERM) && os.Geteuid() != 0 {
@@ -48,7 +50,7 @@ func TestRunStops(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	eventually(t, 5*time.Second, "no goroutine of the package left", func() bool {
+	labkit.Eventually(t, 5*time.Second, "no goroutine of the package left", func() bool {
 		buf := make([]byte, 1<<20)
 		stacks := string(buf[:runtime.Stack(buf, true)])
 		return !strings.Contains(stacks, "layer2.(*Announcer)") && !strings.Contains(stacks, "vishvananda/netlink")

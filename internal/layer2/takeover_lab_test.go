@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // TestLabTakeover moves an IPv4 and an IPv6 VIP from node1 to node2 the way
@@ -28,14 +30,14 @@ func TestLabTakeover(t *testing.T) {
 		if strings.Contains(vip, ":") {
 			fam = "-6"
 		}
-		_, _ = l.exec(client, "ping", fam, "-c", "1", "-W", "1", vip)
-		eventually(t, 5*time.Second, "client entry for "+vip+" with node1's MAC", func() bool {
+		_, _ = l.Exec(client, "ping", fam, "-c", "1", "-W", "1", vip)
+		labkit.Eventually(t, 5*time.Second, "client entry for "+vip+" with node1's MAC", func() bool {
 			return strings.Contains(l.neigh(client, vip), "lladdr "+macNode1)
 		})
 	}
 	// The unsolicited NA is checked against a STALE entry, as after a
 	// while without traffic.
-	l.ip(client, "-6", "neigh", "change", labVIP6, "dev", "eth0", "lladdr", macNode1, "nud", "stale")
+	l.IP(client, "-6", "neigh", "change", labVIP6, "dev", "eth0", "lladdr", macNode1, "nud", "stale")
 	// node2's NDP responder needs its link-local out of DAD: have it ready
 	// with another VIP before the takeover, as a running node would.
 	m = cli.mark()
@@ -46,14 +48,14 @@ func TestLabTakeover(t *testing.T) {
 	_, withdrawn := ann1.setTimed()
 	t0 := ann2.set(labVIP4, labVIP6, "2001:db8:1::99")
 	for _, vip := range []string{labVIP4, labVIP6} {
-		eventually(t, 10*time.Second, "client entry for "+vip+" moved to node2", func() bool {
+		labkit.Eventually(t, 10*time.Second, "client entry for "+vip+" moved to node2", func() bool {
 			return strings.Contains(l.neigh(client, vip), "lladdr "+macNode2)
 		})
 		t.Logf("%s: client entry moved to node2 %v after SetAnnouncements (%s)",
 			vip, time.Since(t0).Round(time.Millisecond), l.neigh(client, vip))
 	}
 	// The burst repeats, to beat the ARP locktime of a recently updated entry.
-	eventually(t, 5*time.Second, "a second gratuitous ARP", func() bool {
+	labkit.Eventually(t, 5*time.Second, "a second gratuitous ARP", func() bool {
 		return countFrames(cli.framesSince(m), isGARP(macNode2, labVIP4)) >= 2
 	})
 	// node1's first burst is still running when it withdraws. A frame it
@@ -67,7 +69,7 @@ func TestLabTakeover(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("node1 sent %d ARP replies or NAs after withdrawing", n)
 	}
-	eventually(t, 5*time.Second, "node2's herald_l2_gratuitous_sent_total{protocol=ndp} >= 2", func() bool {
+	labkit.Eventually(t, 5*time.Second, "node2's herald_l2_gratuitous_sent_total{protocol=ndp} >= 2", func() bool {
 		return ann2.metric("herald_l2_gratuitous_sent_total", "eth0", protoNDP) >= 2
 	})
 }

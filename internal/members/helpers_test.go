@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // testKey is the shared cluster key of the tests (AES-128).
@@ -90,21 +92,9 @@ func startCluster(tb testing.TB, names []string, opts ...memberOption) []*testMe
 	return ms
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func waitState(tb testing.TB, m *testMember, node string, want State, timeout time.Duration) {
 	tb.Helper()
-	waitFor(tb, timeout, m.name+" to see "+node+" "+want.String(), func() bool {
+	labkit.Eventually(tb, timeout, m.name+" to see "+node+" "+want.String(), func() bool {
 		return m.State(node) == want
 	})
 }

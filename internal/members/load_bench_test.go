@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // loadDuration is how long each false-suspicion run keeps the CPU busy.
@@ -98,6 +100,6 @@ func burnCPUInProcesses(tb testing.TB, d time.Duration, n int) {
 		procs = append(procs, p)
 	}
 	end := time.Now().Add(d)
-	waitFor(tb, 2*d, "the load period to end", func() bool { return time.Now().After(end) })
+	labkit.Eventually(tb, 2*d, "the load period to end", func() bool { return time.Now().After(end) })
 	stop()
 }

@@ -8,18 +8,20 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 func TestThreeMembersSeeEachOtherAlive(t *testing.T) {
 	names := []string{"node-a", "node-b", "node-c"}
 	ms := startCluster(t, names)
 	for _, m := range ms {
-		waitFor(t, 5*time.Second, m.name+" to settle", m.Settled)
+		labkit.Eventually(t, 5*time.Second, m.name+" to settle", m.Settled)
 		snap := m.Snapshot()
 		if len(snap) != 3 {
 			t.Errorf("%s: snapshot %v, want the 3 nodes", m.name, snap)
 		}
-		waitFor(t, 5*time.Second, m.name+" gauge alive=3", func() bool {
+		labkit.Eventually(t, 5*time.Second, m.name+" gauge alive=3", func() bool {
 			return testutil.ToFloat64(m.metrics.members.WithLabelValues("alive")) == 3
 		})
 	}
@@ -104,7 +106,7 @@ func TestMemberWithAnotherKeyCannotJoin(t *testing.T) {
 	intruder := startMember(t, "intruder", withKey([]byte("fedcba9876543210fedcba9876543210")))
 	intruder.Join([]string{ms[0].addr(), ms[1].addr()})
 
-	waitFor(t, 10*time.Second, "intruder to settle", intruder.Settled)
+	labkit.Eventually(t, 10*time.Second, "intruder to settle", intruder.Settled)
 	if got := intruder.logs.matching("cannot join member"); len(got) != 2 {
 		t.Errorf("intruder logged %d join failures, want 2:\n%s", len(got), strings.Join(got, "\n"))
 	}
@@ -131,7 +133,7 @@ func TestDeadIsRememberedAfterMemberlistForgets(t *testing.T) {
 	// memberlist reaps a dead node at the first probe round after
 	// GossipToTheDead; keep checking well past that.
 	forgotten := observer.book.since("node-c").Add(timing.GossipToTheDead + 20*timing.ProbeInterval)
-	waitFor(t, 10*time.Second, "memberlist's reap window to pass", func() bool {
+	labkit.Eventually(t, 10*time.Second, "memberlist's reap window to pass", func() bool {
 		if got := observer.State("node-c"); got != Dead {
 			t.Fatalf("node-c became %v while memberlist reaped it, want dead", got)
 		}
@@ -156,7 +158,7 @@ func TestSettled(t *testing.T) {
 		t.Fatal("settled before any Join")
 	}
 	a.Join(nil)
-	waitFor(t, 5*time.Second, "settled after joining nobody", a.Settled)
+	labkit.Eventually(t, 5*time.Second, "settled after joining nobody", a.Settled)
 
 	// A closed port refuses at once: the join fails and still settles.
 	closed := startMember(t, "node-gone")
@@ -166,7 +168,7 @@ func TestSettled(t *testing.T) {
 	}
 	b := startMember(t, "node-b")
 	b.Join([]string{closedAddr, "not-an-address"})
-	waitFor(t, 10*time.Second, "settled after every join failed", b.Settled)
+	labkit.Eventually(t, 10*time.Second, "settled after every join failed", b.Settled)
 	if b.State("node-gone") != Unknown {
 		t.Errorf("node-gone is %v, want unknown", b.State("node-gone"))
 	}
@@ -177,7 +179,7 @@ func TestSettled(t *testing.T) {
 	// Some joins fail, one succeeds: settled, and the live one is known.
 	c := startMember(t, "node-c")
 	c.Join([]string{closedAddr, a.addr(), c.addr()})
-	waitFor(t, 10*time.Second, "settled after a partial join", c.Settled)
+	labkit.Eventually(t, 10*time.Second, "settled after a partial join", c.Settled)
 	if got := c.State("node-a"); got != Alive {
 		t.Errorf("node-c sees node-a %v once settled, want alive", got)
 	}
@@ -233,7 +235,7 @@ func TestLeaveWithExpiredContextStillAnnounces(t *testing.T) {
 	// member keeps running. The leaving flag, queued just before it, may be
 	// superseded (memberlist keeps one pending message per node), so the
 	// other side may record Dead rather than Left: either way, not Alive.
-	waitFor(t, 5*time.Second, "node-a to see node-b gone", func() bool {
+	labkit.Eventually(t, 5*time.Second, "node-a to see node-b gone", func() bool {
 		s := ms[0].State("node-b")
 		return s == Left || s == Dead
 	})

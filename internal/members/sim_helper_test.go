@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // The member-list simulation: hundreds of real memberlist instances in this
@@ -123,7 +125,7 @@ func runSim(tb testing.TB, o simOptions) simResult {
 	for _, m := range ms {
 		m.Join(addrs)
 	}
-	waitFor(tb, 2*time.Minute, "every member to see every member alive", func() bool {
+	labkit.Eventually(tb, 2*time.Minute, "every member to see every member alive", func() bool {
 		for _, m := range ms {
 			if m.book.counts()[Alive] != o.members {
 				return false
@@ -150,7 +152,7 @@ func runSim(tb testing.TB, o simOptions) simResult {
 			tb.Fatal(err)
 		}
 		survivors := ms[:len(ms)-1-k]
-		waitFor(tb, 30*time.Second, "every survivor to see "+names[victim]+" dead", func() bool {
+		labkit.Eventually(tb, 30*time.Second, "every survivor to see "+names[victim]+" dead", func() bool {
 			for _, m := range survivors {
 				if m.State(names[victim]) != Dead {
 					return false
