@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
@@ -112,7 +113,8 @@ func run(f flags) error {
 	var ml *members.Members
 	opts := speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
-		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
+		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
+		L2:          l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {
