@@ -25,7 +25,7 @@ all: build
 
 help:
 	@echo "make build         build bin/controller, bin/speaker and bin/kubectl-herald (the kubectl plugin)"
-	@echo "make images        OCI image tarballs in bin/images (no container engine needed)"
+	@echo "make images        OCI image archives (amd64+arm64) in bin/images, no container engine needed"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
@@ -40,13 +40,18 @@ build:
 	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/speaker ./speaker
 	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/kubectl-herald ./kubectl-herald
 
-# OCI image tarballs (bin/images/{controller,speaker}.tar), built in Go:
-# `docker load -i` or `kind load image-archive` them.
+# Images as OCI image layouts in tar files (bin/images/{controller,speaker,
+# podserver,pause}.tar), each a multi-architecture index for IMAGE_ARCHES,
+# built in Go without a container engine (hack/images). Import them with
+# `ctr -n k8s.io images import --all-platforms bin/images/speaker.tar` or
+# `kind load image-archive`. They are not published to any registry.
+IMAGE_ARCHES ?= amd64 arm64
 images:
-	@mkdir -p $(BIN)/static
-	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/controller ./controller
-	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/speaker ./speaker
-	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG)
+	@for a in $(IMAGE_ARCHES); do mkdir -p $(BIN)/static/linux-$$a; \
+	  echo "building linux/$$a binaries"; \
+	  GOOS=linux GOARCH=$$a $(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/linux-$$a/ ./controller ./speaker ./e2e/cmd/podserver ./e2e/cmd/pause || exit 1; \
+	done
+	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG) -arch "$(IMAGE_ARCHES)"
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then hack/install-deps.sh; else echo "make deps: not root; skipping Debian packages (network tests will skip)"; fi
