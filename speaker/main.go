@@ -167,7 +167,9 @@ func run(f flags) error {
 // startMembers starts the member list on the node's address, or returns
 // nil when it is disabled.
 func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
-	keys, err := members.ReadKeyFile(f.memberlistKeyFile)
+	// The Secret volume is optional: right after an install the key may
+	// not be there yet (the controller creates the Secret).
+	keys, err := waitForKey(ctx, f.memberlistKeyFile, 2*time.Second, 5*time.Minute, log)
 	if err != nil {
 		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the herald-memberlist Secret): %w", err)
 	}
