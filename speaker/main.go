@@ -76,6 +76,12 @@ func run(f flags) error {
 	}
 	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, clients.Scheme, "herald-speaker")
 	defer stopEvents()
+	// kube-proxy's IPVS mode without strict ARP: every node would answer.
+	ipvs, err := speaker.NewIPVSWatch(speaker.IPVSWatch{NodeName: f.nodeName, ProcSys: os.DirFS("/proc/sys"), Recorder: rec, Logger: log.With("component", "ipvs")}, reg)
+	if err != nil {
+		return err
+	}
+	go ipvs.Run(sigCtx)
 
 	// The backends call back into the speaker, which needs them to exist.
 	var sp atomic.Pointer[speaker.Speaker]
