@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -31,7 +32,7 @@ import (
 var valueSets = [][]string{
 	nil,
 	{"--set", "controller.podAntiAffinity=hard", "--set", "controller.podDisruptionBudget.enabled=false", "--set", "ignoreExcludeLB=true",
-		"--set", "lbClassOnly=true", "--set", "memberlistSecret=other-key", "--set", "speaker.priorityClassName=", "--set", "metrics.services=false"},
+		"--set", "lbClassOnly=true", "--set", "lbClass=example.com/lb", "--set", "memberlistSecret=other-key", "--set", "speaker.priorityClassName=", "--set", "metrics.services=false"},
 	{"--set", "controller.podAntiAffinity=", "--set", "controller.topologySpreadConstraints=null", "--set", "image.speaker.tag=dev",
 		"--set", "metrics.dashboard.enabled=true", "--set", "speaker.extraArgs={--memberlist-timing=large}"},
 }
@@ -133,12 +134,12 @@ func TestValuesReachTheObjects(t *testing.T) {
 		a, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
 		return strings.Join(a, " ")
 	}
-	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only"} {
+	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb"} {
 		if !strings.Contains(args(dep), want) {
 			t.Errorf("controller args %q lack %s", args(dep), want)
 		}
 	}
-	for _, want := range []string{"--ignore-exclude-lb", "--lb-class-only"} {
+	for _, want := range []string{"--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb"} {
 		if !strings.Contains(args(ds), want) {
 			t.Errorf("speaker args %q lack %s", args(ds), want)
 		}
@@ -224,4 +225,62 @@ func TestTemplateAppliesToARealAPIServer(t *testing.T) {
 		}
 		t.Log(fmt.Sprintf("values set %d: %d objects accepted", i, applied))
 	}
+}
+
+// TestSpeakerLiveness: the default install keeps what the speakers'
+// liveness needs: their Role may read and renew Leases
+// (herald-speaker-<node>), the DaemonSet waits minReadySeconds before
+// moving on, and /readyz is probed every 2 s.
+func TestSpeakerLiveness(t *testing.T) {
+	objs := byName(decode(t, helmTemplate(t)))
+	role := objs["Role/herald-system/herald-speaker"]
+	if role == nil {
+		t.Fatal("no speaker Role")
+	}
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	leases := false
+	for _, r := range rules {
+		m := r.(map[string]any)
+		groups, _, _ := unstructured.NestedStringSlice(m, "apiGroups")
+		res, _, _ := unstructured.NestedStringSlice(m, "resources")
+		verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
+		if slices.Equal(groups, []string{"coordination.k8s.io"}) && slices.Equal(res, []string{"leases"}) &&
+			slices.Equal(verbs, []string{"get", "list", "create", "update", "delete"}) {
+			leases = true
+		}
+	}
+	if !leases {
+		t.Errorf("speaker Role rules %v: no get, list, create, update, delete on coordination.k8s.io leases", rules)
+	}
+	ds := objs["DaemonSet/herald-system/herald-speaker"]
+	if ds == nil {
+		t.Fatal("no speaker DaemonSet")
+	}
+	if m := number(ds.Object, "spec", "minReadySeconds"); m != 10 {
+		t.Errorf("speaker minReadySeconds %v, want 10", m)
+	}
+	cs, _, _ := unstructured.NestedSlice(ds.Object, "spec", "template", "spec", "containers")
+	if p := number(cs[0].(map[string]any), "readinessProbe", "periodSeconds"); p != 2 {
+		t.Errorf("speaker readinessProbe periodSeconds %v, want 2", p)
+	}
+	withValue := byName(decode(t, helmTemplate(t, "--set", "speaker.minReadySeconds=30")))
+	if m := number(withValue["DaemonSet/herald-system/herald-speaker"].Object, "spec", "minReadySeconds"); m != 30 {
+		t.Errorf("speaker.minReadySeconds=30: minReadySeconds %v", m)
+	}
+}
+
+// number reads a number of a decoded object (JSON numbers decode as
+// float64); -1 when absent or not a number.
+func number(obj map[string]any, fields ...string) float64 {
+	v, ok, _ := unstructured.NestedFieldNoCopy(obj, fields...)
+	if !ok {
+		return -1
+	}
+	switch n := v.(type) {
+	case float64:
+		return n
+	case int64:
+		return float64(n)
+	}
+	return -1
 }
