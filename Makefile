@@ -17,7 +17,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane bench bench-controller bench-scale clean help
+.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -63,6 +63,12 @@ control-plane:
 	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-20 minutes..."
 	hack/build-control-plane.sh
 
+# helm and promtool for the chart and monitoring tests and for rendering
+# manifests/ from the chart (versions in hack/versions.env), built once
+# into ~/.cache/herald: a few minutes each, cold.
+tools:
+	hack/build-tools.sh
+
 # The lab with Herald in it, a sample Service, and a report; the lab stays
 # up afterwards (make lab-down removes it).
 demo: deps control-plane
@@ -75,7 +81,7 @@ generate:
 verify:
 	hack/verify.sh
 
-test: deps control-plane verify unit e2e fuzz
+test: deps control-plane tools verify unit e2e fuzz
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages). Packages run two at a time.
