@@ -3,7 +3,6 @@ package chart
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -223,7 +222,7 @@ func TestTemplateAppliesToARealAPIServer(t *testing.T) {
 		if applied < 15 {
 			t.Errorf("values set %d: only %d objects applied", i, applied)
 		}
-		t.Log(fmt.Sprintf("values set %d: %d objects accepted", i, applied))
+		t.Logf("values set %d: %d objects accepted", i, applied)
 	}
 }
 
