@@ -82,3 +82,16 @@ func TestParseImagesOutput(t *testing.T) {
 		t.Errorf("tarballs %v refs %v", tarballs, refs)
 	}
 }
+
+// TestSplitRef: the chart's image values from a reference.
+func TestSplitRef(t *testing.T) {
+	for ref, want := range map[string][2]string{
+		"ghcr.io/herald-lb/speaker:v0.1.0": {"ghcr.io/herald-lb/speaker", "v0.1.0"},
+		"localhost:5000/speaker:dev":       {"localhost:5000/speaker", "dev"},
+		"localhost:5000/speaker":           {"localhost:5000/speaker", ""},
+	} {
+		if repo, tag := splitRef(ref); repo != want[0] || tag != want[1] {
+			t.Errorf("splitRef(%q) = %q, %q; want %q, %q", ref, repo, tag, want[0], want[1])
+		}
+	}
+}

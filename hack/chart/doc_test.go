@@ -8,9 +8,7 @@
 package chart
 
 import (
-	"bufio"
 	"bytes"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -34,35 +32,9 @@ func repoRoot(t *testing.T) string {
 // hack/build-tools.sh when missing.
 func tool(t *testing.T, name string) string {
 	t.Helper()
-	root := repoRoot(t)
-	key := map[string]string{"helm": "HELM_VERSION", "promtool": "PROMETHEUS_VERSION"}[name]
-	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	path, err := testenv.Tool(name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	defer f.Close()
-	version := ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), key+"="); ok {
-			version = v
-		}
-	}
-	if version == "" {
-		t.Fatalf("hack/versions.env has no %s", key)
-	}
-	cache, err := testenv.CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(cache, "bin", name+"-"+version)
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"), name)
-	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", name, err, out)
 	}
 	return path
 }
