@@ -17,7 +17,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane bench bench-controller bench-scale clean help
+.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -25,7 +25,7 @@ all: build
 
 help:
 	@echo "make build         build bin/controller, bin/speaker and bin/kubectl-herald (the kubectl plugin)"
-	@echo "make images        OCI image tarballs in bin/images (no container engine needed)"
+	@echo "make images        OCI image archives (amd64+arm64) in bin/images, no container engine needed"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
@@ -40,13 +40,18 @@ build:
 	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/speaker ./speaker
 	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/kubectl-herald ./kubectl-herald
 
-# OCI image tarballs (bin/images/{controller,speaker}.tar), built in Go:
-# `docker load -i` or `kind load image-archive` them.
+# Images as OCI image layouts in tar files (bin/images/{controller,speaker,
+# podserver,pause}.tar), each a multi-architecture index for IMAGE_ARCHES,
+# built in Go without a container engine (hack/images). Import them with
+# `ctr -n k8s.io images import --all-platforms bin/images/speaker.tar` or
+# `kind load image-archive`. They are not published to any registry.
+IMAGE_ARCHES ?= amd64 arm64
 images:
-	@mkdir -p $(BIN)/static
-	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/controller ./controller
-	$(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/speaker ./speaker
-	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG)
+	@for a in $(IMAGE_ARCHES); do mkdir -p $(BIN)/static/linux-$$a; \
+	  echo "building linux/$$a binaries"; \
+	  GOOS=linux GOARCH=$$a $(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/linux-$$a/ ./controller ./speaker ./e2e/cmd/podserver ./e2e/cmd/pause || exit 1; \
+	done
+	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG) -arch "$(IMAGE_ARCHES)"
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then hack/install-deps.sh; else echo "make deps: not root; skipping Debian packages (network tests will skip)"; fi
@@ -57,6 +62,12 @@ deps:
 control-plane:
 	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-20 minutes..."
 	hack/build-control-plane.sh
+
+# helm and promtool for the chart and monitoring tests and for rendering
+# manifests/ from the chart (versions in hack/versions.env), built once
+# into ~/.cache/herald: a few minutes each, cold.
+tools:
+	hack/build-tools.sh
 
 # The lab with Herald in it, a sample Service, and a report; the lab stays
 # up afterwards (make lab-down removes it).
@@ -75,7 +86,7 @@ verify:
 # assert nothing about time and yield the CPU: the lab's processes run at
 # the highest CPU weight (see e2e/lab/cgroups.go). Each target's output is
 # printed in one piece when it ends.
-test: deps control-plane
+test: deps control-plane tools
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory -j3 --output-sync=target e2e verify fuzz
 

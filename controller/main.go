@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/controller"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
@@ -22,7 +23,7 @@ import (
 
 type flags struct {
 	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass string
-	lbClassOnly, leaderElect, metallbAnnotations                                                             bool
+	lbClassOnly, leaderElect, metallbAnnotations, ignoreExcludeLB                                            bool
 	workers, burst                                                                                           int
 	qps                                                                                                      float64
 	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                   time.Duration
@@ -37,6 +38,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass --lb-class (default: also Services without a class); turning it on clears Herald's status from Services without a class and releases their addresses, turning it off gives them addresses again")
 	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; two installations with different classes can share a cluster (the speakers' --lb-class must match)")
 	fs.BoolVar(&f.metallbAnnotations, "metallb-annotations", true, "read MetalLB's Service annotations (metallb.io/ and metallb.universe.tf/ loadBalancerIPs, address-pool, allow-shared-ip) where the herald.dev/ ones are absent")
+	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "count nodes labelled node.kubernetes.io/exclude-from-external-load-balancers as able to announce (MetalLB's flag of the same name; must match the speakers')")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
 	fs.StringVar(&f.leaseName, "lease-name", "herald-controller", "name of the leader-election Lease")
 	fs.StringVar(&f.identity, "identity", envOr("POD_NAME", host), "this replica's identity in the Lease (default: $POD_NAME, else the host name)")
@@ -119,6 +121,7 @@ func run(f flags) error {
 	c, err := controller.New(kube, clients.Herald, controller.Options{
 		Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass}, Namespace: f.namespace, Workers: f.workers, ReleaseHold: f.releaseHold,
 		Annotations: service.Annotations{IgnoreMetalLB: !f.metallbAnnotations},
+		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
 		Logger:      log, Registerer: reg, Recorder: rec,
 	})
 	if err != nil {

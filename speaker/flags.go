@@ -24,6 +24,7 @@ type flags struct {
 	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
+	ignoreExcludeLB                                                    bool
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -33,6 +34,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.nodeName, "node-name", os.Getenv("NODE_NAME"), "the node this speaker runs on (default $NODE_NAME, set from the downward API)")
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: the BGP password Secrets live there")
+	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "let nodes labelled node.kubernetes.io/exclude-from-external-load-balancers announce (MetalLB's flag of the same name; must match the controller)")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass --lb-class (must match the controller)")
 	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); two installations with different classes can share a cluster")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
@@ -75,6 +76,12 @@ func run(f flags) error {
 	}
 	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, clients.Scheme, "herald-speaker")
 	defer stopEvents()
+	// kube-proxy's IPVS mode without strict ARP: every node would answer.
+	ipvs, err := speaker.NewIPVSWatch(speaker.IPVSWatch{NodeName: f.nodeName, ProcSys: os.DirFS("/proc/sys"), Recorder: rec, Logger: log.With("component", "ipvs")}, reg)
+	if err != nil {
+		return err
+	}
+	go ipvs.Run(sigCtx)
 
 	// The backends call back into the speaker, which needs them to exist.
 	var sp atomic.Pointer[speaker.Speaker]
@@ -112,7 +119,8 @@ func run(f flags) error {
 	var ml *members.Members
 	opts := speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
-		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
+		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
+		L2:          l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {
@@ -165,7 +173,9 @@ func run(f flags) error {
 // startMembers starts the member list on the node's address, or returns
 // nil when it is disabled.
 func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
-	keys, err := members.ReadKeyFile(f.memberlistKeyFile)
+	// The Secret volume is optional: right after an install the key may
+	// not be there yet (the controller creates the Secret).
+	keys, err := waitForKey(ctx, f.memberlistKeyFile, 2*time.Second, 5*time.Minute, log)
 	if err != nil {
 		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the herald-memberlist Secret): %w", err)
 	}

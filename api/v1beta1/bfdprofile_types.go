@@ -12,7 +12,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +genclient:nonNamespaced
 // +genclient:noStatus
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=bfd,categories=herald
+// +kubebuilder:resource:scope=Cluster,shortName=hbfd,categories=herald
 // +kubebuilder:printcolumn:name="Receive",type=integer,JSONPath=`.spec.receiveInterval`
 // +kubebuilder:printcolumn:name="Transmit",type=integer,JSONPath=`.spec.transmitInterval`
 // +kubebuilder:printcolumn:name="Multiplier",type=integer,JSONPath=`.spec.detectMultiplier`

@@ -8,7 +8,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +genclient
 // +genclient:nonNamespaced
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=bgpadv,categories=herald
+// +kubebuilder:resource:scope=Cluster,shortName=hbgpadv,categories=herald
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="IP Address Pools",type=string,JSONPath=`.spec.ipAddressPools`
 // +kubebuilder:printcolumn:name="Peers",type=string,JSONPath=`.spec.peers`

@@ -9,7 +9,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +genclient:nonNamespaced
 // +genclient:noStatus
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,categories=herald
+// +kubebuilder:resource:scope=Cluster,shortName=hcomm,categories=herald
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Community struct {
 	metav1.TypeMeta   `json:",inline"`

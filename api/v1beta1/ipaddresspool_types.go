@@ -10,7 +10,7 @@ import (
 // +genclient
 // +genclient:nonNamespaced
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=ippool;ippools,categories=herald
+// +kubebuilder:resource:scope=Cluster,shortName=hpool,categories=herald
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Addresses",type=string,JSONPath=`.spec.addresses`
 // +kubebuilder:printcolumn:name="Auto Assign",type=boolean,JSONPath=`.spec.autoAssign`

@@ -45,6 +45,17 @@ type Herald struct {
 // waits until the controller and every speaker are rolled out and run the
 // images built from this checkout.
 func Install(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
+	return install(ctx, l, images, func(h *Herald, root string) error {
+		_, err := h.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", filepath.Join(root, "manifests", "herald.yaml"))
+		return err
+	})
+}
+
+// install builds and imports the images, lets apply create Herald's
+// objects (root is the repository's root), and waits until the controller
+// and every speaker are rolled out and run the images built from this
+// checkout.
+func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Herald, root string) error) (*Herald, error) {
 	if err := images.Build(); err != nil {
 		return nil, err
 	}
@@ -63,7 +74,7 @@ func Install(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
 	for _, n := range l.Nodes() {
 		h.Speakers[n.Name] = &Speaker{h: h, Node: n.Name}
 	}
-	if _, err := h.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", filepath.Join(root, "manifests", "herald.yaml")); err != nil {
+	if err := apply(h, root); err != nil {
 		return nil, err
 	}
 	if err := h.WaitRollout(ctx, 3*time.Minute); err != nil {

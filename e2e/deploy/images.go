@@ -6,22 +6,26 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
-
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // Images are Herald's images built from this checkout exactly as `make
-// images` builds them (static binaries, then hack/images), once per test
-// process, into $HERALD_CACHE/e2e-images.
+// images` builds them (static binaries cross-built per architecture, then
+// hack/images: OCI image layouts holding a multi-architecture index), once
+// per test process, into $HERALD_CACHE/e2e-images. The lab's nodes import
+// them with `ctr images import`, which takes this machine's platform from
+// the index.
 type Images struct {
 	once sync.Once
 	err  error
 	// Dir holds the tarballs; Tarballs maps component to its tarball and
-	// Digests to its image digest (what the pods must run).
+	// Digests to the config digest of its image for this machine's
+	// architecture (what the pods must run).
 	Dir      string
 	Tarballs map[string]string
 	Digests  map[string]string
@@ -47,13 +51,24 @@ func (im *Images) build() error {
 	if err != nil {
 		return err
 	}
+	// the architectures of the index, as `make images` builds them
+	// (IMAGE_ARCHES); the nodes import this machine's
+	arches := []string{"amd64", "arm64"}
+	if !slices.Contains(arches, runtime.GOARCH) {
+		return fmt.Errorf("images: this machine's architecture %s is not among %v", runtime.GOARCH, arches)
+	}
 	im.Dir = filepath.Join(cache, "e2e-images")
 	static := filepath.Join(im.Dir, "static")
-	if err := os.MkdirAll(static, 0o755); err != nil {
-		return err
-	}
+	pkgs := make([]string, 0, len(Components))
 	for _, c := range Components {
-		if err := testenv.GoBuild(context.Background(), filepath.Join(static, c), "./"+c); err != nil {
+		pkgs = append(pkgs, "./"+c)
+	}
+	for _, a := range arches {
+		dir := filepath.Join(static, "linux-"+a) + string(filepath.Separator)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := testenv.GoBuildFor(context.Background(), a, dir, pkgs...); err != nil {
 			return err
 		}
 	}
@@ -61,26 +76,16 @@ func (im *Images) build() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(goBin, "run", "./hack/images", "-bin", static, "-out", im.Dir)
+	cmd := exec.Command(goBin, "run", "./hack/images", "-bin", static, "-out", im.Dir,
+		"-arch", strings.Join(arches, ","), "-images", strings.Join(Components, ","))
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("building images (go run ./hack/images): %w\n%s", err, out)
 	}
-	im.Tarballs, im.Digests, im.Refs = map[string]string{}, map[string]string{}, map[string]string{}
-	// hack/images prints "<ref> -> <tarball>" per image
-	for _, line := range strings.Split(string(out), "\n") {
-		ref, path, ok := strings.Cut(line, " -> ")
-		if !ok {
-			continue
-		}
-		for _, c := range Components {
-			if strings.Contains(ref, "/"+c+":") {
-				im.Tarballs[c], im.Refs[c] = strings.TrimSpace(path), strings.TrimSpace(ref)
-			}
-		}
-	}
+	im.Tarballs, im.Refs = ParseImagesOutput(string(out))
+	im.Digests = map[string]string{}
 	for _, c := range Components {
 		if im.Tarballs[c] == "" {
 			return fmt.Errorf("hack/images made no %s image:\n%s", c, out)
@@ -88,7 +93,7 @@ func (im *Images) build() error {
 		if !filepath.IsAbs(im.Tarballs[c]) {
 			im.Tarballs[c] = filepath.Join(root, im.Tarballs[c])
 		}
-		d, err := imageDigest(im.Tarballs[c])
+		d, err := imageDigest(im.Tarballs[c], runtime.GOARCH)
 		if err != nil {
 			return fmt.Errorf("%s image: %w", c, err)
 		}
@@ -97,19 +102,25 @@ func (im *Images) build() error {
 	return nil
 }
 
-// imageDigest is the digest of the image's config: containerd's image ID,
-// which a pod's status.containerStatuses[].imageID shows for an imported
-// image (it has no registry digest).
-func imageDigest(path string) (string, error) {
-	img, err := tarball.ImageFromPath(path, nil)
-	if err != nil {
-		return "", err
+// ParseImagesOutput reads hack/images' lines "<ref> -> <tarball>" into
+// the tarball and the reference of each component, recognised by its
+// repository's last element (ghcr.io/herald-lb/speaker:v0.1.0 is the
+// speaker). Other lines are ignored.
+func ParseImagesOutput(out string) (tarballs, refs map[string]string) {
+	tarballs, refs = map[string]string{}, map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		ref, path, ok := strings.Cut(line, " -> ")
+		if !ok {
+			continue
+		}
+		ref, path = strings.TrimSpace(ref), strings.TrimSpace(path)
+		for _, c := range Components {
+			if strings.Contains(ref, "/"+c+":") {
+				tarballs[c], refs[c] = path, ref
+			}
+		}
 	}
-	d, err := img.ConfigName()
-	if err != nil {
-		return "", err
-	}
-	return d.String(), nil
+	return tarballs, refs
 }
 
 // List is every tarball, for Lab.ImportImages.

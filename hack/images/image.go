@@ -5,59 +5,179 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
+	"sort"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // NonRootUser is the user the images run as (the distroless "nonroot").
 const NonRootUser = "65532:65532"
 
-// Build writes an image tarball holding binary as /<base name>, with that
-// as entrypoint, running as NonRootUser, tagged ref.
-func Build(binary, ref, out string) error {
+// Annotations of the index descriptor in index.json that name the image:
+// containerd's `ctr images import` tags the image with the first, and
+// tools that follow the OCI image layout read the second.
+const (
+	AnnotationContainerdName = "io.containerd.image.name"
+	AnnotationRefName        = "org.opencontainers.image.ref.name"
+)
+
+// Image is one image to build: a single static binary per architecture on
+// an empty base, with the binary as entrypoint.
+type Image struct {
+	// Ref names the image, e.g. ghcr.io/herald-lb/speaker:v0.1.0.
+	Ref string
+	// User the entrypoint runs as, "uid:gid".
+	User string
+	// Binaries maps a GOARCH (amd64, arm64) to the binary built for it; all
+	// have the same base name, which becomes /<name> in the image.
+	Binaries map[string]string
+}
+
+// Index builds the multi-architecture image index, one OCI image per
+// architecture, in sorted architecture order.
+func (im Image) Index() (v1.ImageIndex, error) {
+	arches := make([]string, 0, len(im.Binaries))
+	for a := range im.Binaries {
+		arches = append(arches, a)
+	}
+	sort.Strings(arches)
+	if len(arches) == 0 {
+		return nil, fmt.Errorf("image %s: no binaries", im.Ref)
+	}
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, arch := range arches {
+		img, err := im.image(arch, im.Binaries[arch])
+		if err != nil {
+			return nil, err
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
+			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	return idx, nil
+}
+
+func (im Image) image(arch, binary string) (v1.Image, error) {
 	data, err := os.ReadFile(binary)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", ref, err)
+		return nil, fmt.Errorf("image %s: %w", im.Ref, err)
 	}
 	entry := "/" + path.Base(binary)
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
 		return io.NopCloser(bytes.NewReader(layerTar(entry, data))), nil
-	})
+	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return fmt.Errorf("image %s: layer: %w", ref, err)
+		return nil, fmt.Errorf("image %s: layer: %w", im.Ref, err)
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
-		return fmt.Errorf("image %s: %w", ref, err)
+		return nil, fmt.Errorf("image %s: %w", im.Ref, err)
 	}
 	cfg, err := img.ConfigFile()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg = cfg.DeepCopy()
-	cfg.Architecture, cfg.OS = "amd64", "linux"
+	cfg.Architecture, cfg.OS = arch, "linux"
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible
 	cfg.Config.Entrypoint = []string{entry}
-	cfg.Config.User = NonRootUser
+	cfg.Config.User = im.User
 	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/herald-lb/herald"}
-	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+	return mutate.ConfigFile(img, cfg)
+}
+
+// WriteArchive writes the image as an OCI image layout (oci-layout,
+// index.json, blobs/) packed in a tar file at out, the form `ctr images
+// import` and `kind load image-archive` take. index.json holds one
+// descriptor, of the multi-architecture index, annotated with the image's
+// name.
+func (im Image) WriteArchive(out string) error {
+	idx, err := im.Index()
+	if err != nil {
 		return err
 	}
-	tag, err := name.NewTag(ref)
+	dir, err := os.MkdirTemp("", "herald-image-")
 	if err != nil {
-		return fmt.Errorf("image reference %q: %w", ref, err)
+		return err
 	}
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
-		return fmt.Errorf("image %s: writing %s: %w", ref, out, err)
+	defer os.RemoveAll(dir)
+	p, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	names := map[string]string{AnnotationContainerdName: im.Ref, AnnotationRefName: im.Ref}
+	if err := p.AppendIndex(idx, layout.WithAnnotations(names)); err != nil {
+		return fmt.Errorf("image %s: layout: %w", im.Ref, err)
+	}
+	if err := tarDir(dir, out); err != nil {
+		return fmt.Errorf("image %s: writing %s: %w", im.Ref, out, err)
 	}
 	return nil
+}
+
+// tarDir packs a directory into a tar file, entries sorted and with fixed
+// times and owners, so that the same input gives the same bytes.
+func tarDir(dir, out string) error {
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && p != dir {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(files)
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	for _, p := range files {
+		if err := addFile(tw, dir, p); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func addFile(tw *tar.Writer, dir, p string) error {
+	info, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	rel, _ := filepath.Rel(dir, p)
+	hdr := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: time.Unix(0, 0), Typeflag: tar.TypeReg, Size: info.Size()}
+	if info.IsDir() {
+		hdr.Name += "/"
+		hdr.Mode, hdr.Typeflag, hdr.Size = 0o755, tar.TypeDir, 0
+	}
+	if err := tw.WriteHeader(hdr); err != nil || info.IsDir() {
+		return err
+	}
+	src, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = io.Copy(tw, src)
+	return err
 }
 
 // layerTar is a tar stream with one executable file, owned by root and

@@ -39,11 +39,23 @@ const (
 //     node's network is not set up; Herald's own addition to upstream).
 //
 // The reason is empty when the node is eligible.
-func NodeEligible(n *corev1.Node) (bool, string) {
+func NodeEligible(n *corev1.Node) (bool, string) { return NodeEligibleWith(n, Eligibility{}) }
+
+// Eligibility holds the operator's options of the eligibility decision.
+type Eligibility struct {
+	// IgnoreExcludeLabel lets nodes labelled
+	// node.kubernetes.io/exclude-from-external-load-balancers announce
+	// (--ignore-exclude-lb, MetalLB's flag of the same name): for clusters
+	// where every node carries the label, such as single-node kubeadm.
+	IgnoreExcludeLabel bool
+}
+
+// NodeEligibleWith is NodeEligible with the operator's options.
+func NodeEligibleWith(n *corev1.Node, e Eligibility) (bool, string) {
 	if n.DeletionTimestamp != nil {
 		return false, ReasonDeleting
 	}
-	if ExcludedByLabel(n.Labels) {
+	if !e.IgnoreExcludeLabel && ExcludedByLabel(n.Labels) {
 		return false, ReasonExcludedByLabel
 	}
 	for _, t := range n.Spec.Taints {

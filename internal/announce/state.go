@@ -32,6 +32,8 @@ type State struct {
 	// list). Nil means every node is. It only matters for L2: a BGP
 	// session ends by itself when its speaker dies.
 	Live func(node string) bool
+	// Eligibility are the operator's options of which nodes may announce.
+	Eligibility Eligibility
 }
 
 // node is a Node with its eligibility worked out once.
@@ -45,7 +47,7 @@ type node struct {
 func (st State) nodes() []node {
 	out := make([]node, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
-		ok, why := NodeEligible(n)
+		ok, why := NodeEligibleWith(n, st.Eligibility)
 		out = append(out, node{name: n.Name, labels: labels.Set(n.Labels), eligible: ok, reason: why})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })

@@ -55,7 +55,7 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 		one[0].IPs = ips
 		svcs = append(svcs, one...)
 	}
-	st := announce.StatusOf(announce.State{Config: cfg, Nodes: nodes, Services: svcs}, key)
+	st := announce.StatusOf(announce.State{Config: cfg, Nodes: nodes, Services: svcs, Eligibility: c.opts.Eligibility}, key)
 	return condition{Type: v1beta1.ConditionAnnounced, Status: st.Announced, Reason: st.Reason, Message: st.Message}, true
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
 	"github.com/herald-lb/herald/internal/allocator"
+	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/service"
@@ -37,6 +38,9 @@ type Options struct {
 	// Annotations says whether MetalLB's Service annotations are read where
 	// Herald's are absent (the zero value: they are).
 	Annotations service.Annotations
+	// Eligibility are the options of which nodes may announce
+	// (--ignore-exclude-lb), for the Announced condition.
+	Eligibility announce.Eligibility
 	// Namespace is Herald's own namespace (BGP password Secrets live there).
 	Namespace string
 	// MemberlistSecret is the Secret holding the speakers' member-list key,

@@ -22,6 +22,7 @@ import (
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/members"
@@ -35,6 +36,9 @@ type Options struct {
 	// Namespace is Herald's namespace (BGP password Secrets live there).
 	Namespace string
 	Class     service.Class
+	// Eligibility are the options of which nodes may announce
+	// (--ignore-exclude-lb); they must match the controller's.
+	Eligibility announce.Eligibility
 	// L2, BGP and Members are the backends; a nil L2 or BGP backend
 	// disables that mode. Members may instead be started by StartMembers
 	// once the caches have synced, so that a speaker that cannot sync

@@ -30,6 +30,8 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 		Nodes:    nodes,
 		Services: announce.ServicesFrom(svcs, s.opts.Class.IsOurs, s.endpointSlicesOf),
 		Live:     s.live,
+
+		Eligibility: s.opts.Eligibility,
 	}, problems, nil
 }
 

@@ -14,6 +14,9 @@ import (
 type Versions struct {
 	Kubernetes string
 	Etcd       string
+	// Helm and Prometheus (promtool) are the tools hack/build-tools.sh
+	// builds; empty when versions.env does not name them.
+	Helm, Prometheus string
 }
 
 // RepoRoot finds the module root (the directory holding go.mod) from the
@@ -54,6 +57,10 @@ func ReadVersions(root string) (Versions, error) {
 			v.Kubernetes = val
 		case "ETCD_VERSION":
 			v.Etcd = val
+		case "HELM_VERSION":
+			v.Helm = val
+		case "PROMETHEUS_VERSION":
+			v.Prometheus = val
 		}
 	}
 	if v.Kubernetes == "" || v.Etcd == "" {
@@ -105,6 +112,38 @@ func Binary(name string) (string, error) {
 	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("building %s %s: %w", name, version, err)
+	}
+	return path, nil
+}
+
+// Tool returns the path of helm or promtool at the version in
+// hack/versions.env, building it with hack/build-tools.sh when it is not
+// in the cache yet (a cold build takes minutes).
+func Tool(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	v, err := ReadVersions(root)
+	if err != nil {
+		return "", err
+	}
+	version := map[string]string{"helm": v.Helm, "promtool": v.Prometheus}[name]
+	if version == "" {
+		return "", fmt.Errorf("testenv: hack/versions.env names no version of %s", name)
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cache, "bin", name+"-"+version)
+	if _, err := os.Stat(path); err == nil {
+		return path, nil
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"), name)
+	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building %s %s: %w\n%s", name, version, err, out)
 	}
 	return path, nil
 }

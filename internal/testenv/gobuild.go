@@ -19,6 +19,12 @@ var BuildFlags = []string{"-trimpath", "-tags=grpcnotrace", "-ldflags=-s -w"}
 // as static binaries with BuildFlags into out: a file for one package, a
 // directory ending in a path separator for several.
 func GoBuild(ctx context.Context, out string, pkgs ...string) error {
+	return GoBuildFor(ctx, "", out, pkgs...)
+}
+
+// GoBuildFor is GoBuild for another architecture (GOARCH; GOOS linux),
+// the way `make images` cross-builds; an empty goarch is the host's.
+func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 	root, err := RepoRoot()
 	if err != nil {
 		return err
@@ -31,8 +37,11 @@ func GoBuild(ctx context.Context, out string, pkgs ...string) error {
 	cmd := exec.CommandContext(ctx, goBin, append(args, pkgs...)...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	if goarch != "" {
+		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+goarch)
+	}
 	if msg, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %w\n%s", strings.Join(pkgs, " "), err, msg)
+		return fmt.Errorf("go build %s (%s): %w\n%s", strings.Join(pkgs, " "), archName(goarch), err, msg)
 	}
 	return nil
 }
@@ -55,4 +64,11 @@ func GoCommand() (string, error) {
 		tried = append(tried, p)
 	}
 	return "", fmt.Errorf("no go command in PATH (tried also %s)", strings.Join(tried, ", "))
+}
+
+func archName(goarch string) string {
+	if goarch == "" {
+		return "host"
+	}
+	return "linux/" + goarch
 }

@@ -6,7 +6,9 @@
 //
 // It is the lab's backend image: e2e/lab runs it in a Deployment per node
 // (ports 8080 and 8443 and any extra ports the lab's options give), all
-// plain HTTP; its readiness probe is GET /.
+// plain HTTP; its readiness probe is GET /. `make images` also packs it as
+// ghcr.io/herald-lb/podserver for a real cluster, where it reports the
+// pod's name ($POD_NAME or the host name) and the client address.
 package main
 
 import (
@@ -32,8 +34,8 @@ type answer struct {
 }
 
 func main() {
-	name := flag.String("name", "", "pod name to report")
-	node := flag.String("node", "", "node name to report")
+	name := flag.String("name", defaultName(), "pod name to report (default: $POD_NAME, else the host name, which is the pod's name in a pod)")
+	node := flag.String("node", os.Getenv("NODE_NAME"), "node name to report (default: $NODE_NAME)")
 	ports := flag.String("ports", "8080,8443", "comma-separated TCP ports to serve on (all addresses)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -41,6 +43,14 @@ func main() {
 		log.Error("podserver failed", "err", err)
 		os.Exit(1)
 	}
+}
+
+func defaultName() string {
+	if n := os.Getenv("POD_NAME"); n != "" {
+		return n
+	}
+	n, _ := os.Hostname()
+	return n
 }
 
 func run(name, node string, ports []string, log *slog.Logger) error {

@@ -1,0 +1,358 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+const testNS = "helm"
+
+// maxGap is the longest time an address may go unanswered, and
+// maxOverlap how long two nodes may answer side by side at one
+// make-before-break hand-over of a rolling update (as in e2e/l2).
+const (
+	maxGap     = 100 * time.Millisecond
+	maxOverlap = 100 * time.Millisecond
+)
+
+// config is a pool of the lab's L2 segment announced from every node.
+var config = fmt.Sprintf(`
+apiVersion: herald.dev/v1beta1
+kind: IPAddressPool
+metadata: {name: helm}
+spec:
+  addresses: [%s, %q]
+---
+apiVersion: herald.dev/v1beta1
+kind: L2Advertisement
+metadata: {name: helm}
+spec:
+  ipAddressPools: [helm]
+`, lab.L2PoolV4, lab.L2PoolV6)
+
+// TestHelmInstallUpgradeUninstall runs the chart's life in one cluster:
+// each step needs the one before.
+func TestHelmInstallUpgradeUninstall(t *testing.T) {
+	l := lab.Shared(t)
+	ctx := context.Background()
+	var images deploy.Images
+	h, err := deploy.InstallHelm(ctx, l, &images)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = h.Kubectl(context.Background(), "delete", "namespace", deploy.Namespace, "--ignore-not-found", "--wait=false")
+	})
+	checkDefaults(t, h)
+	if err := h.Apply(ctx, config); err != nil {
+		t.Fatal(err)
+	}
+
+	// install: a dual-stack Service gets one address per family, each
+	// answered by exactly one node, and HTTP through the IPv4 one reaches
+	// a pod
+	svc := lab.LoadBalancerService(testNS, "web", corev1.IPv4Protocol, corev1.IPv6Protocol)
+	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, "web") })
+	_, vips, err := h.CreateService(ctx, svc, "node1", "node2", "node3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vip := range vips {
+		t.Logf("%s announced by %s", vip, owner(t, l, vip))
+	}
+	lab.Poll(t, "an HTTP answer through "+vips[0].String(), 30*time.Second, func() bool {
+		a, err := l.HTTPGet(ctx, lab.Client, vips[0], 80)
+		if err == nil {
+			t.Logf("%s:80 answered by %s on %s", vips[0], a.Pod, a.Node)
+		}
+		return err == nil
+	})
+
+	// upgrade: a changed value rolls every speaker, one node at a time,
+	// with every address answered throughout
+	before := speakerUIDs(t, h)
+	mons := monitorAll(t, l, vips)
+	start := time.Now()
+	if err := h.HelmUpgrade(ctx, "--set", "logLevel=debug"); err != nil {
+		stopMonitors(mons)
+		t.Fatal(err)
+	}
+	took := time.Since(start)
+	// and a little after the last new speaker turned Ready
+	_, _ = mons[0].Wait(ctx, time.Now().Add(2*time.Second), func(lab.Probe) bool { return true })
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkServed(t, fmt.Sprintf("helm upgrade, %s", vips[i]), probes.After(start))
+	}
+	t.Logf("helm upgrade rolled %d speakers in %v", len(l.Nodes()), took.Round(100*time.Millisecond))
+	checkRolled(t, h, before)
+	if err := h.CheckImages(ctx); err != nil {
+		t.Error(err)
+	}
+
+	// uninstall: the Service and the configuration go first, while the
+	// controller still removes the pool's finalizer (docs/operations.md,
+	// Uninstall); then helm uninstall leaves the CRDs
+	if err := l.DeleteService(ctx, testNS, "web"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Kubectl(ctx, "delete", "l2advertisements.herald.dev/helm", "ipaddresspools.herald.dev/helm", "--timeout=60s"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.HelmUninstall(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkLeftovers(t, h)
+}
+
+// checkDefaults: the chart's defaults that the operator-facing docs
+// promise are what runs.
+func checkDefaults(t *testing.T, h *deploy.Herald) {
+	t.Helper()
+	ctx := context.Background()
+	kube := h.Lab.Client()
+	if _, err := kube.PolicyV1().PodDisruptionBudgets(deploy.Namespace).Get(ctx, deploy.ControllerDeployment, metav1.GetOptions{}); err != nil {
+		t.Errorf("controller PodDisruptionBudget: %v", err)
+	}
+	for _, name := range []string{"herald-controller-metrics", "herald-speaker-metrics"} {
+		if _, err := kube.CoreV1().Services(deploy.Namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("metrics Service: %v", err)
+		}
+	}
+	for _, c := range []string{"controller", "speaker"} {
+		pods, err := h.Pods(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods {
+			if p.Spec.PriorityClassName == "" || p.Spec.NodeSelector[corev1.LabelOSStable] != "linux" {
+				t.Errorf("pod %s: priorityClassName %q, nodeSelector %v", p.Name, p.Spec.PriorityClassName, p.Spec.NodeSelector)
+			}
+		}
+	}
+}
+
+// owner waits until exactly one node answers for vip and returns it.
+func owner(t *testing.T, l *lab.Lab, vip netip.Addr) string {
+	t.Helper()
+	var node string
+	lab.Poll(t, fmt.Sprintf("exactly one node answering for %s", vip), 30*time.Second, func() bool {
+		var answers []lab.Answer
+		var err error
+		if vip.Is4() {
+			answers, err = l.ARPProbe(context.Background(), vip)
+		} else {
+			answers, err = l.NDPProbe(context.Background(), vip, false)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(answers) == 1 {
+			node = answers[0].Node
+		}
+		return len(answers) == 1
+	})
+	return node
+}
+
+// monitorAll probes every address (ARP or NDP) every 10 ms from the
+// client, each monitor started once it has seen an answer.
+func monitorAll(t *testing.T, l *lab.Lab, vips []netip.Addr) []*lab.Monitor {
+	t.Helper()
+	var mons []*lab.Monitor
+	for _, vip := range vips {
+		start := l.StartARPMonitor
+		if vip.Is6() {
+			start = l.StartNDPMonitor
+		}
+		m, err := start(vip, 10*time.Millisecond)
+		if err != nil {
+			stopMonitors(mons)
+			t.Fatal(err)
+		}
+		mons = append(mons, m)
+		if _, err := m.Wait(context.Background(), time.Time{}, lab.Probe.Answered); err != nil {
+			stopMonitors(mons)
+			t.Fatal(err)
+		}
+	}
+	return mons
+}
+
+func stopMonitors(mons []*lab.Monitor) {
+	for _, m := range mons {
+		_, _ = m.Stop()
+	}
+}
+
+// checkServed: no gap longer than maxGap, and two nodes side by side for
+// at most maxOverlap.
+func checkServed(t *testing.T, what string, probes lab.ProbeLog) {
+	t.Helper()
+	gap, n := probes.LongestGap()
+	conflict, m := probes.LongestConflict()
+	t.Logf("%s: %d probes, %d unanswered (longest gap %v, %d probes), %d answered by two nodes (longest %v, %d probes)",
+		what, len(probes), len(probes.Unanswered()), gap.Round(time.Millisecond), n, len(probes.Conflicts()), conflict.Round(time.Millisecond), m)
+	if len(probes) == 0 {
+		t.Errorf("%s: no probes", what)
+	}
+	if gap > maxGap {
+		t.Errorf("%s: no answer for %v (%d probes); want at most %v", what, gap.Round(time.Millisecond), n, maxGap)
+	}
+	if m > 1 && conflict > maxOverlap {
+		t.Errorf("%s: two nodes answered side by side for %v; want at most %v", what, conflict.Round(time.Millisecond), maxOverlap)
+	}
+}
+
+// speakerUIDs are the running speaker pods' UIDs.
+func speakerUIDs(t *testing.T, h *deploy.Herald) map[string]string {
+	t.Helper()
+	pods, err := h.Pods(context.Background(), "speaker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods {
+		out[string(p.UID)] = p.Spec.NodeName
+	}
+	return out
+}
+
+// checkRolled: every node runs a new speaker pod with the new value.
+func checkRolled(t *testing.T, h *deploy.Herald, before map[string]string) {
+	t.Helper()
+	pods, err := h.Pods(context.Background(), "speaker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods) != len(h.Lab.Nodes()) {
+		t.Errorf("%d speaker pods after the upgrade, want one per node (%d)", len(pods), len(h.Lab.Nodes()))
+	}
+	for _, p := range pods {
+		if _, old := before[string(p.UID)]; old {
+			t.Errorf("speaker pod %s on %s was not replaced by the upgrade", p.Name, p.Spec.NodeName)
+		}
+		if !slices.Contains(p.Spec.Containers[0].Args, "--log-level=debug") {
+			t.Errorf("speaker pod %s args %v lack --log-level=debug", p.Name, p.Spec.Containers[0].Args)
+		}
+	}
+}
+
+// checkLeftovers: after helm uninstall the CRDs stay, and in Herald's
+// namespace only what the controller and the speakers made themselves
+// (the member-list Secret, the leader Lease and the speakers' liveness
+// Leases, as docs/operations.md says); no cluster-wide RBAC is left.
+func checkLeftovers(t *testing.T, h *deploy.Herald) {
+	t.Helper()
+	ctx := context.Background()
+	kube := h.Lab.Client()
+	ns := deploy.Namespace
+	out, err := h.Kubectl(ctx, "get", "crd", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range []string{"ipaddresspools", "l2advertisements", "bgppeers", "bgpadvertisements", "communities", "bfdprofiles"} {
+		if !strings.Contains(out, "customresourcedefinition.apiextensions.k8s.io/"+crd+".herald.dev") {
+			t.Errorf("helm uninstall removed CRD %s.herald.dev", crd)
+		}
+	}
+	var left []string
+	add := func(kind, name string, err error) {
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("listing %s: %v", kind, err)
+		}
+		if name != "" {
+			left = append(left, kind+"/"+name)
+		}
+	}
+	deps, err := kube.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	add("deployments", "", err)
+	for _, o := range deps.Items {
+		add("Deployment", o.Name, nil)
+	}
+	dss, err := kube.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	add("daemonsets", "", err)
+	for _, o := range dss.Items {
+		add("DaemonSet", o.Name, nil)
+	}
+	svcs, err := kube.CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
+	add("services", "", err)
+	for _, o := range svcs.Items {
+		add("Service", o.Name, nil)
+	}
+	sas, err := kube.CoreV1().ServiceAccounts(ns).List(ctx, metav1.ListOptions{})
+	add("serviceaccounts", "", err)
+	for _, o := range sas.Items {
+		if o.Name != "default" {
+			add("ServiceAccount", o.Name, nil)
+		}
+	}
+	cms, err := kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	add("configmaps", "", err)
+	for _, o := range cms.Items {
+		if o.Name != "kube-root-ca.crt" {
+			add("ConfigMap", o.Name, nil)
+		}
+	}
+	pdbs, err := kube.PolicyV1().PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	add("poddisruptionbudgets", "", err)
+	for _, o := range pdbs.Items {
+		add("PodDisruptionBudget", o.Name, nil)
+	}
+	roles, err := kube.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{})
+	add("roles", "", err)
+	for _, o := range roles.Items {
+		add("Role", o.Name, nil)
+	}
+	rbs, err := kube.RbacV1().RoleBindings(ns).List(ctx, metav1.ListOptions{})
+	add("rolebindings", "", err)
+	for _, o := range rbs.Items {
+		add("RoleBinding", o.Name, nil)
+	}
+	crs, err := kube.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	add("clusterroles", "", err)
+	for _, o := range crs.Items {
+		if strings.HasPrefix(o.Name, "herald") {
+			add("ClusterRole", o.Name, nil)
+		}
+	}
+	crbs, err := kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	add("clusterrolebindings", "", err)
+	for _, o := range crbs.Items {
+		if strings.HasPrefix(o.Name, "herald") {
+			add("ClusterRoleBinding", o.Name, nil)
+		}
+	}
+	secrets, err := kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+	add("secrets", "", err)
+	for _, o := range secrets.Items {
+		if o.Name != "herald-memberlist" {
+			add("Secret", o.Name, nil)
+		}
+	}
+	leases, err := kube.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{})
+	add("leases", "", err)
+	for _, o := range leases.Items {
+		if o.Name != "herald-controller" && !strings.HasPrefix(o.Name, "herald-speaker-") {
+			add("Lease", o.Name, nil)
+		}
+	}
+	if len(left) > 0 {
+		t.Errorf("helm uninstall left %s", strings.Join(left, ", "))
+	}
+}

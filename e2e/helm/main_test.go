@@ -1,0 +1,15 @@
+// Package helm holds the end-to-end test of the Helm chart in the lab's
+// real cluster: `helm install` of charts/herald with the images built
+// from this checkout brings Herald up and a Service gets an address that
+// answers; `helm upgrade` with a changed value rolls the speakers while
+// the client probes the addresses; `helm uninstall` leaves the CRDs and
+// only what docs/operations.md says.
+package helm
+
+import (
+	"testing"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }
