@@ -80,6 +80,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		return err == nil
 	})
 
+	checkWindowsNodeGetsNoSpeaker(t, h, vips)
+
 	// upgrade: a changed value rolls every speaker, one node at a time,
 	// with every address answered throughout
 	before := speakerUIDs(t, h)
@@ -352,7 +354,106 @@ func checkLeftovers(t *testing.T, h *deploy.Herald) {
 			add("Lease", o.Name, nil)
 		}
 	}
+	vaps, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().List(ctx, metav1.ListOptions{})
+	add("validatingadmissionpolicies", "", err)
+	for _, o := range vaps.Items {
+		if strings.HasPrefix(o.Name, "herald") {
+			add("ValidatingAdmissionPolicy", o.Name, nil)
+		}
+	}
 	if len(left) > 0 {
 		t.Errorf("helm uninstall left %s", strings.Join(left, ", "))
 	}
+}
+
+// checkWindowsNodeGetsNoSpeaker registers two Node objects without a
+// kubelet, one labelled Windows and one Linux (a kubelet would put its
+// own OS label back), and checks that the DaemonSet controller gives the
+// Linux one a speaker pod (it tolerates every taint, so the pod stays
+// Pending there) and the Windows one none: the chart's nodeSelector. The
+// addresses stay with their owner meanwhile: a node with no running
+// speaker never takes an address.
+func checkWindowsNodeGetsNoSpeaker(t *testing.T, h *deploy.Herald, vips []netip.Addr) {
+	t.Helper()
+	ctx := context.Background()
+	l := h.Lab
+	kube := l.Client()
+	owners := map[netip.Addr]string{}
+	for _, vip := range vips {
+		owners[vip] = owner(t, l, vip)
+	}
+	mons := monitorAll(t, l, vips)
+	start := time.Now()
+	fake := map[string]string{"fake-windows": "windows", "fake-linux": "linux"}
+	for name, os := range fake {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			corev1.LabelOSStable: os, corev1.LabelArchStable: "amd64", corev1.LabelHostname: name,
+		}}}
+		if _, err := kube.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			stopMonitors(mons)
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.CoreV1().Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	// The Linux node counted shows the DaemonSet controller has seen both.
+	want := int32(len(l.Nodes()) + 1)
+	var desired int32
+	lab.Poll(t, "the speaker DaemonSet counting fake-linux", 60*time.Second, func() bool {
+		ds, err := kube.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.SpeakerDaemonSet, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		desired = ds.Status.DesiredNumberScheduled
+		return desired >= want && speakerFor(t, h, "fake-linux") != nil
+	})
+	if desired != want {
+		t.Errorf("speaker DaemonSet wants %d pods, want %d (every Linux node, no Windows one)", desired, want)
+	}
+	if p := speakerFor(t, h, "fake-windows"); p != nil {
+		t.Errorf("speaker pod %s made for a Windows node", p.Name)
+	}
+	for name := range fake {
+		if err := kube.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Error(err)
+		}
+	}
+	lab.Poll(t, "the speaker DaemonSet back to the real nodes", 60*time.Second, func() bool {
+		ds, err := kube.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.SpeakerDaemonSet, metav1.GetOptions{})
+		return err == nil && ds.Status.DesiredNumberScheduled == want-1 && speakerFor(t, h, "fake-linux") == nil
+	})
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkServed(t, fmt.Sprintf("Windows and Linux nodes without kubelet added, %s", vips[i]), probes.After(start))
+		if got := owner(t, l, vips[i]); got != owners[vips[i]] {
+			t.Errorf("%s moved from %s to %s while nodes without a speaker came and went", vips[i], owners[vips[i]], got)
+		}
+	}
+}
+
+// speakerFor is the live (not terminating) speaker pod made for node,
+// bound to it or still Pending with the DaemonSet's node affinity for it.
+func speakerFor(t *testing.T, h *deploy.Herald, node string) *corev1.Pod {
+	t.Helper()
+	pods, err := h.Pods(context.Background(), "speaker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range pods {
+		if p.Spec.NodeName == node {
+			return &pods[i]
+		}
+		if a := p.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			for _, term := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+				for _, f := range term.MatchFields {
+					if f.Key == "metadata.name" && slices.Contains(f.Values, node) {
+						return &pods[i]
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
