@@ -113,6 +113,7 @@ func run(f flags) error {
 	opts := speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
 		L2: l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
+		PodName: f.podName, StatusInterval: f.statusInterval,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {
