@@ -131,3 +131,25 @@ type SpeakerStatusList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []SpeakerStatus `json:"items"`
 }
+
+// The speakers' liveness Leases, which the controller reads too: every
+// synced speaker renews SpeakerLeasePrefix+<node> in Herald's namespace,
+// labelled LabelSpeakerLiveness=true.
+const (
+	SpeakerLeasePrefix   = "herald-speaker-"
+	LabelSpeakerLiveness = "herald.dev/speaker-liveness"
+)
+
+// Reasons of the Service condition herald.dev/Announced besides those of
+// internal/announce (Announced, NoAdvertisementMatches, NoEligibleNode,
+// NoReadyEndpoint).
+const (
+	// ReasonNotConfirmed (status Unknown): a node is expected to announce
+	// an address and its speaker has not reported it in its SpeakerStatus
+	// yet.
+	ReasonNotConfirmed = "NotConfirmed"
+	// ReasonOwnerSpeakerDown (status False): the node that should announce
+	// an address has no live speaker (its liveness Lease expired or is
+	// missing), and no other node reports the address.
+	ReasonOwnerSpeakerDown = "OwnerSpeakerDown"
+)
