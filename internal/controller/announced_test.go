@@ -61,6 +61,7 @@ func TestAnnouncedCondition(t *testing.T) {
 	prefix := e.ns[:8] + "-"
 	n1, n2, n3 := prefix+"node1", prefix+"node2", prefix+"node3"
 	e.nodes(n1, n2, n3)
+	e.speakers(n1, n2, n3) // Announced is True only once a speaker confirms
 	e.pool("l2", nil, "198.51.100.64/29")
 	e.pool("dark", func(s *v1beta1.IPAddressPoolSpec) { s.AutoAssign = ptr(false) }, "198.51.100.128/29")
 	if _, err := e.herald.HeraldV1beta1().L2Advertisements().Create(e.ctx, &v1beta1.L2Advertisement{
