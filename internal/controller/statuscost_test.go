@@ -55,7 +55,9 @@ func statusCost(b *testing.B, mode string, period, window time.Duration) {
 		}
 	}
 	e.startSpeakers(newBGP, speaker.DefaultStatusInterval, nodes...)
-	e.startController(controller.Options{})
+	// The release hold of the controller's flag default: a replaced
+	// Service's address is not handed to the next one at once.
+	e.startController(controller.Options{ReleaseHold: 5 * time.Second})
 	next := 0
 	add := func() string {
 		name := fmt.Sprintf("svc-%03d", next)
