@@ -12,6 +12,7 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/controller"
+	"github.com/herald-lb/herald/internal/speaker"
 )
 
 // speakerLease plays a node's speaker Lease: renewed now, lasting secs.
@@ -156,4 +157,34 @@ func TestAnnouncedNamesTheNodeAfterFailover(t *testing.T) {
 	if strings.Contains(c.Message, owner) {
 		t.Errorf("the dead speaker's stale report still counts: %s", c.Message)
 	}
+}
+
+// TestAnnouncedConfirmedOverBGP: in BGP mode the condition names the
+// nodes whose speakers report the prefix on an established session.
+func TestAnnouncedConfirmedOverBGP(t *testing.T) {
+	e := newEnv(t)
+	prefix := e.ns[:8] + "-"
+	nodes := []string{prefix + "n1", prefix + "n2", prefix + "n3"}
+	e.nodes(nodes...)
+	e.pool("p", nil, "198.51.100.64/29")
+	h := e.herald.HeraldV1beta1()
+	if _, err := h.BGPPeers().Create(e.ctx, &v1beta1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "tor"},
+		Spec: v1beta1.BGPPeerSpec{MyASN: 64513, PeerASN: 64512, PeerAddress: "198.51.100.1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.BGPAdvertisements().Create(e.ctx, &v1beta1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.startSpeakers(func() speaker.BGP { return &establishedBGP{} }, 100*time.Millisecond, nodes...)
+	e.startController(controller.Options{})
+	e.svc("web", nil)
+	e.endpointsOn("web", nodes[0])
+	// True from the first node that reports; the message follows the
+	// others as they report.
+	e.waitCondition("web", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "Announced")
+	want := "advertised over BGP by " + strings.Join(nodes, ", ")
+	e.eventually("the condition names every node", 20*time.Second, func() bool {
+		c := svcCondition(e.get("web"), v1beta1.ConditionAnnounced)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, want)
+	})
 }
