@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -54,6 +55,8 @@ func (e *env) endpointsOn(svc string, node string) {
 	if _, err := e.kube.DiscoveryV1().EndpointSlices(e.ns).Create(e.ctx, es, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	// No endpointslice controller runs: the slice would outlive its Service.
+	e.t.Cleanup(func() { _ = e.kube.DiscoveryV1().EndpointSlices(e.ns).Delete(context.Background(), es.Name, metav1.DeleteOptions{}) })
 }
 
 func TestAnnouncedCondition(t *testing.T) {
