@@ -56,7 +56,9 @@ func (e *env) endpointsOn(svc string, node string) {
 		e.t.Fatal(err)
 	}
 	// No endpointslice controller runs: the slice would outlive its Service.
-	e.t.Cleanup(func() { _ = e.kube.DiscoveryV1().EndpointSlices(e.ns).Delete(context.Background(), es.Name, metav1.DeleteOptions{}) })
+	e.t.Cleanup(func() {
+		_ = e.kube.DiscoveryV1().EndpointSlices(e.ns).Delete(context.Background(), es.Name, metav1.DeleteOptions{})
+	})
 }
 
 func TestAnnouncedCondition(t *testing.T) {
