@@ -22,6 +22,8 @@ type flags struct {
 	probeInterval, probeTimeout, gossipInterval                        time.Duration
 	suspicionMult                                                      int
 	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
+	statusInterval                                                     time.Duration
+	podName                                                            string
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
 	ignoreExcludeLB                                                    bool
@@ -53,6 +55,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.releaseGrace, "release-grace", 2*time.Second, "how long a node that lost an address keeps answering for it while the new owner takes over")
 	fs.DurationVar(&f.l2Refresh, "l2-refresh", layer2.DefaultRefresh, "how often every address announced in L2 mode is announced again (one gratuitous ARP / unsolicited NA): two nodes answering for one address hear each other and the fence stops one; stale client caches heal. Negative disables it, and with it the fence")
 	fs.DurationVar(&f.leaseRenew, "lease-renew", speaker.DefaultLeaseRenew, "how often the speaker renews its liveness Lease herald-speaker-<node> once synced (it lasts three renewals): one API write per renewal per node")
+	fs.DurationVar(&f.statusInterval, "status-interval", speaker.DefaultStatusInterval, "least time between two writes of this node's SpeakerStatus (written only when what the node announces changed; changes within the interval become one write)")
+	fs.StringVar(&f.podName, "pod-name", os.Getenv("POD_NAME"), "this speaker's Pod, shown in its SpeakerStatus (default $POD_NAME, set from the downward API)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -62,6 +66,9 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if f.memberlistTiming != "default" && f.memberlistTiming != "large" {
 		return f, fmt.Errorf("--memberlist-timing %q: want default or large", f.memberlistTiming)
+	}
+	if f.statusInterval < 100*time.Millisecond {
+		return f, fmt.Errorf("--status-interval %s: want at least 100ms", f.statusInterval)
 	}
 	if f.leaseRenew < time.Second {
 		return f, fmt.Errorf("--lease-renew %s: want at least 1s", f.leaseRenew)

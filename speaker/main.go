@@ -121,6 +121,7 @@ func run(f flags) error {
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
 		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
 		L2:          l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
+		PodName: f.podName, StatusInterval: f.statusInterval,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {

@@ -32,6 +32,7 @@ func bgpAdv(spec string) (string, string) { return "BGPAdvertisement", spec }
 func l2Adv(spec string) (string, string)  { return "L2Advertisement", spec }
 func bfd(spec string) (string, string)    { return "BFDProfile", spec }
 func commAl(spec string) (string, string) { return "Community", spec }
+func spk(status string) (string, string)  { return "SpeakerStatus", status }
 func bad(name string, kindSpec func(string) (string, string), spec, want string) invalidCase {
 	k, s := kindSpec(spec)
 	return invalidCase{name: name, kind: k, spec: s, wantMsg: want}
@@ -89,6 +90,10 @@ func invalidCases() []invalidCase {
 		bad("community alias name invalid", commAl, "communities: [{name: 'A B', value: '1:2'}]", "spec.communities[0].name"),
 		bad("community alias name with a leading digit", commAl, "communities: [{name: '1abc', value: '1:2'}]", "spec.communities[0].name"),
 		bad("community without aliases", commAl, "communities: []", "spec.communities"),
+		bad("speaker L2 address not an IP", spk, "l2: [{address: 198.51.100.300, interfaces: [eth0], since: '2026-01-01T00:00:00Z'}]", "address must be an IPv4 or IPv6 address"),
+		bad("speaker L2 address twice", spk, "l2: [{address: 198.51.100.7, interfaces: [eth0], since: '2026-01-01T00:00:00Z'}, {address: 198.51.100.7, interfaces: [eth1], since: '2026-01-01T00:00:00Z'}]", "status.l2[1]"),
+		bad("speaker L2 interface too long", spk, "l2: [{address: 198.51.100.7, interfaces: [averyveryverylongname], since: '2026-01-01T00:00:00Z'}]", "status.l2[0].interfaces[0]"),
+		bad("speaker session without state", spk, "bgp: [{peer: tor}]", "status.bgp[0].state"),
 	}
 }
 
@@ -123,6 +128,9 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1"}, // iBGP, ebgpMultiHop left out
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
+		{"SpeakerStatus", "pod: herald-speaker-x7k2p\nsummary: {l2Addresses: 2, sessions: 1/2, prefixes: 1}\n" +
+			"l2: [{address: 198.51.100.7, interfaces: [eth0], since: '2026-01-01T00:00:00Z'}, {address: '2001:db8::7', interfaces: [eth0, eth1], since: '2026-01-01T00:00:00Z'}]\n" +
+			"bgp: [{peer: tor-a, peerAddress: 198.51.100.1, state: Established, since: '2026-01-01T00:00:00Z', prefixes: [198.51.100.7/32]}, {peer: tor-b, state: Active}]"},
 	}
 	for i, v := range valid {
 		obj := object(t, v.kind, "valid-"+strings.ToLower(v.kind)+"-"+itoa(i), v.spec)
@@ -175,6 +183,7 @@ func TestPrinterColumns(t *testing.T) {
 		"bgppeers":          {"Address", "Peer ASN", "My ASN", "BFD Profile", "Valid"},
 		"bgpadvertisements": {"IP Address Pools", "Peers", "Valid"},
 		"bfdprofiles":       {"Receive", "Transmit", "Multiplier"},
+		"speakerstatuses":   {"Pod", "L2", "Sessions", "Prefixes", "Age"},
 	}
 	dc := dynamicClient(t)
 	crds := dc.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
@@ -212,6 +221,7 @@ func gvr(kind string) schema.GroupVersionResource {
 	plural := map[string]string{
 		"IPAddressPool": "ipaddresspools", "L2Advertisement": "l2advertisements", "BGPPeer": "bgppeers",
 		"BGPAdvertisement": "bgpadvertisements", "Community": "communities", "BFDProfile": "bfdprofiles",
+		"SpeakerStatus": "speakerstatuses",
 	}[kind]
 	return schema.GroupVersionResource{Group: "herald.dev", Version: "v1beta1", Resource: plural}
 }
@@ -222,9 +232,13 @@ func object(t *testing.T, kind, name, spec string) *unstructured.Unstructured {
 	if err := yaml.Unmarshal([]byte(spec), &s); err != nil {
 		t.Fatalf("test spec: %v", err)
 	}
+	field := "spec"
+	if kind == "SpeakerStatus" {
+		field = "status" // written by the speakers; no spec
+	}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "herald.dev/v1beta1", "kind": kind,
-		"metadata": map[string]any{"name": name}, "spec": s,
+		"metadata": map[string]any{"name": name}, field: s,
 	}}
 }
 

@@ -1,6 +1,7 @@
 // Package v1beta1 holds Herald's configuration API, group herald.dev:
 // IPAddressPool, L2Advertisement, BGPPeer, BGPAdvertisement, Community and
-// BFDProfile, all cluster-scoped, plus the names of the annotations,
+// BFDProfile, all cluster-scoped; SpeakerStatus, one per node, written by
+// the speakers (what each node announces); plus the names of the annotations,
 // conditions and finalizer Herald reads and writes on other objects.
 //
 // Everything one object can check is a schema rule (OpenAPI types, enums,

@@ -32,6 +32,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 		&BGPAdvertisement{}, &BGPAdvertisementList{},
 		&Community{}, &CommunityList{},
 		&BFDProfile{}, &BFDProfileList{},
+		&SpeakerStatus{}, &SpeakerStatusList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil

@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -50,6 +52,28 @@ func waitEvent(t testing.TB, l *lab.Lab, name, reason string, fragments ...strin
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// waitAnnouncedBy waits until the Service holding vip says
+// herald.dev/Announced True with vip answered by node (as its speaker
+// reports it).
+func waitAnnouncedBy(t testing.TB, l *lab.Lab, vip netip.Addr, node string) {
+	t.Helper()
+	want := vip.String() + " answered by node " + node + " (L2"
+	lab.Poll(t, "Announced names "+node+" for "+vip.String(), 30*time.Second, func() bool {
+		svcs, err := l.Client().CoreV1().Services(testNS).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, s := range svcs.Items {
+			for _, c := range s.Status.Conditions {
+				if c.Type == v1beta1.ConditionAnnounced && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, want) {
+					return true
+				}
+			}
+		}
+		return false
+	})
+}
 
 func envOr(key, def string) string {
 	if v := os.Getenv(key); v != "" {

@@ -7,20 +7,21 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
 
-	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
 )
 
-// announcedCondition says whether some node may announce the Service's
-// addresses, from Kubernetes' view of the nodes (the speakers add member
-// liveness): True naming the L2 node and BGP nodes, or False with
-// NoAdvertisementMatches or NoEligibleNode. ok is false when the Service
-// has no address (no condition then).
+// announcedCondition says whether the Service's addresses are announced,
+// as the speakers report it (confirmedCondition): True naming the nodes
+// that confirm, NotConfirmed, OwnerSpeakerDown, or the reasons no node
+// may announce (NoAdvertisementMatches, NoEligibleNode, NoReadyEndpoint).
+// ok is false when the Service has no address (no condition then).
 func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config, ips []netip.Addr) (condition, bool) {
 	if len(ips) == 0 {
+		c.dependOn(cache.MetaObjectToName(svc), nil)
 		return condition{}, false
 	}
 	nodes, _ := c.nodes.List(labels.Everything())
@@ -55,8 +56,9 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 		one[0].IPs = ips
 		svcs = append(svcs, one...)
 	}
-	st := announce.StatusOf(announce.State{Config: cfg, Nodes: nodes, Services: svcs, Eligibility: c.opts.Eligibility}, key)
-	return condition{Type: v1beta1.ConditionAnnounced, Status: st.Announced, Reason: st.Reason, Message: st.Message}, true
+	cond, deps := c.confirmedCondition(announce.State{Config: cfg, Nodes: nodes, Services: svcs, Eligibility: c.opts.Eligibility}, key, ips)
+	c.dependOn(cache.MetaObjectToName(svc), deps)
+	return cond, true
 }
 
 func (c *Controller) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {

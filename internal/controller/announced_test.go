@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -54,6 +55,10 @@ func (e *env) endpointsOn(svc string, node string) {
 	if _, err := e.kube.DiscoveryV1().EndpointSlices(e.ns).Create(e.ctx, es, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
+	// No endpointslice controller runs: the slice would outlive its Service.
+	e.t.Cleanup(func() {
+		_ = e.kube.DiscoveryV1().EndpointSlices(e.ns).Delete(context.Background(), es.Name, metav1.DeleteOptions{})
+	})
 }
 
 func TestAnnouncedCondition(t *testing.T) {
@@ -61,6 +66,7 @@ func TestAnnouncedCondition(t *testing.T) {
 	prefix := e.ns[:8] + "-"
 	n1, n2, n3 := prefix+"node1", prefix+"node2", prefix+"node3"
 	e.nodes(n1, n2, n3)
+	e.speakers(n1, n2, n3) // Announced is True only once a speaker confirms
 	e.pool("l2", nil, "198.51.100.64/29")
 	e.pool("dark", func(s *v1beta1.IPAddressPoolSpec) { s.AutoAssign = ptr(false) }, "198.51.100.128/29")
 	if _, err := e.herald.HeraldV1beta1().L2Advertisements().Create(e.ctx, &v1beta1.L2Advertisement{

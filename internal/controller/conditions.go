@@ -9,8 +9,10 @@ import (
 
 // condition is a desired condition, before its transition time is known.
 type condition struct {
-	Type    string
-	Status  bool
+	Type   string
+	Status bool
+	// Unknown makes the status Unknown (Status is then ignored).
+	Unknown bool
 	Reason  string
 	Message string
 }
@@ -22,12 +24,20 @@ func statusOf(b bool) metav1.ConditionStatus {
 	return metav1.ConditionFalse
 }
 
+// status is the condition's status: True, False or Unknown.
+func (w condition) status() metav1.ConditionStatus {
+	if w.Unknown {
+		return metav1.ConditionUnknown
+	}
+	return statusOf(w.Status)
+}
+
 // sameConditions reports whether the existing conditions already say what
 // want says (ignoring transition times), for the generation given.
 func sameConditions(existing []metav1.Condition, want []condition, generation int64) bool {
 	for _, w := range want {
 		e := findCondition(existing, w.Type)
-		if e == nil || e.Status != statusOf(w.Status) || e.Reason != w.Reason || e.Message != w.Message || e.ObservedGeneration != generation {
+		if e == nil || e.Status != w.status() || e.Reason != w.Reason || e.Message != w.Message || e.ObservedGeneration != generation {
 			return false
 		}
 	}
@@ -40,10 +50,10 @@ func applyConditions(existing []metav1.Condition, want []condition, generation i
 	out := make([]*metav1ac.ConditionApplyConfiguration, 0, len(want))
 	for _, w := range want {
 		t := metav1.NewTime(now)
-		if e := findCondition(existing, w.Type); e != nil && e.Status == statusOf(w.Status) {
+		if e := findCondition(existing, w.Type); e != nil && e.Status == w.status() {
 			t = e.LastTransitionTime
 		}
-		out = append(out, metav1ac.Condition().WithType(w.Type).WithStatus(statusOf(w.Status)).
+		out = append(out, metav1ac.Condition().WithType(w.Type).WithStatus(w.status()).
 			WithReason(w.Reason).WithMessage(truncate(w.Message, 32768)).WithObservedGeneration(generation).WithLastTransitionTime(t))
 	}
 	return out

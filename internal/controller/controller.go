@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -72,11 +73,14 @@ type Controller struct {
 	lightInformers  informers.SharedInformerFactory // objects without managed fields
 	secretInformers informers.SharedInformerFactory
 	heraldInformers heraldinformers.SharedInformerFactory
+	leaseInformers  informers.SharedInformerFactory // the speakers' liveness Leases
 	services        corelisters.ServiceLister
 	serviceIndex    cache.Indexer // Services by ingress IP (servicesByIngressIP)
 	namespaces      corelisters.NamespaceLister
 	nodes           corelisters.NodeLister
 	sliceIndex      cache.Indexer
+	speakerIndex    cache.Indexer // SpeakerStatuses by what they announce
+	leases          coordinationlisters.LeaseNamespaceLister
 	secrets         corelisters.SecretLister
 	listers         k8s.ConfigListers
 	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
@@ -88,6 +92,9 @@ type Controller struct {
 	annotationQueue workqueue.TypedRateLimitingInterface[cache.ObjectName]
 	configQueue     workqueue.TypedRateLimitingInterface[string]
 	poolQueue       workqueue.TypedRateLimitingInterface[string]
+	// leaseQueue: one key per node, when its speaker Lease changed or
+	// would expire (syncLease).
+	leaseQueue workqueue.TypedRateLimitingInterface[string]
 	// servicesIdle is broadcast when the service queue runs empty.
 	servicesIdle *signal
 	fence        *k8s.Fence // nil without leader election
@@ -99,6 +106,9 @@ type Controller struct {
 	pending    map[cache.ObjectName]bool // Services waiting for an address
 	tombstones map[cache.ObjectName]*corev1.Service
 	moved      map[cache.ObjectName][]netip.Addr // given up in a move, quarantined until the new status is written
+	speakerUp  map[string]bool                   // nodes whose speaker Lease was fresh when last synced
+	dependsOn  map[cache.ObjectName][]string     // nodes a Service's Announced condition was computed from
+	dependents map[string]map[cache.ObjectName]bool
 }
 
 // New wires the controller's informers and queues; Run starts it.
@@ -120,7 +130,8 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		opts: opts, log: opts.Logger, kube: kube, herald: herald, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(),
 		alloc: allocator.New(), cfg: &config.Config{Pools: map[string]*config.Pool{}},
 		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{}, servicesIdle: newSignal(),
-		moved: map[cache.ObjectName][]netip.Addr{},
+		moved: map[cache.ObjectName][]netip.Addr{}, speakerUp: map[string]bool{},
+		dependsOn: map[cache.ObjectName][]string{}, dependents: map[string]map[cache.ObjectName]bool{},
 		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "services"}),
 		annotationQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
@@ -129,6 +140,8 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "config"}),
 		poolQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"}),
+		leaseQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker-leases"}),
 	}
 	if c.rec == nil {
 		c.rec = &record.FakeRecorder{}
@@ -159,11 +172,14 @@ func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
 	defer c.annotationQueue.ShutDown()
 	defer c.configQueue.ShutDown()
 	defer c.poolQueue.ShutDown()
+	defer c.leaseQueue.ShutDown()
 	syncStart := time.Now()
 	c.kubeInformers.Start(ctx.Done())
 	c.lightInformers.Start(ctx.Done())
 	c.secretInformers.Start(ctx.Done())
 	c.heraldInformers.Start(ctx.Done())
+	c.leaseInformers.Start(ctx.Done())
+	defer c.leaseInformers.Shutdown()
 	defer c.kubeInformers.Shutdown()
 	defer c.lightInformers.Shutdown()
 	defer c.secretInformers.Shutdown()
@@ -199,11 +215,13 @@ func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
 	run(4, c.annotationWorker)
 	run(1, c.configWorker)
 	run(2, c.poolWorker)
+	run(1, c.leaseWorker)
 	<-ctx.Done()
 	c.serviceQueue.ShutDown()
 	c.annotationQueue.ShutDown()
 	c.configQueue.ShutDown()
 	c.poolQueue.ShutDown()
+	c.leaseQueue.ShutDown()
 	wg.Wait()
 	return nil
 }
@@ -224,6 +242,11 @@ func (c *Controller) configWorker(ctx context.Context) {
 	for processNext(ctx, c, "config", c.configQueue, func(ctx context.Context, _ string) error {
 		return c.rebuildConfig(ctx)
 	}) {
+	}
+}
+
+func (c *Controller) leaseWorker(ctx context.Context) {
+	for processNext(ctx, c, "leases", c.leaseQueue, c.syncLease) {
 	}
 }
 

@@ -8,7 +8,7 @@
 // apply with the field manager "herald-controller", so other writers'
 // fields are never clobbered).
 //
-// Three queues:
+// The queues:
 //   - services: one key per Service; assign or release addresses and
 //     publish status.loadBalancer.ingress (ipMode VIP), the
 //     herald.dev/ip-allocated-from-pool annotation, the herald.dev/Allocated
@@ -17,7 +17,14 @@
 //     (internal/config) when a Herald object or Secret changes, report its
 //     problems on the objects, and requeue everything that could change;
 //   - pools: one key per IPAddressPool; usage counts, conditions and the
-//     herald.dev/pool-protection finalizer.
+//     herald.dev/pool-protection finalizer;
+//   - speaker-leases: one key per node; notices a speaker's liveness Lease
+//     expiring or coming back, and requeues the Services whose condition
+//     depends on that node.
+//
+// herald.dev/Announced says what the speakers report in their
+// SpeakerStatus objects (confirm.go, speakers.go): True naming the nodes
+// that confirm, NotConfirmed, or OwnerSpeakerDown.
 //
 // Addresses are never lost: at start, before any new allocation, every
 // assignment found in Service status is restored (oldest Service first);

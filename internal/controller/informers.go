@@ -119,7 +119,7 @@ func (c *Controller) setupInformers() error {
 		h.BGPAdvertisements().Informer().HasSynced, h.BGPPeers().Informer().HasSynced,
 		h.Communities().Informer().HasSynced, h.BFDProfiles().Informer().HasSynced,
 	}
-	return nil
+	return c.setupSpeakerInformers()
 }
 
 // onService queues a Service that is, or was, Herald's. Services of other

@@ -45,6 +45,7 @@ func TestPoolEditsKeepTheLastValidVersion(t *testing.T) {
 	e := newEnv(t)
 	node := e.ns[:8] + "-node1"
 	e.nodes(node)
+	e.speakers(node)
 	e.pool("older", nil, "198.51.100.64/29", "2001:db8:64::/124")
 	time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
 	e.pool("newer", nil, "198.51.100.72/29")
@@ -156,6 +157,7 @@ func TestSelectorEditsKeepTheLastValidVersion(t *testing.T) {
 	e := newEnv(t)
 	node := e.ns[:8] + "-node1"
 	e.nodes(node)
+	e.speakers(node)
 	e.pool("p", nil, "198.51.100.96/29")
 	l2 := e.herald.HeraldV1beta1().L2Advertisements()
 	if _, err := l2.Create(e.ctx, &v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "l2"}, Spec: v1beta1.L2AdvertisementSpec{

@@ -66,12 +66,14 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 // the announcing nodes change.
 func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 	prev := findCondition(svc.Status.Conditions, v1beta1.ConditionAnnounced)
-	if prev != nil && prev.Status == statusOf(now.Status) && prev.Message == now.Message {
+	if prev != nil && prev.Status == now.status() && prev.Message == now.Message {
 		return
 	}
 	switch {
 	case !now.Status && now.Reason == announce.ReasonNoEligibleNode:
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "UnAvailableLoadBalancer", "No node may announce the load balancer: %s", now.Message)
+	case !now.Status && now.Reason == v1beta1.ReasonOwnerSpeakerDown:
+		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
 	case !now.Status && now.Reason == announce.ReasonNoAdvertisement:
 		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
 	case now.Status && prev != nil && prev.Status == metav1.ConditionTrue:

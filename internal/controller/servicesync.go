@@ -32,6 +32,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	defer func() { c.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
+		c.dependOn(key, nil)
 		c.releaseDeleted(key)
 		return nil
 	}

@@ -101,6 +101,7 @@ func TestUpdatedLoadBalancerEvent(t *testing.T) {
 	e := newEnv(t)
 	prefix := e.ns[:8] + "-"
 	e.nodes(prefix+"n1", prefix+"n2")
+	e.speakers(prefix+"n1", prefix+"n2")
 	e.pool("p", nil, "198.51.100.64/29")
 	if _, err := e.herald.HeraldV1beta1().L2Advertisements().Create(e.ctx, &v1beta1.L2Advertisement{
 		ObjectMeta: metav1.ObjectMeta{Name: "l2"}, Spec: v1beta1.L2AdvertisementSpec{IPAddressPools: []string{"p"}}}, metav1.CreateOptions{}); err != nil {

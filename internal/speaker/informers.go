@@ -54,7 +54,8 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 		}
 		s.synced = append(s.synced, inf.HasSynced)
 	}
-	return nil
+	// Not among synced: announcing never waits for the status object.
+	return s.watchOwnStatus(herald)
 }
 
 // endpointSlicesOf returns the EndpointSlices of a Service.

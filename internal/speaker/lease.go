@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 )
 
 // The liveness Lease: every synced speaker renews a Lease named
@@ -20,9 +22,9 @@ import (
 // so a dead kubelet does not make a live speaker look dead.
 const (
 	// LeasePrefix starts the name of every speaker liveness Lease.
-	LeasePrefix = "herald-speaker-"
+	LeasePrefix = v1beta1.SpeakerLeasePrefix
 	// leaseLabel marks the liveness Leases (their list is selected by it).
-	leaseLabel = "herald.dev/speaker-liveness"
+	leaseLabel = v1beta1.LabelSpeakerLiveness
 	// DefaultLeaseRenew is how often a speaker renews its Lease; the Lease
 	// lasts three renewals.
 	DefaultLeaseRenew = 5 * time.Second
@@ -102,15 +104,4 @@ func (r *leaseRenewer) run(ctx context.Context, interval time.Duration, onErr fu
 		case <-t.C:
 		}
 	}
-}
-
-// leaseFresh says whether a Lease was renewed within its duration at now.
-// It compares the writer's clock with the reader's: nodes must keep their
-// clocks within a few seconds (NTP), as for every Lease consumer that
-// reads renewTime.
-func leaseFresh(l *coordinationv1.Lease, now time.Time) bool {
-	if l == nil || l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
-		return false
-	}
-	return now.Before(l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second))
 }

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/herald-lb/herald/internal/k8s"
 )
 
 // leaseBook reads the liveness Leases of the nodes it is asked about (the
@@ -47,7 +49,7 @@ func newLeaseBook(leases coordinationclient.LeaseInterface, now func() time.Time
 func (b *leaseBook) alive(node string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return leaseFresh(b.read[node], b.now())
+	return k8s.LeaseFresh(b.read[node], b.now())
 }
 
 // want sets the nodes whose Leases matter; a node newly wanted is read at
@@ -123,7 +125,7 @@ func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease) 
 			continue
 		}
 		b.read[n] = got[n]
-		f := leaseFresh(got[n], now)
+		f := k8s.LeaseFresh(got[n], now)
 		if was, ok := b.fresh[n]; !ok || was != f {
 			changed = changed || f || ok
 			b.fresh[n] = f

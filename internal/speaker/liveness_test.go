@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
+	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/members"
 )
 
@@ -160,7 +161,7 @@ func TestLeaseRenewerWritesOncePerRenewal(t *testing.T) {
 		t.Errorf("actions for %d renewals: %v", renewals, verbs)
 	}
 	l, err := kube.CoordinationV1().Leases(testNS).Get(context.Background(), LeaseName("node1"), metav1.GetOptions{})
-	if err != nil || !leaseFresh(l, now) || leaseFresh(l, now.Add(3*DefaultLeaseRenew)) || *l.Spec.HolderIdentity != "node1" {
+	if err != nil || !k8s.LeaseFresh(l, now) || k8s.LeaseFresh(l, now.Add(3*DefaultLeaseRenew)) || *l.Spec.HolderIdentity != "node1" {
 		t.Errorf("Lease %+v, %v", l, err)
 	}
 	if err := s.renewer.release(context.Background()); err != nil {

@@ -6,6 +6,10 @@ type metrics struct {
 	announced *prometheus.GaugeVec
 	releasing prometheus.Gauge
 	reconcile prometheus.Histogram
+	// syncErrors counts failed reconciles and status writes.
+	syncErrors *prometheus.CounterVec
+	// statusWrites counts SpeakerStatus writes (creates and updates).
+	statusWrites prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -16,8 +20,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Addresses this node is handing over to another node (it answers until the new owner announces itself)."}),
 		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "herald", Subsystem: "speaker", Name: "reconcile_duration_seconds",
 			Help: "Time to compute and apply what this node announces.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
+		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "sync_errors_total",
+			Help: "Failed syncs, by sync: reconcile (what this node announces) or status (its SpeakerStatus); each is retried with backoff."}, []string{"sync"}),
+		statusWrites: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "status_writes_total",
+			Help: "Writes of this node's SpeakerStatus (only when what it announces changed, at most one per --status-interval)."}),
 	}
-	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.reconcile} {
+	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.reconcile, m.syncErrors, m.statusWrites} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	if ml := s.memberList(); ml == nil || ml.Settled() {
 		s.ready.reconciled.Store(true)
 	}
+	s.statusChanged()
 	return nil
 }
 
@@ -44,6 +46,11 @@ func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated bool) {
 	settled := ml == nil || ml.Settled()
 	p := s.l2.plan(s.opts.NodeName, announce.L2(st), planOptions{settled: settled, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
 	s.opts.L2.SetAnnouncements(p.want)
+	claimed := make([]netip.Addr, 0, len(p.claimed))
+	for _, o := range p.claimed {
+		claimed = append(claimed, o.IP)
+	}
+	s.noteL2Since(claimed)
 	s.metrics.announced.WithLabelValues("l2").Set(float64(len(s.l2.owned)))
 	s.metrics.releasing.Set(float64(len(s.l2.releasing)))
 	for _, o := range p.claimed {
@@ -86,6 +93,7 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 
 func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
 	if s.opts.BGP == nil || s.leaving.Load() {
+		s.bgpRoutes = nil
 		return nil
 	}
 	me, err := s.nodes.Get(s.opts.NodeName)
@@ -100,6 +108,7 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
 		s.log.Warn("BGP configuration partly refused", "error", err)
 	}
 	s.lastBGP = err
+	s.bgpRoutes = res.Routes
 	routes := advertisedRoutes(res)
 	s.metrics.announced.WithLabelValues("bgp").Set(float64(len(res.Routes)))
 	for key, desc := range routes {

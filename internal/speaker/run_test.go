@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
+	"github.com/herald-lb/herald/internal/k8s"
 )
 
 // TestUnsyncedSpeakerNeverJoins: a speaker whose caches cannot sync (its
@@ -54,7 +55,7 @@ func TestUnsyncedSpeakerNeverJoins(t *testing.T) {
 	poll(t, "member list started and Ready", func() bool { return started.Load() && s.Ready() })
 	poll(t, "Lease renewed", func() bool {
 		l, err := kube.CoordinationV1().Leases(testNS).Get(ctx, LeaseName("node1"), metav1.GetOptions{})
-		return err == nil && leaseFresh(l, time.Now())
+		return err == nil && k8s.LeaseFresh(l, time.Now())
 	})
 }
 

@@ -14,6 +14,7 @@ import (
 // BGPPeer, naming this node and the reason. Wire it to the BGP backend's
 // OnSessionChange.
 func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
+	s.statusChanged()
 	peer, err := s.listers.Peers.Get(ev.Name)
 	if ev.Up {
 		s.log.Info("BGP session established", "peer", ev.Name, "address", ev.Peer)
@@ -83,6 +84,8 @@ func (s *Speaker) watchSessions(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.reportSessionProblems(seen)
+			s.statusChanged() // states other than Established change unannounced
+
 		}
 	}
 }

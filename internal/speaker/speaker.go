@@ -54,6 +54,12 @@ type Options struct {
 	LeaseRenew time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// PodName is this speaker's Pod, shown in its SpeakerStatus.
+	PodName string
+	// StatusInterval is the least time between two writes of this node's
+	// SpeakerStatus (default DefaultStatusInterval); changes within it
+	// are coalesced.
+	StatusInterval time.Duration
 	// ReleaseGrace bounds how long a node that lost an address keeps
 	// answering for it while waiting for the new owner to announce itself
 	// (default 2 s).
@@ -73,6 +79,7 @@ type Speaker struct {
 	kubeInformers   informers.SharedInformerFactory
 	secretInformers informers.SharedInformerFactory
 	heraldInformers heraldinformers.SharedInformerFactory
+	statusInformers heraldinformers.SharedInformerFactory // this node's SpeakerStatus only
 	services        corelisters.ServiceLister
 	slices          discoverylisters.EndpointSliceLister
 	sliceIndex      cache.Indexer
@@ -81,8 +88,12 @@ type Speaker struct {
 	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
 	synced          []cache.InformerSynced
 
-	queue   workqueue.TypedRateLimitingInterface[string]
-	leaving atomic.Bool
+	queue workqueue.TypedRateLimitingInterface[string]
+	// statusQueue publishes the SpeakerStatus, apart from the reconciles
+	// so that a slow API server never delays announcing.
+	statusQueue workqueue.TypedRateLimitingInterface[string]
+	status      *statusPublisher
+	leaving     atomic.Bool
 	// ready tracks the conditions of Ready.
 	ready   readiness
 	members atomic.Pointer[memberHolder]
@@ -94,12 +105,17 @@ type Speaker struct {
 	mu        sync.Mutex // guards the reconcile state below
 	l2        l2State
 	bgpAdvert map[string][]string // Service -> routes it is advertised with, for events
+	bgpRoutes []announce.Route    // what BGP advertises, for the status
+	l2Since   map[netip.Addr]time.Time
 	lastBGP   error
 	joined    string // node addresses last handed to Join
 	retained  string // Node names last handed to Retain
 }
 
-const reconcileKey = "reconcile"
+const (
+	reconcileKey = "reconcile"
+	statusKey    = "status"
+)
 
 // New wires a speaker; Run starts it.
 func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*Speaker, error) {
@@ -118,6 +134,9 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.StatusInterval <= 0 {
+		opts.StatusInterval = DefaultStatusInterval
+	}
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
@@ -130,9 +149,16 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
+		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker-status"}),
+		status: &statusPublisher{client: herald.HeraldV1beta1().SpeakerStatuses(), node: opts.NodeName,
+			interval: opts.StatusInterval, now: opts.Now},
 		l2:        newL2State(),
 		bgpAdvert: map[string][]string{},
+		l2Since:   map[netip.Addr]time.Time{},
 	}
+	s.status.onWrite = m.statusWrites.Inc
 	if s.rec == nil {
 		s.rec = &record.FakeRecorder{}
 	}
@@ -190,6 +216,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 	s.kubeInformers.Start(ctx.Done())
 	s.secretInformers.Start(ctx.Done())
 	s.heraldInformers.Start(ctx.Done())
+	s.statusInformers.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		if ctx.Err() != nil {
 			return nil
@@ -212,25 +239,47 @@ func (s *Speaker) Run(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		s.queue.ShutDown()
+		s.statusQueue.ShutDown()
 	}()
-	for s.processNext(ctx) {
+	statusDone := make(chan struct{})
+	go func() {
+		defer close(statusDone)
+		for s.processNext(ctx, s.statusQueue, func(ctx context.Context, _ string) error { return s.publishStatus(ctx, false) }) {
+		}
+	}()
+	for s.processNext(ctx, s.queue, func(ctx context.Context, _ string) error { return s.reconcile(ctx) }) {
 	}
+	<-statusDone
 	return nil
 }
 
-func (s *Speaker) processNext(ctx context.Context) bool {
-	key, shutdown := s.queue.Get()
+// processNext handles one key of a queue: Forget on success; on error
+// the one error handler (handleError) and a rate-limited retry. It
+// returns false when the queue shuts down.
+func (s *Speaker) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], sync func(context.Context, string) error) bool {
+	key, shutdown := q.Get()
 	if shutdown {
 		return false
 	}
-	defer s.queue.Done(key)
-	if err := s.reconcile(ctx); err != nil {
-		s.log.Warn("reconcile failed; retrying", "error", err)
-		s.queue.AddRateLimited(key)
+	defer q.Done(key)
+	if err := sync(ctx, key); err != nil {
+		s.handleError(ctx, key, err)
+		q.AddRateLimited(key)
 		return true
 	}
-	s.queue.Forget(key)
+	q.Forget(key)
 	return true
+}
+
+// handleError logs a failed sync (reconcile or status) and counts it
+// (herald_speaker_sync_errors_total{sync}); the caller retries with
+// backoff.
+func (s *Speaker) handleError(ctx context.Context, key string, err error) {
+	s.metrics.syncErrors.WithLabelValues(key).Inc()
+	if ctx.Err() != nil {
+		return
+	}
+	s.log.Warn(key+" failed; retrying with backoff", "sync", key, "error", err)
 }
 
 // Shutdown hands the node's L2 addresses over to the other nodes, leaves
@@ -268,6 +317,13 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 		}
 	}
 	wg.Wait()
+	if s.ready.synced.Load() {
+		// The status says what is left: nothing, once handed over and
+		// withdrawn (one write, past the rate limit).
+		if err := s.publishStatus(ctx, true); err != nil {
+			s.log.Warn("last SpeakerStatus write", "error", err)
+		}
+	}
 	s.log.Info("shut down")
 }
 

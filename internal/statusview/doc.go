@@ -2,8 +2,8 @@
 // status: from Herald's Service conditions (herald.dev/Allocated,
 // herald.dev/Announced), the speakers' events (NodeAssigned,
 // BGPAdvertised) and, when the cluster has them, the speakers' per-node
-// status objects (speakerstatuses.herald.dev, read without a schema: any
-// IP address under an object's status counts as announced by its node,
-// labelled by the status field it sits under). Build is pure; fetch.go
-// reads the inputs from a cluster.
+// SpeakerStatuses (speakerstatuses.herald.dev: the addresses each node
+// answers for in L2 mode and the host prefixes it sends on established
+// BGP sessions), which win over the events. Build is pure; fetch.go reads
+// the inputs from a cluster.
 package statusview

@@ -1,62 +1,62 @@
 package statusview
 
 import (
+	"fmt"
 	"net/netip"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 )
 
-// speakerReports reads the per-node status objects without knowing their
-// schema: the node is spec.nodeName, status.nodeName or the object's name;
-// every string under status that is an IP address (or a prefix of one
-// address) is an address the node reports, labelled with the top-level
-// status field it sits under ("l2", "bgp", ...).
-func speakerReports(objs []map[string]any) map[string][]Announced {
+// speakerReports reads the speakers' SpeakerStatuses (one per node, named
+// after it): every address a node answers for in L2 mode ("l2 on
+// <interfaces>") and every host prefix it sends on an established BGP
+// session ("bgp to <peers>"). An object that does not decode is reported
+// by name with no address, and a note.
+func speakerReports(objs []map[string]any) (map[string][]Announced, []SpeakerLine, []string) {
 	out := map[string][]Announced{}
+	var lines []SpeakerLine
+	var notes []string
 	for _, o := range objs {
-		node := nodeOf(o)
-		status, _ := o["status"].(map[string]any)
-		for _, key := range sortedKeys(status) {
-			walk(status[key], func(s string) {
-				if ip, ok := parseAddress(s); ok {
-					out[node] = append(out[node], Announced{IP: ip, How: key})
-				}
-			})
+		var ss v1beta1.SpeakerStatus
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o, &ss); err != nil {
+			md, _ := o["metadata"].(map[string]any)
+			notes = append(notes, fmt.Sprintf("SpeakerStatus %v does not decode: %v", md["name"], err))
+			continue
 		}
-		sort.SliceStable(out[node], func(i, j int) bool { return out[node][i].IP.Less(out[node][j].IP) })
-	}
-	return out
-}
-
-func nodeOf(o map[string]any) string {
-	for _, part := range []string{"spec", "status"} {
-		if m, ok := o[part].(map[string]any); ok {
-			if n, ok := m["nodeName"].(string); ok && n != "" {
-				return n
+		node := ss.Name
+		lines = append(lines, SpeakerLine{Node: node, Pod: ss.Status.Pod, Summary: ss.Status.Summary, Truncated: ss.Status.Truncated})
+		for _, a := range ss.Status.L2 {
+			if ip, ok := parseAddress(a.Address); ok {
+				out[node] = append(out[node], Announced{IP: ip, How: "l2 on " + strings.Join(a.Interfaces, ",")})
 			}
 		}
-	}
-	md, _ := o["metadata"].(map[string]any)
-	n, _ := md["name"].(string)
-	return n
-}
-
-func walk(v any, visit func(string)) {
-	switch x := v.(type) {
-	case string:
-		visit(x)
-	case []any:
-		for _, e := range x {
-			walk(e, visit)
+		peers := map[netip.Addr][]string{}
+		for _, b := range ss.Status.BGP {
+			for _, p := range b.Prefixes {
+				if ip, ok := parseAddress(p); ok {
+					peers[ip] = append(peers[ip], b.Peer)
+				}
+			}
 		}
-	case map[string]any:
-		for _, k := range sortedKeys(x) {
-			walk(x[k], visit)
+		for ip, ps := range peers {
+			sort.Strings(ps)
+			out[node] = append(out[node], Announced{IP: ip, How: "bgp to " + strings.Join(ps, ",")})
 		}
+		sort.SliceStable(out[node], func(i, j int) bool {
+			if out[node][i].IP != out[node][j].IP {
+				return out[node][i].IP.Less(out[node][j].IP)
+			}
+			return out[node][i].How < out[node][j].How
+		})
 	}
+	sort.Slice(lines, func(i, j int) bool { return lines[i].Node < lines[j].Node })
+	return out, lines, notes
 }
 
 // parseAddress accepts an address or a host prefix (/32, /128).

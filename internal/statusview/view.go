@@ -53,7 +53,16 @@ type View struct {
 	Rows []Row
 	// NodeReports are the addresses each speaker reports, by node.
 	NodeReports map[string][]Announced
-	Notes       []string
+	// Speakers summarise each node's SpeakerStatus, sorted by node.
+	Speakers []SpeakerLine
+	Notes    []string
+}
+
+// SpeakerLine is one node's SpeakerStatus in short.
+type SpeakerLine struct {
+	Node, Pod string
+	Summary   v1beta1.SpeakerSummary
+	Truncated bool
 }
 
 // Announced is one address a speaker reports.
@@ -64,14 +73,15 @@ type Announced struct {
 
 // Build computes the view.
 func Build(in Inputs, f Filter) View {
-	v := View{NodeReports: speakerReports(in.Speakers)}
+	reports, lines, notes := speakerReports(in.Speakers)
+	v := View{NodeReports: reports, Speakers: lines, Notes: notes}
 	if !in.SpeakersServed {
 		v.Notes = append(v.Notes, "no speaker status objects (speakerstatuses.herald.dev) in this cluster: announcers are taken from the speakers' events, which say who announced last, not who announces now")
 	}
 	byIP := map[netip.Addr][]Announcer{}
 	for _, node := range sortedKeys(v.NodeReports) {
 		for _, a := range v.NodeReports[node] {
-			byIP[a.IP] = append(byIP[a.IP], Announcer{Node: node, How: a.How + ", speaker report"})
+			byIP[a.IP] = append(byIP[a.IP], Announcer{Node: node, How: strings.Fields(a.How)[0] + ", speaker report"})
 		}
 	}
 	fromEvents := eventAnnouncers(in.Events)
@@ -98,6 +108,13 @@ func Build(in Inputs, f Filter) View {
 				delete(v.NodeReports, n)
 			}
 		}
+		var keep []SpeakerLine
+		for _, l := range v.Speakers {
+			if l.Node == f.Node {
+				keep = append(keep, l)
+			}
+		}
+		v.Speakers = keep
 	}
 	return v
 }
@@ -170,12 +187,22 @@ func (v View) Write(w io.Writer) error {
 			fmt.Fprintf(w, "%s: %s\n", r.Service, r.Message)
 		}
 	}
-	for _, node := range sortedKeys(v.NodeReports) {
-		var parts []string
-		for _, a := range v.NodeReports[node] {
-			parts = append(parts, fmt.Sprintf("%s (%s)", a.IP, a.How))
+	if len(v.Speakers) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\nNODE\tSPEAKER POD\tL2\tBGP SESSIONS UP\tPREFIXES\tANNOUNCES")
+		for _, l := range v.Speakers {
+			var parts []string
+			for _, a := range v.NodeReports[l.Node] {
+				parts = append(parts, fmt.Sprintf("%s (%s)", a.IP, a.How))
+			}
+			if l.Truncated {
+				parts = append(parts, "... (truncated)")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\n", l.Node, orDash(l.Pod), l.Summary.L2Addresses, orDash(l.Summary.Sessions), l.Summary.Prefixes, orDash(strings.Join(parts, ", ")))
 		}
-		fmt.Fprintf(w, "node %s reports: %s\n", node, orDash(strings.Join(parts, ", ")))
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)

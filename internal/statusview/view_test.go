@@ -46,10 +46,15 @@ func inputs(withSpeakers bool) Inputs {
 		in.SpeakersServed = true
 		in.Speakers = []map[string]any{
 			{"metadata": map[string]any{"name": "node-a"}, "status": map[string]any{
-				"l2":  []any{map[string]any{"address": "198.51.100.5", "interfaces": []any{"eth0"}}},
-				"bgp": map[string]any{"prefixes": []any{"2001:db8::6/128"}, "sessions": []any{map[string]any{"peer": "198.51.100.254"}}},
+				"pod":     "herald-speaker-x1",
+				"summary": map[string]any{"l2Addresses": int64(1), "sessions": "1/2", "prefixes": int64(1)},
+				"l2":      []any{map[string]any{"address": "198.51.100.5", "interfaces": []any{"eth0"}, "since": "2026-01-01T00:00:00Z"}},
+				"bgp": []any{
+					map[string]any{"peer": "tor", "peerAddress": "198.51.100.254", "state": "Established", "prefixes": []any{"2001:db8::6/128", "198.51.100.0/24"}},
+					map[string]any{"peer": "tor-b", "peerAddress": "198.51.100.253", "state": "Active"},
+				},
 			}},
-			{"spec": map[string]any{"nodeName": "node-b"}, "status": map[string]any{"l2": []any{}}},
+			{"metadata": map[string]any{"name": "node-b"}, "status": map[string]any{"l2": []any{}}},
 		}
 	}
 	return in
@@ -107,6 +112,18 @@ func TestBuildFromSpeakerReports(t *testing.T) {
 	if len(v.Notes) != 0 {
 		t.Errorf("notes %v", v.Notes)
 	}
+	var b bytes.Buffer
+	if err := v.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"SPEAKER POD", "herald-speaker-x1", "1/2", "198.51.100.5 (l2 on eth0)", "2001:db8::6 (bgp to tor)"} {
+		if !strings.Contains(b.String(), frag) {
+			t.Errorf("output lacks %q:\n%s", frag, b.String())
+		}
+	}
+	if strings.Contains(b.String(), "198.51.100.254 (") {
+		t.Errorf("a BGP peer's address shown as announced:\n%s", b.String())
+	}
 }
 
 func TestFilters(t *testing.T) {
@@ -130,7 +147,7 @@ func TestFilters(t *testing.T) {
 		}
 	}
 	v := Build(inputs(true), Filter{Node: "node-a"})
-	if len(v.NodeReports) != 1 || len(v.NodeReports["node-a"]) != 3 {
+	if len(v.NodeReports) != 1 || len(v.NodeReports["node-a"]) != 2 || len(v.Speakers) != 1 {
 		t.Errorf("node reports %+v", v.NodeReports)
 	}
 }

@@ -44,6 +44,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1beta1.BGPPeerApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BGPPeerSpec"):
 		return &apiv1beta1.BGPPeerSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BGPSessionStatus"):
+		return &apiv1beta1.BGPSessionStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Community"):
 		return &apiv1beta1.CommunityApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("CommunityAlias"):
@@ -62,8 +64,16 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1beta1.L2AdvertisementApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("L2AdvertisementSpec"):
 		return &apiv1beta1.L2AdvertisementSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("L2AnnouncementStatus"):
+		return &apiv1beta1.L2AnnouncementStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ServiceAllocation"):
 		return &apiv1beta1.ServiceAllocationApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SpeakerStatus"):
+		return &apiv1beta1.SpeakerStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SpeakerStatusStatus"):
+		return &apiv1beta1.SpeakerStatusStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("SpeakerSummary"):
+		return &apiv1beta1.SpeakerSummaryApplyConfiguration{}
 
 	}
 	return nil

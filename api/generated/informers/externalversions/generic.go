@@ -65,6 +65,8 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Herald().V1beta1().IPAddressPools().Informer()}, nil
 	case v1beta1.SchemeGroupVersion.WithResource("l2advertisements"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Herald().V1beta1().L2Advertisements().Informer()}, nil
+	case v1beta1.SchemeGroupVersion.WithResource("speakerstatuses"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Herald().V1beta1().SpeakerStatuses().Informer()}, nil
 
 	}
 

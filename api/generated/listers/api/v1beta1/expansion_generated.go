@@ -41,3 +41,7 @@ type IPAddressPoolListerExpansion interface{}
 // L2AdvertisementListerExpansion allows custom methods to be added to
 // L2AdvertisementLister.
 type L2AdvertisementListerExpansion interface{}
+
+// SpeakerStatusListerExpansion allows custom methods to be added to
+// SpeakerStatusLister.
+type SpeakerStatusListerExpansion interface{}

@@ -36,6 +36,8 @@ type Interface interface {
 	IPAddressPools() TypedIPAddressPoolInformer
 	// L2Advertisements returns a L2AdvertisementInformer.
 	L2Advertisements() TypedL2AdvertisementInformer
+	// SpeakerStatuses returns a SpeakerStatusInformer.
+	SpeakerStatuses() TypedSpeakerStatusInformer
 }
 
 type version struct {
@@ -77,4 +79,9 @@ func (v *version) IPAddressPools() TypedIPAddressPoolInformer {
 // L2Advertisements returns a TypedL2AdvertisementInformer.
 func (v *version) L2Advertisements() TypedL2AdvertisementInformer {
 	return &l2AdvertisementInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
+}
+
+// SpeakerStatuses returns a TypedSpeakerStatusInformer.
+func (v *version) SpeakerStatuses() TypedSpeakerStatusInformer {
+	return &speakerStatusInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -34,6 +34,7 @@ type HeraldV1beta1Interface interface {
 	CommunitiesGetter
 	IPAddressPoolsGetter
 	L2AdvertisementsGetter
+	SpeakerStatusesGetter
 }
 
 // HeraldV1beta1Client is used to interact with features provided by the herald.dev group.
@@ -63,6 +64,10 @@ func (c *HeraldV1beta1Client) IPAddressPools() IPAddressPoolInterface {
 
 func (c *HeraldV1beta1Client) L2Advertisements() L2AdvertisementInterface {
 	return newL2Advertisements(c)
+}
+
+func (c *HeraldV1beta1Client) SpeakerStatuses() SpeakerStatusInterface {
+	return newSpeakerStatuses(c)
 }
 
 // NewForConfig creates a new HeraldV1beta1Client for the given config.

@@ -29,3 +29,5 @@ type CommunityExpansion interface{}
 type IPAddressPoolExpansion interface{}
 
 type L2AdvertisementExpansion interface{}
+
+type SpeakerStatusExpansion interface{}

@@ -52,6 +52,10 @@ func (c *FakeHeraldV1beta1) L2Advertisements() v1beta1.L2AdvertisementInterface 
 	return newFakeL2Advertisements(c)
 }
 
+func (c *FakeHeraldV1beta1) SpeakerStatuses() v1beta1.SpeakerStatusInterface {
+	return newFakeSpeakerStatuses(c)
+}
+
 // RESTClient returns a RESTClient that is used to communicate
 // with API server by this client implementation.
 func (c *FakeHeraldV1beta1) RESTClient() rest.Interface {

@@ -1,0 +1,97 @@
+package speaker
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/bgp"
+)
+
+// publishStatus writes this node's SpeakerStatus if what it announces
+// changed; when the last write was less than StatusInterval ago, it
+// comes back once the interval has passed (the changes in between are
+// coalesced into that one write).
+func (s *Speaker) publishStatus(ctx context.Context, force bool) error {
+	node, err := s.nodes.Get(s.opts.NodeName)
+	if err != nil {
+		return fmt.Errorf("status: node %s (the SpeakerStatus's owner): %w", s.opts.NodeName, err)
+	}
+	wait, err := s.status.publish(ctx, s.statusContent(), node.UID, force)
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		s.statusQueue.AddAfter(statusKey, wait)
+	}
+	return nil
+}
+
+// statusChanged asks for a status write (coalesced and rate-limited by
+// publishStatus; nothing is written when nothing changed).
+func (s *Speaker) statusChanged() { s.statusQueue.Add(statusKey) }
+
+// statusContent is what this node announces now.
+func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
+	s.mu.Lock()
+	var l2 []l2Entry
+	for _, ip := range slices.SortedFunc(maps.Keys(s.l2.owned), netip.Addr.Compare) {
+		l2 = append(l2, l2Entry{IP: ip, Since: s.l2Since[ip]})
+	}
+	routes := s.bgpRoutes
+	s.mu.Unlock()
+	if s.opts.L2 != nil {
+		for i := range l2 {
+			l2[i].Interfaces = s.opts.L2.Interfaces(l2[i].IP)
+		}
+	}
+	var sessions []bgp.SessionState
+	if s.opts.BGP != nil {
+		sessions = s.opts.BGP.Sessions()
+	}
+	return buildStatus(s.opts.PodName, l2, sessions, routes)
+}
+
+// noteL2Since records when this node started answering for each address
+// it owns, and forgets the ones it no longer owns. Call with s.mu held.
+func (s *Speaker) noteL2Since(claimed []netip.Addr) {
+	now := s.opts.Now()
+	for _, ip := range claimed {
+		s.l2Since[ip] = now
+	}
+	for ip := range s.l2Since {
+		if _, ok := s.l2.owned[ip]; !ok {
+			delete(s.l2Since, ip)
+		}
+	}
+	for ip := range s.l2.owned {
+		if _, ok := s.l2Since[ip]; !ok {
+			s.l2Since[ip] = now
+		}
+	}
+}
+
+// watchOwnStatus watches this node's SpeakerStatus alone (a field
+// selector on its name): deleted by someone, it is written again.
+func (s *Speaker) watchOwnStatus(herald versioned.Interface) error {
+	s.statusInformers = heraldinformers.NewSharedInformerFactoryWithOptions(herald, 0,
+		heraldinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.opts.NodeName).String()
+		}))
+	_, err := s.statusInformers.Herald().V1beta1().SpeakerStatuses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(any) {
+			s.status.forget()
+			s.statusChanged()
+		},
+	})
+	return err
+}
