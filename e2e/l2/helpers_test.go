@@ -107,16 +107,16 @@ func checkServedOverlap(t testing.TB, what string, probes lab.ProbeLog, overlap 
 	if d, n := probes.LongestConflict(); overlap > 0 && n > 1 {
 		t.Logf("%s: two nodes answered side by side for %v (%d probes); allowed %v", what, d.Round(time.Millisecond), n, overlap)
 		if d > overlap {
-			t.Errorf("%s: two nodes answered side by side for %v; want at most %v", what, d.Round(time.Millisecond), overlap)
+			t.Errorf("%s: two nodes answered side by side for %v; want at most %v; around it:\n%s", what, d.Round(time.Millisecond), overlap, probes.AroundLongestConflict(3))
 		}
 	}
 	gap, n := probes.LongestGap()
 	t.Logf("%s: %d probes, %d unanswered (longest gap %v, %d probes), %d answered by two nodes (%d side by side)",
 		what, len(probes), len(probes.Unanswered()), gap.Round(time.Millisecond), n, len(probes.Conflicts()), len(probes.SustainedConflicts()))
 	if gap > maxGap {
-		t.Errorf("%s: no answer for %v (%d probes); want at most %v", what, gap.Round(time.Millisecond), n, maxGap)
+		t.Errorf("%s: no answer for %v (%d probes); want at most %v; around it:\n%s", what, gap.Round(time.Millisecond), n, maxGap, probes.AroundLongestGap(3))
 	}
 	if s := probes.SustainedConflicts(); len(s) > 0 && overlap == 0 {
-		t.Errorf("%s: %d probes answered by two nodes side by side (first %v)", what, len(s), s[0].Nodes())
+		t.Errorf("%s: %d probes answered by two nodes side by side (first %v); around the longest run:\n%s", what, len(s), s[0].Nodes(), probes.AroundLongestConflict(3))
 	}
 }

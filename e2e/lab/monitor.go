@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -170,13 +171,20 @@ func (pl ProbeLog) LongestGap() (time.Duration, int) {
 // longestRun is the longest run of consecutive probes in, measured from
 // its first probe's send time to the next probe's (or the last probe's).
 func (pl ProbeLog) longestRun(in func(Probe) bool) (time.Duration, int) {
+	d, n, _ := pl.longestRunAt(in)
+	return d, n
+}
+
+// longestRunAt is longestRun with the index of the run's first probe (-1
+// when there is none).
+func (pl ProbeLog) longestRunAt(in func(Probe) bool) (time.Duration, int, int) {
 	var best time.Duration
-	bestN, n := 0, 0
+	bestN, bestAt, n, at := 0, -1, 0, 0
 	var start time.Time
 	for i, p := range pl {
 		if in(p) {
 			if n == 0 {
-				start = p.Sent
+				start, at = p.Sent, i
 			}
 			n++
 			if i < len(pl)-1 {
@@ -185,12 +193,52 @@ func (pl ProbeLog) longestRun(in func(Probe) bool) (time.Duration, int) {
 		}
 		if n > 0 {
 			if d := p.Sent.Sub(start); d > best || (d == best && n > bestN) {
-				best, bestN = d, n
+				best, bestN, bestAt = d, n, at
 			}
 			n = 0
 		}
 	}
-	return best, bestN
+	return best, bestN, bestAt
+}
+
+// AroundLongestGap describes the probes around the longest gap, from
+// context probes before it to context after: each probe's send time
+// relative to the gap's start, and who answered when. It is what a failed
+// check prints, to tell a late answer from a missing one.
+func (pl ProbeLog) AroundLongestGap(context int) string {
+	_, n, at := pl.longestRunAt(func(p Probe) bool { return !p.Answered() })
+	return pl.describe(at, n, context)
+}
+
+// AroundLongestConflict does the same for the longest run of probes
+// answered by more than one node.
+func (pl ProbeLog) AroundLongestConflict(context int) string {
+	_, n, at := pl.longestRunAt(func(p Probe) bool { return len(p.Nodes()) > 1 })
+	return pl.describe(at, n, context)
+}
+
+func (pl ProbeLog) describe(at, n, context int) string {
+	if at < 0 {
+		return "(no such run)"
+	}
+	t0 := pl[at].Sent
+	var b strings.Builder
+	for i := max(0, at-context); i < min(len(pl), at+n+context); i++ {
+		p := pl[i]
+		fmt.Fprintf(&b, "  probe %d sent %v:", p.Seq, p.Sent.Sub(t0).Round(100*time.Microsecond))
+		if len(p.Answers) == 0 {
+			b.WriteString(" no answer")
+		}
+		for _, a := range p.Answers {
+			node := a.Node
+			if node == "" {
+				node = a.MAC.String()
+			}
+			fmt.Fprintf(&b, " %s after %v", node, a.At.Sub(p.Sent).Round(100*time.Microsecond))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
 
 // SustainedConflicts returns the probes answered by more than one node

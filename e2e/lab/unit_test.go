@@ -95,3 +95,23 @@ func TestProbeLog(t *testing.T) {
 		t.Errorf("longest conflict %v over %d probes", d, n)
 	}
 }
+
+func TestAroundLongestGapShowsTheRunAndItsNeighbours(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var log ProbeLog
+	for i := range 8 {
+		p := Probe{Seq: i + 1, Sent: t0.Add(time.Duration(i) * 10 * time.Millisecond)}
+		if i < 3 || i > 4 {
+			p.Answers = []Answer{{Node: "node1", At: p.Sent.Add(2 * time.Millisecond)}}
+		}
+		log = append(log, p)
+	}
+	got := log.AroundLongestGap(1)
+	want := "  probe 3 sent -10ms: node1 after 2ms\n  probe 4 sent 0s: no answer\n  probe 5 sent 10ms: no answer\n  probe 6 sent 20ms: node1 after 2ms\n"
+	if got != want {
+		t.Errorf("AroundLongestGap(1) =\n%s\nwant\n%s", got, want)
+	}
+	if got := (ProbeLog{}).AroundLongestConflict(2); got != "(no such run)" {
+		t.Errorf("AroundLongestConflict of no run = %q", got)
+	}
+}
