@@ -19,9 +19,26 @@ import (
 // NonRootUser is the user the images run as (the distroless "nonroot").
 const NonRootUser = "65532:65532"
 
+// HeraldSource is the source label of Herald's images.
+const HeraldSource = "https://github.com/herald-lb/herald"
+
+// Config is what an image's configuration says besides its entrypoint.
+type Config struct {
+	// User the entrypoint runs as ("uid:gid").
+	User string
+	// Source is the org.opencontainers.image.source label.
+	Source string
+}
+
 // Build writes an image tarball holding binary as /<base name>, with that
 // as entrypoint, running as NonRootUser, tagged ref.
 func Build(binary, ref, out string) error {
+	return BuildWith(binary, ref, out, Config{User: NonRootUser, Source: HeraldSource})
+}
+
+// BuildWith is Build with the user and source label of conf (hack/build-
+// metallb.sh packages MetalLB's binaries with it).
+func BuildWith(binary, ref, out string, conf Config) error {
 	data, err := os.ReadFile(binary)
 	if err != nil {
 		return fmt.Errorf("image %s: %w", ref, err)
@@ -45,8 +62,8 @@ func Build(binary, ref, out string) error {
 	cfg.Architecture, cfg.OS = "amd64", "linux"
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible
 	cfg.Config.Entrypoint = []string{entry}
-	cfg.Config.User = NonRootUser
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/herald-lb/herald"}
+	cfg.Config.User = conf.User
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": conf.Source}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return err
 	}

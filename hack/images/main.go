@@ -19,6 +19,8 @@ func main() {
 	binDir := flag.String("bin", "bin/static", "directory holding the static controller and speaker binaries")
 	repo := flag.String("repo", "ghcr.io/herald-lb", "image repository")
 	tag := flag.String("tag", "v0.1.0", "image tag")
+	user := flag.String("user", NonRootUser, "user the entrypoint runs as (uid:gid)")
+	source := flag.String("source", HeraldSource, "org.opencontainers.image.source label")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
@@ -27,7 +29,7 @@ func main() {
 	for _, name := range []string{"controller", "speaker"} {
 		ref := fmt.Sprintf("%s/%s:%s", *repo, name, *tag)
 		path := filepath.Join(*out, name+".tar")
-		if err := Build(filepath.Join(*binDir, name), ref, path); err != nil {
+		if err := BuildWith(filepath.Join(*binDir, name), ref, path, Config{User: *user, Source: *source}); err != nil {
 			fmt.Fprintln(os.Stderr, "images:", err)
 			os.Exit(1)
 		}
