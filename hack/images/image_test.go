@@ -73,3 +73,30 @@ func TestImagesRunTheirBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildWithUserAndSource: BuildWith writes the user and the source
+// label it is given (MetalLB's images run as root, as distroless/static).
+func TestBuildWithUserAndSource(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "speaker")
+	if err := os.WriteFile(bin, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ref := "quay.io/metallb/speaker:v0.16.2"
+	out := filepath.Join(dir, "speaker.tar")
+	if err := BuildWith(bin, ref, out, Config{User: "0:0", Source: "https://github.com/metallb/metallb"}); err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag(ref)
+	img, err := tarball.ImageFromPath(out, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Config.User != "0:0" || cfg.Config.Labels["org.opencontainers.image.source"] != "https://github.com/metallb/metallb" || cfg.Config.Entrypoint[0] != "/speaker" {
+		t.Errorf("config: user %q labels %v entrypoint %v", cfg.Config.User, cfg.Config.Labels, cfg.Config.Entrypoint)
+	}
+}
