@@ -26,10 +26,13 @@ import (
 // leaving to Herald's being ready on the lab's nodes, images present).
 const maxTakeoverGap = 15 * time.Second
 
-// maxTakeoverOverlap is how long two MACs may answer for one address: the
-// procedure is break-before-make, so only a probe whose window caught the
-// old owner's last answer and the new owner's first.
-const maxTakeoverOverlap = 100 * time.Millisecond
+// maxTakeoverOverlap is how long two MACs may answer for one address. The
+// procedure is break-before-make, so MetalLB and Herald never answer side
+// by side; but Herald's speakers all start at once, and while their
+// member lists converge two of them have been seen answering for one
+// address for 200 ms (one address in one run of five; see
+// docs/metallb.md).
+const maxTakeoverOverlap = 500 * time.Millisecond
 
 // probeInterval of the client's monitors (one per address).
 const probeInterval = 50 * time.Millisecond
@@ -85,6 +88,7 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 	config := migrate(t, ctx, l, bin, work)
 	script := plan(t, ctx, l, bin, work, config)
 	runScript(t, ctx, l, bin, script, start)
+	upgradeServerSide(t, ctx, l)
 	h, err := deploy.Attach(ctx, l, &images)
 	if err != nil {
 		t.Fatal(err)
@@ -222,6 +226,9 @@ func report(t *testing.T, start time.Time, addrs []netip.Addr, owners map[netip.
 		t.Logf("%-22s MetalLB %s -> Herald %s: %d probes, gap %v (%d unanswered, %v to %v after the start of migrate), two MACs %v (%d probes, %d in all)",
 			vip, owners[vip], newOwner, len(pl), gap.Round(time.Millisecond), n, from.Sub(start).Round(time.Millisecond), to.Sub(start).Round(time.Millisecond),
 			overlap.Round(time.Millisecond), m, len(pl.Conflicts()))
+		for _, p := range pl.Conflicts() {
+			t.Logf("%-22s   two MACs at %v: %v (%v)", vip, p.Sent.Sub(start).Round(time.Millisecond), p.Nodes(), p.MACs())
+		}
 		gaps, overlaps = append(gaps, gap), append(overlaps, overlap)
 		if gap > maxTakeoverGap {
 			t.Errorf("%s: no answer for %v; docs/metallb.md promises at most %v", vip, gap.Round(time.Millisecond), maxTakeoverGap)
@@ -318,4 +325,20 @@ func controllerLog(t *testing.T, l *lab.Lab, pod string) string {
 		b.Write(data)
 	}
 	return b.String()
+}
+
+// upgradeServerSide applies manifests/herald.yaml over what the script
+// applied (kubectl's client-side apply) with server-side apply and a
+// field manager of its own, as a GitOps tool upgrading Herald would: it
+// must not conflict (an env fieldRef without the apiVersion the API
+// server defaults did: ObjectFieldSelector is atomic).
+func upgradeServerSide(t *testing.T, ctx context.Context, l *lab.Lab) {
+	t.Helper()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-upgrade", "-f", filepath.Join(root, "manifests", "herald.yaml")); err != nil {
+		t.Fatalf("upgrading the takeover's install with server-side apply: %v", err)
+	}
 }
