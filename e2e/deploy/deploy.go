@@ -66,13 +66,9 @@ func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Hera
 	if err != nil {
 		return nil, err
 	}
-	h := &Herald{Lab: l, Images: images, Speakers: map[string]*Speaker{}}
-	h.dir = filepath.Join(l.Dir(), "herald")
-	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+	h, err := newHerald(l, images)
+	if err != nil {
 		return nil, err
-	}
-	for _, n := range l.Nodes() {
-		h.Speakers[n.Name] = &Speaker{h: h, Node: n.Name}
 	}
 	if err := apply(h, root); err != nil {
 		return nil, err
@@ -81,6 +77,36 @@ func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Hera
 		return nil, err
 	}
 	return h, h.CheckImages(ctx)
+}
+
+// Attach returns a handle on Herald installed by other means (the
+// takeover from MetalLB applies manifests/ piece by piece) with images
+// already imported: it waits until the controller and every speaker are
+// rolled out and run the images built from this checkout.
+func Attach(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
+	if err := images.Build(); err != nil {
+		return nil, err
+	}
+	h, err := newHerald(l, images)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.WaitRollout(ctx, 3*time.Minute); err != nil {
+		return nil, err
+	}
+	return h, h.CheckImages(ctx)
+}
+
+func newHerald(l *lab.Lab, images *Images) (*Herald, error) {
+	h := &Herald{Lab: l, Images: images, Speakers: map[string]*Speaker{}}
+	h.dir = filepath.Join(l.Dir(), "herald")
+	if err := os.MkdirAll(h.dir, 0o755); err != nil {
+		return nil, err
+	}
+	for _, n := range l.Nodes() {
+		h.Speakers[n.Name] = &Speaker{h: h, Node: n.Name}
+	}
+	return h, nil
 }
 
 // Start installs Herald and applies config (YAML of Herald objects).

@@ -23,6 +23,9 @@ import (
 // NonRootUser is the user the images run as (the distroless "nonroot").
 const NonRootUser = "65532:65532"
 
+// HeraldSource is the source label of Herald's images.
+const HeraldSource = "https://github.com/herald-lb/herald"
+
 // Annotations of the index descriptor in index.json that name the image:
 // containerd's `ctr images import` tags the image with the first, and
 // tools that follow the OCI image layout read the second.
@@ -38,6 +41,9 @@ type Image struct {
 	Ref string
 	// User the entrypoint runs as, "uid:gid".
 	User string
+	// Source is the org.opencontainers.image.source label (empty:
+	// HeraldSource).
+	Source string
 	// Binaries maps a GOARCH (amd64, arm64) to the binary built for it; all
 	// have the same base name, which becomes /<name> in the image.
 	Binaries map[string]string
@@ -92,7 +98,11 @@ func (im Image) image(arch, binary string) (v1.Image, error) {
 	cfg.Created = v1.Time{Time: time.Unix(0, 0).UTC()} // reproducible
 	cfg.Config.Entrypoint = []string{entry}
 	cfg.Config.User = im.User
-	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": "https://github.com/herald-lb/herald"}
+	source := im.Source
+	if source == "" {
+		source = HeraldSource
+	}
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": source}
 	return mutate.ConfigFile(img, cfg)
 }
 

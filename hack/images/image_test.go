@@ -316,3 +316,65 @@ func TestRunNamesEveryImage(t *testing.T) {
 		t.Errorf("images %v", refs)
 	}
 }
+
+// TestRunWithUserAndSource: -user and -source apply to every image built
+// (hack/build-metallb.sh packages MetalLB's binaries, which run as root,
+// as distroless/static does), and -images builds only those asked for.
+func TestRunWithUserAndSource(t *testing.T) {
+	dir := t.TempDir()
+	bins := filepath.Join(dir, "bin", "linux-amd64")
+	if err := os.MkdirAll(bins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"controller", "speaker"} {
+		if err := os.WriteFile(filepath.Join(bins, b), []byte("#!/bin/true\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "images")
+	const src = "https://github.com/metallb/metallb"
+	if err := run(out, filepath.Join(dir, "bin"), "quay.io/metallb", "v0.16.2", []string{"amd64"}, []string{"controller", "speaker"}, "0:0", src); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []string{"controller", "speaker"} {
+		p, err := layout.FromPath(untar(t, filepath.Join(out, b+".tar")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := p.ImageIndex()
+		if err != nil {
+			t.Fatal(err)
+		}
+		top, err := idx.IndexManifest()
+		if err != nil || len(top.Manifests) != 1 {
+			t.Fatalf("%s: index %v, %v", b, top, err)
+		}
+		if ref := top.Manifests[0].Annotations[AnnotationContainerdName]; ref != "quay.io/metallb/"+b+":v0.16.2" {
+			t.Errorf("%s named %q", b, ref)
+		}
+		multi, err := idx.ImageIndex(top.Manifests[0].Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mm, err := multi.IndexManifest()
+		if err != nil || len(mm.Manifests) != 1 {
+			t.Fatalf("%s: per-arch index %v, %v", b, mm, err)
+		}
+		img, err := multi.Image(mm.Manifests[0].Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Config.User != "0:0" || cfg.Config.Labels["org.opencontainers.image.source"] != src || cfg.Config.Entrypoint[0] != "/"+b {
+			t.Errorf("%s config: user %q labels %v entrypoint %v", b, cfg.Config.User, cfg.Config.Labels, cfg.Config.Entrypoint)
+		}
+	}
+	for _, b := range []string{"podserver", "pause"} {
+		if _, err := os.Stat(filepath.Join(out, b+".tar")); err == nil {
+			t.Errorf("%s built although -images named only controller and speaker", b)
+		}
+	}
+}

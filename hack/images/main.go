@@ -49,8 +49,10 @@ func main() {
 	tag := flag.String("tag", "v0.1.0", "image tag")
 	arches := flag.String("arch", "amd64 arm64", "architectures, space- or comma-separated")
 	only := flag.String("images", "", "build only these images (controller, speaker, podserver, pause), space- or comma-separated; empty: all")
+	user := flag.String("user", "", "user every entrypoint runs as (uid:gid); empty: each image's own (Herald's run as "+NonRootUser+")")
+	source := flag.String("source", HeraldSource, "org.opencontainers.image.source label (hack/build-metallb.sh packages MetalLB's binaries)")
 	flag.Parse()
-	if err := run(*out, *binDir, *repo, *tag, fields(*arches), fields(*only)); err != nil {
+	if err := run(*out, *binDir, *repo, *tag, fields(*arches), fields(*only), *user, *source); err != nil {
 		fmt.Fprintln(os.Stderr, "images:", err)
 		os.Exit(1)
 	}
@@ -60,7 +62,7 @@ func fields(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ',' })
 }
 
-func run(out, binDir, repo, tag string, arches, only []string) error {
+func run(out, binDir, repo, tag string, arches, only []string, user, source string) error {
 	if len(arches) == 0 {
 		return fmt.Errorf("-arch: no architecture")
 	}
@@ -81,7 +83,10 @@ func run(out, binDir, repo, tag string, arches, only []string) error {
 		if len(only) > 0 && !slices.Contains(only, b.bin) {
 			continue
 		}
-		im := Image{Ref: b.ref, User: b.user, Binaries: map[string]string{}}
+		im := Image{Ref: b.ref, User: b.user, Source: source, Binaries: map[string]string{}}
+		if user != "" {
+			im.User = user
+		}
 		for _, a := range arches {
 			im.Binaries[a] = filepath.Join(binDir, "linux-"+a, b.bin)
 		}
