@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 const testNS = "helm"
@@ -417,10 +418,26 @@ func checkWindowsNodeGetsNoSpeaker(t *testing.T, h *deploy.Herald, vips []netip.
 			t.Error(err)
 		}
 	}
-	lab.Poll(t, "the speaker DaemonSet back to the real nodes", 60*time.Second, func() bool {
+	// The pod made for fake-linux goes with its node (the DaemonSet
+	// controller deletes unscheduled pods whose node is gone).
+	var state string
+	labkit.EventuallyWhy(t, 90*time.Second, "the speaker DaemonSet back to the real nodes", func() (bool, string) {
 		ds, err := kube.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.SpeakerDaemonSet, metav1.GetOptions{})
-		return err == nil && ds.Status.DesiredNumberScheduled == want-1 && speakerFor(t, h, "fake-linux") == nil
+		if err != nil {
+			return false, err.Error()
+		}
+		pods, err := h.Pods(ctx, "speaker")
+		if err != nil {
+			return false, err.Error()
+		}
+		var on []string
+		for _, p := range pods {
+			on = append(on, p.Name+"@"+p.Spec.NodeName)
+		}
+		state = fmt.Sprintf("desired %d, live speaker pods %v", ds.Status.DesiredNumberScheduled, on)
+		return ds.Status.DesiredNumberScheduled == want-1 && len(pods) == len(l.Nodes()), state
 	})
+	t.Logf("fake nodes deleted: %s", state)
 	for i, m := range mons {
 		probes, err := m.Stop()
 		if err != nil {
