@@ -215,10 +215,10 @@ func checkServed(t *testing.T, what string, probes lab.ProbeLog) {
 		t.Errorf("%s: no probes", what)
 	}
 	if gap > maxGap {
-		t.Errorf("%s: no answer for %v (%d probes); want at most %v", what, gap.Round(time.Millisecond), n, maxGap)
+		t.Errorf("%s: no answer for %v (%d probes); want at most %v; around it:\n%s", what, gap.Round(time.Millisecond), n, maxGap, probes.AroundLongestGap(3))
 	}
 	if m > 1 && conflict > maxOverlap {
-		t.Errorf("%s: two nodes answered side by side for %v; want at most %v", what, conflict.Round(time.Millisecond), maxOverlap)
+		t.Errorf("%s: two nodes answered side by side for %v; want at most %v; around it:\n%s", what, conflict.Round(time.Millisecond), maxOverlap, probes.AroundLongestConflict(3))
 	}
 }
 
