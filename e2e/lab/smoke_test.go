@@ -36,7 +36,7 @@ func TestControlPlane(t *testing.T) {
 		}
 	}
 	slices.Sort(kinds)
-	want := []string{"BFDProfile", "BGPAdvertisement", "BGPPeer", "Community", "IPAddressPool", "L2Advertisement"}
+	want := []string{"BFDProfile", "BGPAdvertisement", "BGPPeer", "Community", "IPAddressPool", "L2Advertisement", "SpeakerStatus"}
 	if !slices.Equal(kinds, want) {
 		t.Errorf("herald.dev kinds %v, want %v", kinds, want)
 	}
