@@ -97,7 +97,9 @@ func run(f flags) error {
 		return err
 	}
 	kube := clients.Kube
-	if err := kubeversion.CheckServer(kube.Discovery()); err != nil {
+	if err := kubeversion.WaitAndCheckServer(ctx, kube.Discovery(), func(err error) {
+		log.Warn("cannot reach the API server yet; retrying", "error", err)
+	}); err != nil {
 		return err
 	}
 	reg := daemon.NewRegistry()

@@ -1,9 +1,11 @@
 package kubeversion
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
@@ -38,6 +40,32 @@ func CheckServer(d discovery.ServerVersionInterface) error {
 		return fmt.Errorf("reading the API server's version: %w", err)
 	}
 	return Check(info)
+}
+
+// WaitAndCheckServer is CheckServer that keeps asking while the API server
+// cannot be reached, as at a pod's start before its node routes the
+// Service address (seen in the lab: "no route to host" for the first
+// second): retries back off from 200 ms to 5 s, each failure is passed to
+// retrying, and only ctx ends the wait. A version that is too old is
+// returned at once.
+func WaitAndCheckServer(ctx context.Context, d discovery.ServerVersionInterface, retrying func(error)) error {
+	wait := 200 * time.Millisecond
+	for {
+		info, err := d.ServerVersion()
+		if err == nil {
+			return Check(info)
+		}
+		err = fmt.Errorf("reading the API server's version: %w", err)
+		if retrying != nil {
+			retrying(err)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 func parse(info *apiversion.Info) (major, minor int, err error) {

@@ -1,11 +1,14 @@
 package kubeversion
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	apiversion "k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/discovery"
@@ -78,5 +81,46 @@ func TestCheckServer(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("server %s: CheckServer = %v, want ok=%v", c.git, err, c.ok)
 		}
+	}
+}
+
+// TestWaitAndCheckServerRetriesUntilReachable: the first answers fail (as
+// when a pod starts before its node routes the Service address), then the
+// API server answers and its version is checked; an old version is
+// refused at once, and ctx ends the wait.
+func TestWaitAndCheckServerRetriesUntilReachable(t *testing.T) {
+	var calls atomic.Int32
+	var git atomic.Value
+	git.Store("v1.31.1")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) <= 2 {
+			http.Error(w, "not yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		v := git.Load().(string)
+		_ = json.NewEncoder(w).Encode(apiversion.Info{GitVersion: v, Major: "1", Minor: strings.Split(v, ".")[1]})
+	}))
+	defer srv.Close()
+	d, err := discovery.NewDiscoveryClientForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var retried int
+	if err := WaitAndCheckServer(context.Background(), d, func(error) { retried++ }); err != nil {
+		t.Fatalf("WaitAndCheckServer = %v after the server came up", err)
+	}
+	if retried != 2 {
+		t.Errorf("retried %d times, want 2", retried)
+	}
+	git.Store("v1.29.0")
+	if err := WaitAndCheckServer(context.Background(), d, nil); err == nil || !strings.Contains(err.Error(), "older than 1.31") {
+		t.Errorf("old server: %v", err)
+	}
+	calls.Store(-1000) // unreachable from now on
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := WaitAndCheckServer(ctx, d, nil); err == nil {
+		t.Error("WaitAndCheckServer returned nil for a server that never answered")
 	}
 }
