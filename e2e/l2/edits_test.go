@@ -16,6 +16,7 @@ import (
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // editsConfig: two pools (edit-old created before edit-new) on the last
@@ -52,11 +53,23 @@ spec:
 func TestAcceptedEditsKeepAddresses(t *testing.T) {
 	l, h := herald(t)
 	ctx := context.Background()
-	if err := h.Apply(ctx, editsConfig); err != nil {
-		t.Fatal(err)
-	}
 	hc, err := versioned.NewForConfig(l.AdminConfig())
 	if err != nil {
+		t.Fatal(err)
+	}
+	// edit-old must be the older by its creation time (whole seconds;
+	// a tie goes by name): create it first, the rest a second later.
+	if err := h.Apply(ctx, poolYAML("edit-old", "198.51.100.92/31", "2001:db8:1::a0-2001:db8:1::a3")); err != nil {
+		t.Fatal(err)
+	}
+	old, err := hc.HeraldV1beta1().IPAddressPools().Get(ctx, "edit-old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Poll(t, "a second past edit-old's creation", 5*time.Second, func() bool {
+		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
+	})
+	if err := h.Apply(ctx, editsConfig); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -148,13 +161,19 @@ func poolYAML(name string, addrs ...string) string {
 func waitPoolInvalid(t *testing.T, hc versioned.Interface, pool, reason, field string) {
 	t.Helper()
 	var last string
-	lab.Poll(t, fmt.Sprintf("pool %s Valid=False %s naming %s", pool, reason, field), 30*time.Second, func() bool {
+	labkit.EventuallyWhy(t, 30*time.Second, fmt.Sprintf("pool %s Valid=False %s naming %s", pool, reason, field), func() (bool, string) {
+		var seen []string
+		for _, name := range []string{"edit-old", "edit-new"} {
+			if c := poolValid(t, hc, name); c != nil {
+				seen = append(seen, fmt.Sprintf("%s: %s %s %q", name, c.Status, c.Reason, c.Message))
+			}
+		}
 		c := poolValid(t, hc, pool)
 		if c == nil {
-			return false
+			return false, strings.Join(seen, "; ")
 		}
 		last = c.Reason + ": " + c.Message
-		return c.Status == metav1.ConditionFalse && c.Reason == reason && strings.Contains(c.Message, field)
+		return c.Status == metav1.ConditionFalse && c.Reason == reason && strings.Contains(c.Message, field), strings.Join(seen, "; ")
 	})
 	t.Logf("pool %s: %s", pool, last)
 }
