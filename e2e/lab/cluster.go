@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -104,11 +105,43 @@ func (l *Lab) startNodes(ctx context.Context, images []string) error {
 			return err
 		}
 	}
-	if err := l.WaitNodesReady(ctx, 3*time.Minute); err != nil {
+	if err := l.waitNodesUp(ctx); err != nil {
 		return err
 	}
 	l.addTiming("nodes Ready", start)
 	return nil
+}
+
+// waitNodesUp waits for every node to be Ready at bring-up. A kubelet
+// that exited meanwhile is started again once, with its log's last lines
+// logged (one node in about thirty bring-ups never registered, in CI); if
+// a node still is not Ready, the error carries its kubelet's last lines.
+func (l *Lab) waitNodesUp(ctx context.Context) error {
+	err := l.WaitNodesReady(ctx, 90*time.Second)
+	if err == nil {
+		return nil
+	}
+	for _, n := range l.nodes {
+		if l.process("kubelet-"+n.Name) != nil {
+			continue
+		}
+		l.log.Warn("kubelet exited during bring-up; starting it again", "node", n.Name,
+			"log", testenv.TailFile(l.logPath("kubelet-"+n.Name), 20))
+		if serr := l.StartKubelet(ctx, n.Name); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+	if err = l.WaitNodesReady(ctx, 90*time.Second); err == nil {
+		return nil
+	}
+	var tails []string
+	for _, n := range l.nodes {
+		if node, gerr := l.kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); gerr != nil || !NodeIsReady(node) {
+			tails = append(tails, fmt.Sprintf("kubelet-%s (running: %v):\n%s", n.Name, l.process("kubelet-"+n.Name) != nil,
+				testenv.TailFile(l.logPath("kubelet-"+n.Name), 30)))
+		}
+	}
+	return fmt.Errorf("%w\n%s", err, strings.Join(tails, "\n"))
 }
 
 // startContainerd writes the node's containerd and CNI configuration and
