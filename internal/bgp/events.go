@@ -23,13 +23,23 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent) {
 	if !changed {
 		return
 	}
-	if !tr.up && tr.session.BFD != nil {
-		if bfd := s.bfdState(addr); bfd != "" && bfd != "Up" {
-			reason = "BFD down (" + reason + ")"
-			s.status.setDownReason(addr, reason)
-		}
+	if !tr.up && tr.session.BFD != nil && bfdCaused(s.bfdState(addr), reason) {
+		reason = "BFD down (" + reason + ")"
+		s.status.setDownReason(addr, reason)
 	}
 	s.emit(tr.session, tr.up, reason)
+}
+
+// bfdCaused says whether a BFD-enabled session that went down was taken
+// down by BFD: GoBGP resets it (Cease, administrative reset) when BFD goes
+// down, and by the time the event is handled its BFD state reads Down,
+// or empty while the BFD session is set up again (seen in CI). Only a BFD
+// state of Up rules BFD out.
+func bfdCaused(bfd, reason string) bool {
+	if bfd == "Up" {
+		return false
+	}
+	return bfd != "" || strings.Contains(reason, "administrative reset")
 }
 
 // downReason words GoBGP's disconnect reason for an operator.
