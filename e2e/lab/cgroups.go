@@ -44,13 +44,9 @@ func cgroupPIDs(root string) []int {
 	return slices.Compact(pids)
 }
 
-// removeCgroups kills every process left in the run's node cgroups and
-// removes the cgroup directories depth-first.
-func removeCgroups(id string) []string {
-	roots := runCgroups(id)
-	if len(roots) == 0 {
-		return nil
-	}
+// killCgroupTrees SIGKILLs, by PID, every process in the cgroup trees
+// under roots until none is left or 10 s have passed.
+func killCgroupTrees(roots []string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var pids []int
@@ -58,13 +54,23 @@ func removeCgroups(id string) []string {
 			pids = append(pids, cgroupPIDs(r)...)
 		}
 		if len(pids) == 0 || time.Now().After(deadline) {
-			break
+			return
 		}
 		for _, pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// removeCgroups kills every process left in the run's node cgroups and
+// removes the cgroup directories depth-first.
+func removeCgroups(id string) []string {
+	roots := runCgroups(id)
+	if len(roots) == 0 {
+		return nil
+	}
+	killCgroupTrees(roots)
 	var left []string
 	for _, r := range roots {
 		var dirs []string
@@ -136,13 +142,7 @@ func removeProcsCgroup(id string) []string {
 	if !exists(dir) {
 		return nil
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for pids := cgroupPIDs(dir); len(pids) > 0 && time.Now().Before(deadline); pids = cgroupPIDs(dir) {
-		for _, pid := range pids {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	killCgroupTrees([]string{dir})
 	if err := removeCgroupDir(dir); err != nil {
 		return []string{"cgroup " + dir + ": " + err.Error()}
 	}
