@@ -1,0 +1,230 @@
+package k8s_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/testenv"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m) }
+
+// write is one write a replica sent to the API server: from just before
+// it was sent to when its answer (or its failure) came back. A write that
+// failed on the client side may still have been applied, so every sent
+// write counts.
+type write struct {
+	replica    string
+	start, end time.Time
+}
+
+// writeLog collects the writes of every replica.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []write
+}
+
+func (l *writeLog) add(w write) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.writes = append(l.writes, w)
+}
+
+// handOver returns, for a hand-over from old to next, the end of old's
+// last write and the start of next's first write after since.
+func (l *writeLog) handOver(old, next string, since time.Time) (oldLast, nextFirst time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.writes {
+		switch {
+		case w.replica == old && w.end.After(oldLast):
+			oldLast = w.end
+		case w.replica == next && w.start.After(since) && (nextFirst.IsZero() || w.start.Before(nextFirst)):
+			nextFirst = w.start
+		}
+	}
+	return oldLast, nextFirst
+}
+
+func (l *writeLog) wrote(replica string, since time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, w := range l.writes {
+		if w.replica == replica && w.start.After(since) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaseCut is a client transport that, once cut, holds every request for
+// a Lease until the request gives up: the replica's renewals stall while
+// its other writes still reach the API server, the case where a leader
+// could go on writing after it lost the Lease.
+type leaseCut struct {
+	next http.RoundTripper
+	cut  atomic.Bool
+}
+
+func (c *leaseCut) RoundTrip(r *http.Request) (*http.Response, error) {
+	if c.cut.Load() && strings.Contains(r.URL.Path, "/leases") {
+		<-r.Context().Done()
+		return nil, fmt.Errorf("lease traffic cut by the test: %w", r.Context().Err())
+	}
+	return c.next.RoundTrip(r)
+}
+
+// replica is one contender for the Lease, running in this process.
+type replica struct {
+	name string
+	cut  *leaseCut
+	stop context.CancelFunc
+	done chan error
+}
+
+// TestLeaderHandOverGap measures the worst gap between the last write of
+// a leader whose Lease renewals stall (its other API traffic still flows)
+// and the first write of its successor, and fails if the two ever
+// overlap. Each replica writes as fast as its Fence lets it, so the gap is
+// the window in which nobody writes.
+func TestLeaderHandOverGap(t *testing.T) {
+	cp := testenv.Shared(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	admin, err := kubernetes.NewForConfig(cp.AdminConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "default"
+	if _, err := admin.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "handover-writes"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	opts := k8s.LeaderOptions{Namespace: ns, Name: "handover-gap", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
+	log := &writeLog{}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	started := 0
+	start := func() *replica {
+		started++
+		r := &replica{name: fmt.Sprintf("replica-%d", started), done: make(chan error, 1)}
+		cfg := *cp.AdminConfig
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			r.cut = &leaseCut{next: rt}
+			return r.cut
+		}
+		cs, err := kubernetes.NewForConfig(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, stop := context.WithCancel(ctx)
+		r.stop = stop
+		o := opts
+		o.Identity = r.name
+		go func() {
+			r.done <- k8s.RunAsLeader(rctx, cs, o, quiet, func(ctx context.Context, f *k8s.Fence) error {
+				return writeUnderFence(ctx, cs, f, ns, r.name, log)
+			})
+		}()
+		return r
+	}
+	replicas := map[string]*replica{}
+	for range 2 {
+		r := start()
+		replicas[r.name] = r
+	}
+	rounds := 6
+	if testing.Short() {
+		rounds = 2
+	}
+	var gaps []time.Duration
+	for round := 0; round < rounds; round++ {
+		leader := waitForWriter(t, log, replicas, time.Now(), 20*time.Second)
+		// Let the leader write for a moment, then stall its renewals.
+		time.Sleep(time.Duration(100+round*37) * time.Millisecond)
+		cutAt := time.Now()
+		old := replicas[leader]
+		old.cut.cut.Store(true)
+		delete(replicas, leader)
+		next := waitForWriter(t, log, replicas, cutAt, 20*time.Second)
+		// The stalled leader gives up at its renew deadline and returns.
+		select {
+		case err := <-old.done:
+			if err != nil {
+				t.Errorf("%s: %v", leader, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s still runs 20 s after its renewals stalled", leader)
+		}
+		old.stop()
+		oldLast, nextFirst := log.handOver(leader, next, cutAt)
+		gap := nextFirst.Sub(oldLast)
+		t.Logf("round %d: %s's renewals stalled; its last write ended %v after, %s's first began %v after: gap %v",
+			round+1, leader, oldLast.Sub(cutAt).Round(time.Millisecond), next, nextFirst.Sub(cutAt).Round(time.Millisecond), gap.Round(time.Millisecond))
+		if gap <= 0 {
+			t.Errorf("round %d: %s wrote until %v after %s began writing: two leaders wrote at once", round+1, leader, -gap, next)
+		}
+		gaps = append(gaps, gap)
+		r := start()
+		replicas[r.name] = r
+	}
+	for _, r := range replicas {
+		r.stop()
+		if err := <-r.done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: %v", r.name, err)
+		}
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	t.Logf("hand-over gap over %d rounds (lease %v, renew deadline %v, retry %v): shortest %v, longest %v; the fence's margin is lease − renew deadline = %v",
+		len(gaps), opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod, gaps[0].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond), opts.LeaseDuration-opts.RenewDeadline)
+}
+
+// waitForWriter returns the first of replicas seen writing after since.
+func waitForWriter(t *testing.T, log *writeLog, replicas map[string]*replica, since time.Time, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for name := range replicas {
+			if log.wrote(name, since) {
+				return name
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no replica of %d wrote within %v", len(replicas), within)
+	return ""
+}
+
+// writeUnderFence writes to a ConfigMap as fast as it can, each write
+// under the fence, recording every write it sent, until ctx ends.
+func writeUnderFence(ctx context.Context, cs kubernetes.Interface, f *k8s.Fence, ns, name string, log *writeLog) error {
+	patch := []byte(fmt.Sprintf(`{"data":{"writer":%q}}`, name))
+	for ctx.Err() == nil {
+		wctx, cancel, err := f.Check(ctx)
+		if err != nil {
+			time.Sleep(5 * time.Millisecond) // the fence is closed: wait for the elector
+			continue
+		}
+		w := write{replica: name, start: time.Now()}
+		_, _ = cs.CoreV1().ConfigMaps(ns).Patch(wctx, "handover-writes", types.MergePatchType, patch, metav1.PatchOptions{})
+		w.end = time.Now()
+		cancel()
+		log.add(w)
+	}
+	return nil
+}
