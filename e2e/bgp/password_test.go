@@ -2,6 +2,9 @@ package bgp
 
 import (
 	"context"
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +72,55 @@ func TestPassword(t *testing.T) {
 	waitFIB(t, l, host(ips[0]), all...)
 	for _, n := range all {
 		waitEvent(t, l, "BGPPeer", peerV4, "SessionEstablished", "node "+n+": session with "+lab.RouterIPv4+" established")
+	}
+
+	// The Secret deleted and created again (a GitOps tool replacing it, a
+	// rotation by delete and create): the peer keeps its last password in
+	// force, so no session drops and the route stays.
+	before := neighbors(t, l)
+	if err := secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c = waitPeerCondition(t, l, peerV4, metav1.ConditionFalse, "SecretNotFound")
+	if !strings.Contains(c.Message, "keeping the last valid version") {
+		t.Errorf("Secret deleted: Valid=False %q, want it to say it keeps the last valid version", c.Message)
+	}
+	t.Logf("Secret deleted: Valid=%s %s: %s", c.Status, c.Reason, c.Message)
+	sessionsStay(t, l, ips[0], all, 2*peerKeepalive)
+	secret = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "router-md5", Namespace: deploy.Namespace},
+		StringData: map[string]string{"password": routerPassword}}
+	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPeerCondition(t, l, peerV4, metav1.ConditionTrue, "")
+	sessionsStay(t, l, ips[0], all, peerKeepalive)
+	after := neighbors(t, l)
+	for _, a := range nodeAddrs(l, false) {
+		if b, n := before[a], after[a]; n.Established != b.Established || n.Dropped != b.Dropped {
+			t.Errorf("session with %s went down while the Secret was recreated: established %d → %d, dropped %d → %d",
+				a, b.Established, n.Established, b.Dropped, n.Dropped)
+		}
+	}
+}
+
+// peerKeepalive is peerWithSecret's keepalive time.
+const peerKeepalive = 3 * time.Second
+
+// sessionsStay checks, for a while, that every node's session stays
+// established and the router keeps ip's route through all nodes.
+func sessionsStay(t *testing.T, l *lab.Lab, ip netip.Addr, nodes []string, d time.Duration) {
+	t.Helper()
+	want := nodeAddrs(l, false)
+	slices.SortFunc(want, func(a, b netip.Addr) int { return a.Compare(b) })
+	sorted := slices.Clone(nodes)
+	slices.Sort(sorted)
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if up := established(t, l); !slices.Equal(up, want) {
+			t.Fatalf("sessions established with %v, want %v", up, want)
+		}
+		if r := route(t, l, host(ip)); !slices.Equal(sortedNodes(r), sorted) {
+			t.Fatalf("router FIB for %s via %v, want %v", ip, sortedNodes(r), sorted)
+		}
 	}
 }
 

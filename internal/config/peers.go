@@ -91,12 +91,12 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 		secret, ok := secrets[s.PasswordSecret]
 		if !ok {
 			return ignore("spec.passwordSecret", ReasonSecretNotFound,
-				fmt.Sprintf("Secret %s does not exist in Herald's namespace; the session is not opened until it does", s.PasswordSecret))
+				fmt.Sprintf("Secret %s does not exist in Herald's namespace (a peer never valid before opens no session without it)", s.PasswordSecret))
 		}
 		pw, ok := secret.Data[PasswordKey]
 		if !ok || len(pw) == 0 {
 			return ignore("spec.passwordSecret", ReasonSecretNotFound,
-				fmt.Sprintf("Secret %s has no key %q; the session is not opened until it does", s.PasswordSecret, PasswordKey))
+				fmt.Sprintf("Secret %s has no key %q (a peer never valid before opens no session without it)", s.PasswordSecret, PasswordKey))
 		}
 		p.Password = string(pw)
 	}
