@@ -95,6 +95,7 @@ func TestSpeakerRollingUpdate(t *testing.T) {
 	// when it has read the new owner's gratuitous ARP, which on this busy
 	// machine takes up to a few tens of milliseconds (measured: 20-30 ms).
 	stopAll(t, vips, mons, start, "speaker rolling update", rollingOverlap)
+	logLateAnswers(t, l, "speaker rolling update")
 	t.Logf("rolling update of %d speakers took %v", len(l.Nodes()), took.Round(100*time.Millisecond))
 }
 
@@ -116,6 +117,7 @@ func TestDrainOwnerNode(t *testing.T) {
 	t.Cleanup(func() { _ = l.Uncordon(context.Background(), own) })
 	_, _ = mons[0].Wait(ctx, time.Now().Add(2*time.Second), func(lab.Probe) bool { return true })
 	stopAll(t, []netip.Addr{vip}, mons, start, "drain of the owner "+own, 0)
+	logLateAnswers(t, l, "drain of the owner "+own)
 	if err := l.Uncordon(ctx, own); err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package l2
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"strings"
@@ -129,4 +130,34 @@ func checkServedOverlap(t testing.TB, what string, probes lab.ProbeLog, overlap 
 	if s := probes.SustainedConflicts(); len(s) > 0 && overlap == 0 {
 		t.Errorf("%s: %d probes answered by two nodes side by side (first %v); around the longest run:\n%s", what, len(s), s[0].Nodes(), probes.AroundLongestConflict(3))
 	}
+}
+
+// logLateAnswers logs, per node, how many ARP answers its speaker sent
+// more than 100 ms after the kernel received the request, since that
+// speaker started (herald_l2_answer_delay_seconds). A gap in the probes
+// with no late answer was the network's or the kernel's (the requests
+// reached the speaker late, or not at all); one with late answers was the
+// speaker not being scheduled.
+func logLateAnswers(t testing.TB, l *lab.Lab, what string) {
+	t.Helper()
+	var parts []string
+	for _, n := range l.Nodes() {
+		m := scrapeOK(netip.AddrPortFrom(n.IPv4, 7472).String())
+		var total, prompt, quarter float64
+		for k, v := range m {
+			if !strings.Contains(k, `protocol="arp"`) {
+				continue
+			}
+			switch {
+			case strings.HasPrefix(k, "herald_l2_answer_delay_seconds_count{"):
+				total += v
+			case strings.HasPrefix(k, "herald_l2_answer_delay_seconds_bucket{") && strings.Contains(k, `le="0.1"`):
+				prompt += v
+			case strings.HasPrefix(k, "herald_l2_answer_delay_seconds_bucket{") && strings.Contains(k, `le="0.25"`):
+				quarter += v
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f answers, %.0f later than 100 ms (%.0f later than 250 ms)", n.Name, total, total-prompt, total-quarter))
+	}
+	t.Logf("%s: speakers' ARP answer delays since they started: %s", what, strings.Join(parts, "; "))
 }

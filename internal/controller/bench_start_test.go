@@ -6,10 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-lb/herald/hack/apifloor/floor"
 	"github.com/herald-lb/herald/internal/testenv"
@@ -39,10 +42,18 @@ func benchStart(b *testing.B, n int, pool string) {
 			b.Fatal(err)
 		}
 		w := e.watchFirstAddress()
+		before, err := apiRequests(context.Background(), b)
+		if err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		proc := e.startBinary("controller", append([]string{"--leader-elect=false"}, benchFlags()...)...)
 		w.waitAll(e, n, 300*time.Second)
 		total := time.Since(start)
+		assigned, err := apiRequests(context.Background(), b)
+		if err != nil {
+			b.Fatal(err)
+		}
 		mem, _ := testenv.ProcessMemory(proc.PID())
 		lat := w.latencies(func(string) time.Time { return start })
 		report(b, lat, total, int(mem.HWM/1024))
@@ -57,6 +68,7 @@ func benchStart(b *testing.B, n int, pool string) {
 		b.Logf("%s; controller (%d workers): all assigned %.1f× the floor; start → caches synced %s → first address +%s → last address +%s; %s",
 			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), synced.Sub(start).Round(time.Millisecond),
 			first.Sub(synced).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond), mem)
+		b.Logf("API requests from controller start until all were assigned: %s", requestsDuring(before, assigned, n))
 	}
 }
 
@@ -93,4 +105,63 @@ func logTime(path, msg string) time.Time {
 		}
 	}
 	return time.Time{}
+}
+
+// apiRequests reads the API server's request counters
+// (apiserver_request_total) for the kinds a controller run writes, keyed
+// "VERB resource[/subresource]".
+func apiRequests(ctx context.Context, tb testing.TB) (map[string]float64, error) {
+	kube, err := kubernetes.NewForConfig(testenv.Shared(tb).AdminConfig)
+	if err != nil {
+		return nil, err
+	}
+	body, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("API server metrics: %w", err)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		labels, value, ok := strings.Cut(strings.TrimPrefix(line, "apiserver_request_total{"), "} ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			continue
+		}
+		l := map[string]string{}
+		for _, kv := range strings.Split(labels, ",") {
+			if k, val, ok := strings.Cut(kv, "="); ok {
+				l[k] = strings.Trim(val, `"`)
+			}
+		}
+		switch l["verb"] {
+		case "GET", "LIST", "WATCH":
+			continue
+		}
+		key := l["verb"] + " " + l["resource"]
+		if l["subresource"] != "" {
+			key += "/" + l["subresource"]
+		}
+		out[key] += v
+	}
+	return out, nil
+}
+
+// requestsDuring describes the write requests between two readings of
+// apiRequests, per Service.
+func requestsDuring(before, after map[string]float64, services int) string {
+	var parts []string
+	var total float64
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f", k, d))
+			total += d
+		}
+	}
+	sort.Strings(parts)
+	return fmt.Sprintf("%.0f write requests (%.2f per Service): %s", total, total/float64(services), strings.Join(parts, ", "))
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -13,6 +14,8 @@ import (
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/packet"
+
+	"github.com/herald-lb/herald/internal/pktstamp"
 )
 
 // arpProto answers ARP requests for the VIPs announced on one interface.
@@ -22,8 +25,15 @@ import (
 // socket pauses the loop.
 type arpProto struct {
 	spec   responderSpec
-	conn   net.PacketConn
+	conn   io.Closer
+	frames frameReader
 	client arpSender
+}
+
+// frameReader reads one frame with the time the kernel received it
+// (*pktstamp.Reader).
+type frameReader interface {
+	Read(b []byte) (n int, received time.Time, err error)
 }
 
 // arpSender sends ARP packets (*arp.Client).
@@ -43,12 +53,17 @@ func (p *arpProto) open(ifi *net.Interface) error {
 	if err != nil {
 		return fmt.Errorf("open ARP socket: %w", err)
 	}
+	rd, err := pktstamp.NewReader(conn)
+	if err != nil {
+		_ = conn.Close()
+		return fmt.Errorf("open ARP socket: %w", err)
+	}
 	c, err := arp.New(ifi, conn)
 	if err != nil {
 		_ = conn.Close()
 		return fmt.Errorf("open ARP socket: %w", err)
 	}
-	p.conn, p.client = conn, c
+	p.conn, p.frames, p.client = conn, rd, c
 	return nil
 }
 
@@ -81,16 +96,17 @@ func (p *arpProto) readLoop(ctx context.Context) {
 // errors: a frame that does not parse is counted
 // (herald_l2_malformed_frames_total) and skipped.
 func (p *arpProto) readOne(ctx context.Context, buf []byte) error {
-	n, _, err := p.conn.ReadFrom(buf)
+	n, received, err := p.frames.Read(buf)
 	if err != nil {
 		return err
 	}
-	p.handle(ctx, buf[:n])
+	p.handle(ctx, buf[:n], received)
 	return nil
 }
 
-// handle decides what to do with one frame read from the socket.
-func (p *arpProto) handle(ctx context.Context, b []byte) {
+// handle decides what to do with one frame read from the socket, received
+// by the kernel at received.
+func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
 	pkt, frame, err := parseARPFrame(b)
 	if err != nil {
 		p.spec.countMalformed(err)
@@ -104,7 +120,7 @@ func (p *arpProto) handle(ctx context.Context, b []byte) {
 	if !ok {
 		return
 	}
-	p.reply(ctx, p.spec.log, pkt, vip)
+	p.reply(ctx, p.spec.log, pkt, vip, received)
 }
 
 // parseARPFrame parses an Ethernet frame carrying an ARP packet, as
@@ -124,7 +140,7 @@ func parseARPFrame(b []byte) (*arp.Packet, *ethernet.Frame, error) {
 	return &pkt, &f, nil
 }
 
-func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet, vip netip.Addr) {
+func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet, vip netip.Addr, received time.Time) {
 	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoARP).Inc()
 	p.spec.sending.RLock()
 	err := p.client.Reply(req, p.spec.mac, vip)
@@ -134,6 +150,7 @@ func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet,
 		return
 	}
 	p.spec.metrics.responses.WithLabelValues(p.spec.iface, protoARP).Inc()
+	p.spec.answered(vip, received)
 	if log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("answered ARP request", "vip", vip, "from", req.SenderIP, "mac", req.SenderHardwareAddr)
 	}

@@ -7,21 +7,24 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // frameConn is a packet socket that hands out queued frames, then fails
 // with errClosedConn.
 type frameConn struct {
-	net.PacketConn
-	mu     sync.Mutex
-	frames [][]byte
+	mu         sync.Mutex
+	frames     [][]byte
+	receivedAt time.Time
 }
 
 func (c *frameConn) framesLeft() [][]byte {
@@ -32,16 +35,24 @@ func (c *frameConn) framesLeft() [][]byte {
 
 var errClosedConn = errors.New("socket closed")
 
-func (c *frameConn) ReadFrom(b []byte) (int, net.Addr, error) {
+// Read hands out the next frame, received (by the fake kernel) received
+// ago, or receivedAt when set.
+func (c *frameConn) Read(b []byte) (int, time.Time, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.frames) == 0 {
-		return 0, nil, errClosedConn
+		return 0, time.Time{}, errClosedConn
 	}
 	f := c.frames[0]
 	c.frames = c.frames[1:]
-	return copy(b, f), nil, nil
+	at := time.Now()
+	if !c.receivedAt.IsZero() {
+		at = c.receivedAt
+	}
+	return copy(b, f), at, nil
 }
+
+func (c *frameConn) Close() error { return nil }
 
 // recordingSender records the ARP replies the responder sends.
 type recordingSender struct{ replies []*arp.Packet }
@@ -66,7 +77,8 @@ func testARPProto(t testing.TB) (*arpProto, *frameConn, *recordingSender, *metri
 		owns: ownsOnly(vip4), announces: ownsOnly(vip4), yield: func(netip.Addr, net.HardwareAddr) {},
 		sending: &sync.RWMutex{}, log: slog.New(slog.DiscardHandler), metrics: m,
 	}
-	return &arpProto{spec: spec, conn: conn, client: sender}, conn, sender, m
+	spec.delays = newAnswerDelays(spec.log, func(d time.Duration) { m.answerDelay.WithLabelValues("eth0", protoARP).Observe(d.Seconds()) })
+	return &arpProto{spec: spec, conn: conn, frames: conn, client: sender}, conn, sender, m
 }
 
 // malformedARP returns frames mdlayher/arp cannot parse: protocol length
@@ -159,4 +171,51 @@ func FuzzARPReadPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAnswerDelayFromKernelReceiveTime: the delay of an answer counts from
+// when the kernel received the request, so a request that waited 300 ms in
+// the socket is observed as a 300 ms answer and reported, once per
+// lateReportEvery however many late answers follow.
+func TestAnswerDelayFromKernelReceiveTime(t *testing.T) {
+	p, conn, sender, m := testARPProto(t)
+	var logged bytes.Buffer
+	p.spec.delays.log = slog.New(slog.NewTextHandler(&logged, nil))
+	req := arpFrame(t, arpPacket(t, arp.OperationRequest, clientMAC, client4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, vip4), ethernet.Broadcast)
+	buf := make([]byte, arpReadBuffer)
+
+	conn.frames = [][]byte{req}
+	if err := p.readOne(context.Background(), buf); err != nil {
+		t.Fatal(err)
+	}
+	conn.receivedAt = time.Now().Add(-300 * time.Millisecond)
+	conn.frames = [][]byte{req, req}
+	for range 2 {
+		if err := p.readOne(context.Background(), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sender.replies) != 3 {
+		t.Fatalf("%d replies, want 3", len(sender.replies))
+	}
+	h := m.answerDelay.WithLabelValues("eth0", protoARP).(prometheus.Histogram)
+	var pb dto.Metric
+	if err := h.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	hist := pb.GetHistogram()
+	if hist.GetSampleCount() != 3 {
+		t.Errorf("%d delays observed, want 3", hist.GetSampleCount())
+	}
+	for _, b := range hist.GetBucket() {
+		if b.GetUpperBound() == 0.25 && b.GetCumulativeCount() != 1 {
+			t.Errorf("%d answers within 250 ms, want 1 (the other two waited 300 ms in the socket)", b.GetCumulativeCount())
+		}
+	}
+	if n := strings.Count(logged.String(), "answers sent late"); n != 1 {
+		t.Errorf("late answers reported %d times, want once:\n%s", n, logged.String())
+	}
+	if !strings.Contains(logged.String(), "late=1") {
+		t.Errorf("report does not count the first late answer:\n%s", logged.String())
+	}
 }

@@ -11,11 +11,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-lb/herald/e2e/lab/probe"
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/ndp"
 	"github.com/mdlayher/packet"
+
+	"github.com/herald-lb/herald/internal/pktstamp"
 )
 
 // frame is an ARP or NDP frame seen on the client's eth0, in either
@@ -56,7 +57,7 @@ func runClientHelper() {
 		return
 	}
 	defer sniff.Close()
-	rd, err := probe.NewStampedReader(sniff)
+	rd, err := pktstamp.NewReader(sniff)
 	if err != nil {
 		out.printf("error %v", err)
 		return
@@ -101,7 +102,7 @@ func runClientHelper() {
 // sniffLoop reports every ARP and NDP frame with the time the kernel
 // received it: on a busy machine the helper may read a frame well after
 // it arrived, and tests compare frame times with the announcers' calls.
-func sniffLoop(rd *probe.StampedReader, out *helperOut) {
+func sniffLoop(rd *pktstamp.Reader, out *helperOut) {
 	buf := make([]byte, 9000)
 	for {
 		n, at, err := rd.Read(buf)

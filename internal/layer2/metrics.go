@@ -20,6 +20,9 @@ type metrics struct {
 	handovers  *prometheus.CounterVec
 	malformed  *prometheus.CounterVec
 	conflicts  *prometheus.CounterVec
+	// answerDelay: from the kernel receiving a request to the answer
+	// being sent.
+	answerDelay *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -45,10 +48,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Namespace: "herald", Subsystem: "l2", Name: "conflicts_total",
 		Help: "Another host announced a VIP this node announces (split brain): result=won (this node keeps it) or lost (it stopped answering).",
 	}, []string{"interface", "protocol", "result"})
+	m.answerDelay = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "herald", Subsystem: "l2", Name: "answer_delay_seconds",
+		Help:    "Time from the kernel receiving an ARP request for a VIP to the reply being sent: the speaker's own delay (scheduling, CPU starvation).",
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
+	}, labels)
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.answerDelay} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

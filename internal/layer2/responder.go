@@ -65,6 +65,14 @@ type responderSpec struct {
 	log     *slog.Logger
 	metrics *metrics
 	grat    GratuitousConfig
+	// delays records how late answers were; startResponder sets it.
+	delays *answerDelays
+}
+
+// answered records the delay of an answer for vip to a request the kernel
+// received at received (zero: unknown).
+func (s responderSpec) answered(vip netip.Addr, received time.Time) {
+	s.delays.answered(vip, received)
 }
 
 // responder answers one protocol on one interface. Its goroutine opens the
@@ -101,6 +109,8 @@ func startResponder(parent context.Context, spec responderSpec) responderHandle 
 		bursts: map[netip.Addr]*burst{},
 	}
 	spec.sending = &r.sending
+	delay := spec.metrics.answerDelay.WithLabelValues(spec.iface, spec.proto)
+	spec.delays = newAnswerDelays(spec.log, func(d time.Duration) { delay.Observe(d.Seconds()) })
 	r.spec = spec
 	if spec.proto == protoARP {
 		r.p = newARPProto(spec)

@@ -11,6 +11,8 @@ import (
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ndp"
 	"github.com/mdlayher/packet"
+
+	"github.com/herald-lb/herald/internal/pktstamp"
 )
 
 // EtherTypes the raw sockets listen for.
@@ -24,7 +26,7 @@ const (
 // for IPv4, neighbor solicitation for IPv6) and reads the answers.
 type Prober struct {
 	conn   *packet.Conn
-	rd     *StampedReader
+	rd     *pktstamp.Reader
 	ifi    *net.Interface
 	target netip.Addr
 	src    netip.Addr
@@ -59,7 +61,7 @@ func NewProber(ifname string, target netip.Addr, dstMAC net.HardwareAddr) (*Prob
 	if p.conn, err = packet.Listen(ifi, packet.Raw, proto, nil); err != nil {
 		return nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
 	}
-	if p.rd, err = NewStampedReader(p.conn); err != nil {
+	if p.rd, err = pktstamp.NewReader(p.conn); err != nil {
 		p.conn.Close()
 		return nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
 	}

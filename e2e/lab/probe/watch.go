@@ -11,6 +11,8 @@ import (
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ndp"
 	"github.com/mdlayher/packet"
+
+	"github.com/herald-lb/herald/internal/pktstamp"
 )
 
 // Watch records gratuitous ARP and unsolicited neighbor advertisements
@@ -26,7 +28,7 @@ func Watch(ctx context.Context, ifname string, emit func(Line)) error {
 		return fmt.Errorf("raw socket on %s: %w", ifname, err)
 	}
 	defer conn.Close()
-	rd, err := NewStampedReader(conn)
+	rd, err := pktstamp.NewReader(conn)
 	if err != nil {
 		return fmt.Errorf("raw socket on %s: %w", ifname, err)
 	}

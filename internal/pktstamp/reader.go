@@ -1,4 +1,4 @@
-package probe
+package pktstamp
 
 import (
 	"encoding/binary"
@@ -11,19 +11,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// StampedReader reads frames from a raw socket together with the time the
+// Reader reads frames from a raw socket together with the time the
 // kernel received them (SO_TIMESTAMPNS), not the time the reader got round
 // to them. On a busy machine a prober may be descheduled for tens of
 // milliseconds; with kernel timestamps its own lateness never reads as a
 // late or missing answer from the node under test.
-type StampedReader struct {
+type Reader struct {
 	rc  syscall.RawConn
 	oob []byte
 }
 
-// NewStampedReader turns on receive timestamps for c and reads through it.
+// NewReader turns on receive timestamps for c and reads through it.
 // The read deadline set on c applies to Read.
-func NewStampedReader(c *packet.Conn) (*StampedReader, error) {
+func NewReader(c *packet.Conn) (*Reader, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return nil, fmt.Errorf("raw socket: %w", err)
@@ -37,12 +37,12 @@ func NewStampedReader(c *packet.Conn) (*StampedReader, error) {
 	if serr != nil {
 		return nil, fmt.Errorf("turning on SO_TIMESTAMPNS: %w", serr)
 	}
-	return &StampedReader{rc: rc, oob: make([]byte, unix.CmsgSpace(16))}, nil
+	return &Reader{rc: rc, oob: make([]byte, unix.CmsgSpace(16))}, nil
 }
 
 // Read blocks for the next frame until the socket's read deadline (an
 // error wrapping os.ErrDeadlineExceeded after it).
-func (s *StampedReader) Read(b []byte) (int, time.Time, error) {
+func (s *Reader) Read(b []byte) (int, time.Time, error) {
 	var n, oobn int
 	var rerr error
 	err := s.rc.Read(func(fd uintptr) bool {
@@ -61,7 +61,7 @@ func (s *StampedReader) Read(b []byte) (int, time.Time, error) {
 // ReadPending returns a frame the kernel has already received, if any,
 // without blocking and whatever the read deadline: a reader that woke up
 // late uses it to collect what arrived before it decides anything.
-func (s *StampedReader) ReadPending(b []byte) (n int, at time.Time, ok bool, err error) {
+func (s *Reader) ReadPending(b []byte) (n int, at time.Time, ok bool, err error) {
 	var oobn int
 	var rerr error
 	if err := s.rc.Control(func(fd uintptr) {
@@ -80,7 +80,7 @@ func (s *StampedReader) ReadPending(b []byte) (n int, at time.Time, ok bool, err
 
 // stamp returns the kernel's receive time from the control message, or
 // now when the kernel sent none.
-func (s *StampedReader) stamp(oobn int) time.Time {
+func (s *Reader) stamp(oobn int) time.Time {
 	msgs, err := unix.ParseSocketControlMessage(s.oob[:oobn])
 	if err != nil {
 		return time.Now()

@@ -1,4 +1,4 @@
-package probe
+package pktstamp
 
 import (
 	"errors"
@@ -9,16 +9,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
 	"github.com/mdlayher/packet"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
-// TestStampedReaderKeepsArrivalTime sends a frame on the loopback of a
+// TestReaderKeepsArrivalTime sends a frame on the loopback of a
 // network namespace of its own, reads it only after a pause, as a
 // descheduled prober would, and checks that the time read is when the
 // frame arrived, not when it was read.
-func TestStampedReaderKeepsArrivalTime(t *testing.T) {
+func TestReaderKeepsArrivalTime(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for a network namespace")
 	}
@@ -44,12 +46,12 @@ func TestStampedReaderKeepsArrivalTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := packet.Listen(ifi, packet.Raw, ethPARP, nil)
+	conn, err := packet.Listen(ifi, packet.Raw, int(ethernet.EtherTypeARP), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	rd, err := NewStampedReader(conn)
+	rd, err := NewReader(conn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +122,7 @@ func TestStampedReaderKeepsArrivalTime(t *testing.T) {
 }
 
 // drainPending reads whatever frames the socket already holds.
-func drainPending(t *testing.T, rd *StampedReader, buf []byte) {
+func drainPending(t *testing.T, rd *Reader, buf []byte) {
 	t.Helper()
 	for {
 		_, _, ok, err := rd.ReadPending(buf)
@@ -131,4 +133,18 @@ func drainPending(t *testing.T, rd *StampedReader, buf []byte) {
 			return
 		}
 	}
+}
+
+// arpRequest is a broadcast who-has target from sender.
+func arpRequest(mac net.HardwareAddr, sender, target netip.Addr) ([]byte, error) {
+	pkt, err := arp.NewPacket(arp.OperationRequest, mac, sender, ethernet.Broadcast, target)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := pkt.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	f := ethernet.Frame{Destination: ethernet.Broadcast, Source: mac, EtherType: ethernet.EtherTypeARP, Payload: payload}
+	return f.MarshalBinary()
 }
