@@ -24,8 +24,8 @@ import (
 type flags struct {
 	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass string
 	lbClassOnly, leaderElect, metallbAnnotations, ignoreExcludeLB                                            bool
-	workers, burst                                                                                           int
-	qps                                                                                                      float64
+	workers, burst, eventBurst                                                                               int
+	qps, eventQPS                                                                                            float64
 	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                   time.Duration
 }
 
@@ -53,11 +53,16 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.releaseHold, "release-hold", 5*time.Second, "how long an address a Service gave up (deleted, moved, let go) is held back before another Service may get it, so that clients' ARP caches and DNS answers do not send one tenant's traffic to another (0: as soon as the old status is gone)")
 	fs.Float64Var(&f.qps, "kube-api-qps", 500, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
 	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst of queries to the API server")
+	fs.Float64Var(&f.eventQPS, "event-qps", 50, "Events written per second at most, on a client of their own so that they never delay status writes (a burst beyond --event-burst plus the recorder's queue of 1,000 drops Events, never a status write)")
+	fs.IntVar(&f.eventBurst, "event-burst", 200, "burst of Event writes")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if f.eventQPS <= 0 || f.eventBurst < 1 {
+		return f, fmt.Errorf("--event-qps must be above 0 and --event-burst at least 1 (got %g and %d)", f.eventQPS, f.eventBurst)
 	}
 	return f, nil
 }
@@ -113,7 +118,7 @@ func run(f flags) error {
 	// Events go through their own client and rate limit, so that a burst of
 	// events never delays the status writes that hand out addresses.
 	eventCfg := *clients.Config
-	eventCfg.QPS, eventCfg.Burst = 50, 200
+	eventCfg.QPS, eventCfg.Burst = float32(f.eventQPS), f.eventBurst
 	eventKube, err := kubernetes.NewForConfig(&eventCfg)
 	if err != nil {
 		return err

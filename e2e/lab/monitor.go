@@ -223,6 +223,7 @@ func (pl ProbeLog) describe(at, n, context int) string {
 	}
 	t0 := pl[at].Sent
 	var b strings.Builder
+	fmt.Fprintf(&b, "  (the run starts at %s UTC)\n", t0.UTC().Format("15:04:05.000"))
 	for i := max(0, at-context); i < min(len(pl), at+n+context); i++ {
 		p := pl[i]
 		fmt.Fprintf(&b, "  probe %d sent %v:", p.Seq, p.Sent.Sub(t0).Round(100*time.Microsecond))

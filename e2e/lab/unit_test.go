@@ -107,7 +107,7 @@ func TestAroundLongestGapShowsTheRunAndItsNeighbours(t *testing.T) {
 		log = append(log, p)
 	}
 	got := log.AroundLongestGap(1)
-	want := "  probe 3 sent -10ms: node1 after 2ms\n  probe 4 sent 0s: no answer\n  probe 5 sent 10ms: no answer\n  probe 6 sent 20ms: node1 after 2ms\n"
+	want := "  (the run starts at 00:16:40.030 UTC)\n  probe 3 sent -10ms: node1 after 2ms\n  probe 4 sent 0s: no answer\n  probe 5 sent 10ms: no answer\n  probe 6 sent 20ms: node1 after 2ms\n"
 	if got != want {
 		t.Errorf("AroundLongestGap(1) =\n%s\nwant\n%s", got, want)
 	}

@@ -57,7 +57,7 @@ func benchStart(b *testing.B, n int, pool string) {
 		mem, _ := testenv.ProcessMemory(proc.PID())
 		lat := w.latencies(func(string) time.Time { return start })
 		report(b, lat, total, int(mem.HWM/1024))
-		synced := logTime(proc.LogPath, "caches synced")
+		began, synced := logTime(proc.LogPath, "starting"), logTime(proc.LogPath, "caches synced")
 		first, last := start.Add(lat[0]), start.Add(lat[len(lat)-1])
 		b.ReportMetric(fl.Write.Seconds(), "floor-s")
 		b.ReportMetric(total.Seconds()/fl.Write.Seconds(), "x-floor")
@@ -65,8 +65,8 @@ func benchStart(b *testing.B, n int, pool string) {
 		b.ReportMetric(float64(first.Sub(synced).Milliseconds()), "first-write-ms")
 		b.ReportMetric(last.Sub(first).Seconds(), "writes-s")
 		b.ReportMetric(float64(mem.RSS)/(1<<20), "rss-MiB")
-		b.Logf("%s; controller (%d workers): all assigned %.1f× the floor; start → caches synced %s → first address +%s → last address +%s; %s",
-			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), synced.Sub(start).Round(time.Millisecond),
+		b.Logf("%s; controller (%d workers): all assigned %.1f× the floor; process start → informers starting %s → caches synced +%s → first address +%s → last address +%s; %s",
+			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), began.Sub(start).Round(time.Millisecond), synced.Sub(began).Round(time.Millisecond),
 			first.Sub(synced).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond), mem)
 		b.Logf("API requests from controller start until all were assigned: %s", requestsDuring(before, assigned, n))
 	}
