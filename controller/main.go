@@ -75,6 +75,7 @@ func envOr(key, def string) string {
 }
 
 func main() {
+	k8s.ListThenWatch()
 	f, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)

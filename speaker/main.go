@@ -45,6 +45,7 @@ func argExit(w io.Writer, err error) int {
 }
 
 func main() {
+	k8s.ListThenWatch()
 	f, err := parseFlags(os.Args[1:])
 	if err != nil {
 		os.Exit(argExit(os.Stderr, err))

@@ -88,11 +88,16 @@ func envOr(key, def string) string {
 // it passes. Probes carry the kernel's receive times, so a gap is the
 // speakers' doing, not the monitor's. On this 2-core machine running the
 // whole cluster, the owner's speaker sometimes answers nothing for
-// 150-210 ms and then answers every queued request at once (seen during a
-// drain of the owner and during rolling updates, when pods start and stop
-// on its node; the cause is not found yet, see the printed runs). A client
-// retransmits its ARP request after a second; a failed hand-over or
-// failover leaves an address dark for the 2 s release grace or longer.
+// 100-210 ms and then answers every queued request at once (seen during a
+// drain of the owner and during rolling updates, when pods start and stop).
+// The cause is CPU starvation of the speaker's threads: sampled from
+// /proc/<pid>/task/*/schedstat, single speaker threads waited 100-260 ms
+// runnable on the run queue in those moments, on two nodes at once, and
+// herald_l2_answer_delay_seconds (from the kernel's receive time) counted
+// answers later than 100 ms (logLateAnswers prints them); raising
+// ksoftirqd's priority changed nothing. A client retransmits its ARP
+// request after a second; a failed hand-over or failover leaves an
+// address dark for the 2 s release grace or longer.
 const (
 	maxGap  = 250 * time.Millisecond
 	longGap = 100 * time.Millisecond

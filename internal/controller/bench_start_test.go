@@ -69,6 +69,9 @@ func benchStart(b *testing.B, n int, pool string) {
 			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), began.Sub(start).Round(time.Millisecond), synced.Sub(began).Round(time.Millisecond),
 			first.Sub(synced).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond), mem)
 		b.Logf("API requests from controller start until all were assigned: %s", requestsDuring(before, assigned, n))
+		if lines := logLinesUntil(proc.LogPath, "caches synced"); len(lines) > 0 {
+			b.Logf("the controller's log until its caches synced:\n%s", strings.Join(lines, "\n"))
+		}
 	}
 }
 
@@ -164,4 +167,20 @@ func requestsDuring(before, after map[string]float64, services int) string {
 	}
 	sort.Strings(parts)
 	return fmt.Sprintf("%.0f write requests (%.2f per Service): %s", total, total/float64(services), strings.Join(parts, ", "))
+}
+
+// logLinesUntil returns a log's lines up to the first with this message.
+func logLinesUntil(path, msg string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		out = append(out, line)
+		if strings.Contains(line, `"msg":"`+msg+`"`) {
+			break
+		}
+	}
+	return out
 }

@@ -143,12 +143,20 @@ func TestArgumentErrorIsPrinted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(bin, "--namespace=x", "stray").CombinedOutput()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
-		t.Fatalf("exit = %v, want status 2", err)
-	}
-	if !strings.Contains(string(out), "controller: unexpected arguments: [stray]") {
-		t.Errorf("output %q does not name the error", out)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--namespace=x", "stray"}, "controller: unexpected arguments: [stray]"},
+		{[]string{"--event-qps=0"}, "controller: --event-qps must be above 0 and --event-burst at least 1 (got 0 and 200)"},
+	} {
+		out, err := exec.Command(bin, tc.args...).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+			t.Fatalf("%v: exit = %v, want status 2", tc.args, err)
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: output %q does not name the error (%q)", tc.args, out, tc.want)
+		}
 	}
 }

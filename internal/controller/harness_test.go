@@ -26,7 +26,12 @@ import (
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+// The controller binary starts its informers with LIST then WATCH
+// (k8s.ListThenWatch); so do the controllers these tests run in process.
+func TestMain(m *testing.M) {
+	k8s.ListThenWatch()
+	testenv.Main(m)
+}
 
 const heraldNS = "herald-system"
 

@@ -3,14 +3,17 @@ package controller
 import (
 	"maps"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/service"
 )
@@ -93,13 +96,20 @@ func (c *Controller) setupInformers() error {
 		return err
 	}
 	configChanged := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { c.configQueue.Add(configKey) },
-		UpdateFunc: func(any, any) { c.configQueue.Add(configKey) },
+		AddFunc: func(any) { c.configQueue.Add(configKey) },
+		UpdateFunc: func(old, obj any) {
+			// The configuration is built from specs: the controller's own
+			// status writes must not rebuild it (and, through the pools'
+			// status, write again).
+			if !onlyStatusChanged(old, obj) {
+				c.configQueue.Add(configKey)
+			}
+		},
 		DeleteFunc: func(any) { c.configQueue.Add(configKey) },
 	}
 	poolChanged := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueuePool(obj) },
-		UpdateFunc: func(_, obj any) { c.enqueuePool(obj) },
+		UpdateFunc: c.onPoolUpdate,
 		DeleteFunc: func(obj any) { c.enqueuePool(obj) },
 	}
 	for _, inf := range []cache.SharedIndexInformer{
@@ -157,6 +167,38 @@ func (c *Controller) enqueuePool(obj any) {
 	if m, ok := obj.(interface{ GetName() string }); ok {
 		c.poolQueue.Add(m.GetName())
 	}
+}
+
+// poolStatusEcho is how long a pool's status-only change (in the main the
+// echo of the controller's own status write) waits before the pool's
+// status is computed again: while Services are being assigned, each write
+// would otherwise bring the next at once, a pool status write per round
+// trip competing with the Services' own.
+const poolStatusEcho = time.Second
+
+// onPoolUpdate queues a pool whose spec or metadata changed at once, and
+// one whose status alone changed after poolStatusEcho.
+func (c *Controller) onPoolUpdate(old, obj any) {
+	if p, ok := obj.(*v1beta1.IPAddressPool); ok && onlyStatusChanged(old, obj) {
+		c.poolQueue.AddAfter(p.Name, poolStatusEcho)
+		return
+	}
+	c.enqueuePool(obj)
+}
+
+// onlyStatusChanged reports whether an update of an object that counts
+// spec changes in metadata.generation (a CRD with a status subresource)
+// left its generation, labels, annotations, finalizers and deletion alone.
+// Objects without a generation (Secrets) never qualify.
+func onlyStatusChanged(old, obj any) bool {
+	o, errOld := meta.Accessor(old)
+	n, errNew := meta.Accessor(obj)
+	if errOld != nil || errNew != nil || n.GetGeneration() == 0 {
+		return false
+	}
+	return o.GetGeneration() == n.GetGeneration() && maps.Equal(o.GetLabels(), n.GetLabels()) &&
+		maps.Equal(o.GetAnnotations(), n.GetAnnotations()) && slices.Equal(o.GetFinalizers(), n.GetFinalizers()) &&
+		o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp())
 }
 
 func (c *Controller) holds(key cache.ObjectName) bool {
