@@ -17,6 +17,26 @@ import (
 // brings in every live member by push/pull, so later ones mostly skip.
 const joinParallelism = 4
 
+// directJoinLimit bounds the first round's state exchange with every
+// address: beyond it (large clusters) the first round joins only
+// addresses that are not members yet, and gossip tells the rest.
+const directJoinLimit = 64
+
+// wait waits d unless ctx ends first; it reports whether d passed.
+func wait(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
 // joiner keeps this node in one member list with every address it was
 // given: it joins those that are not live members, when the set changes
 // and again every RejoinInterval (which also heals partitions: memberlist
@@ -26,9 +46,12 @@ type joiner struct {
 	log         *slog.Logger
 	defaultPort uint16
 	interval    time.Duration
-	onSettled   func()
-	wake        chan struct{}
-	settled     atomic.Bool
+	// spread is how long the first round waits, after its joins, before
+	// it settles (see round).
+	spread    time.Duration
+	onSettled func()
+	wake      chan struct{}
+	settled   atomic.Bool
 
 	mu        sync.Mutex
 	desired   []netip.AddrPort
@@ -36,9 +59,9 @@ type joiner struct {
 	failing   map[netip.AddrPort]bool
 }
 
-func newJoiner(ml *memberlist.Memberlist, log *slog.Logger, defaultPort uint16, interval time.Duration, onSettled func()) *joiner {
+func newJoiner(ml *memberlist.Memberlist, log *slog.Logger, defaultPort uint16, interval, spread time.Duration, onSettled func()) *joiner {
 	return &joiner{
-		ml: ml, log: log, defaultPort: defaultPort, interval: interval, onSettled: onSettled,
+		ml: ml, log: log, defaultPort: defaultPort, interval: interval, spread: spread, onSettled: onSettled,
 		wake:    make(chan struct{}, 1),
 		failing: make(map[netip.AddrPort]bool),
 	}
@@ -93,7 +116,14 @@ func (j *joiner) run(ctx context.Context) {
 }
 
 // round tries every wanted address that is not a live member. The first
-// round after the first request settles the joiner, whatever its outcome.
+// round after the first request settles the joiner, whatever its outcome:
+// it exchanges state with every wanted address (up to
+// directJoinLimit of them), live member or not, so that each peer has
+// merged this node before this node claims anything, then waits spread
+// for those peers to act on it (a peer that still owns an address this
+// node is about to take must already be handing it over, or both would
+// answer for it for a moment). Without this, a member learned of this
+// node only through gossip, tens of milliseconds later.
 func (j *joiner) round(ctx context.Context) {
 	j.mu.Lock()
 	desired, requested := j.desired, j.requested
@@ -106,12 +136,14 @@ func (j *joiner) round(ctx context.Context) {
 	if !requested {
 		return
 	}
+	first := !j.settled.Load()
+	direct := first && len(desired) <= directJoinLimit
 	work := make(chan netip.AddrPort)
 	var wg sync.WaitGroup
 	for range min(joinParallelism, len(desired)) {
 		wg.Go(func() {
 			for ap := range work {
-				j.joinOne(ap)
+				j.joinOne(ap, direct)
 			}
 		})
 	}
@@ -123,16 +155,20 @@ func (j *joiner) round(ctx context.Context) {
 	}
 	close(work)
 	wg.Wait()
+	if first && j.ml.NumMembers() > 1 && !wait(ctx, j.spread) {
+		return
+	}
 	if ctx.Err() == nil && j.settled.CompareAndSwap(false, true) {
 		j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers())
 		j.onSettled()
 	}
 }
 
-// joinOne joins one address unless it is this node or already a live
-// member. A failure is logged at Warn once, then at Debug until it heals.
-func (j *joiner) joinOne(ap netip.AddrPort) {
-	if j.isMember(ap) {
+// joinOne joins one address unless it is this node or (unless direct)
+// already a live member. A failure is logged at Warn once, then at Debug
+// until it heals.
+func (j *joiner) joinOne(ap netip.AddrPort, direct bool) {
+	if j.isSelf(ap) || (!direct && j.isMember(ap)) {
 		return
 	}
 	_, err := j.ml.Join([]string{ap.String()})
@@ -150,10 +186,12 @@ func (j *joiner) joinOne(ap netip.AddrPort) {
 	}
 }
 
+// isSelf: the address is this node's.
+func (j *joiner) isSelf(ap netip.AddrPort) bool { return nodeAddrPort(j.ml.LocalNode()) == ap }
+
 // isMember: the address is this node or an alive or suspect member.
 func (j *joiner) isMember(ap netip.AddrPort) bool {
-	self := j.ml.LocalNode()
-	if nodeAddrPort(self) == ap {
+	if j.isSelf(ap) {
 		return true
 	}
 	for _, n := range j.ml.Members() {

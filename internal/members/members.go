@@ -68,7 +68,7 @@ func New(cfg Config) (*Members, error) {
 		return nil, fmt.Errorf("members %s: start memberlist on %s:%d: %w", cfg.NodeName, cfg.BindAddr, cfg.BindPort, err)
 	}
 	port := m.ml.LocalNode().Port
-	m.joiner = newJoiner(m.ml, m.log, port, cfg.Timing.RejoinInterval, m.changed)
+	m.joiner = newJoiner(m.ml, m.log, port, cfg.Timing.RejoinInterval, settleSpread(cfg.Timing), m.changed)
 	joinCtx, stopJoins := context.WithCancel(context.Background())
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	m.stopJoins, m.stopNotify = stopJoins, stopNotify

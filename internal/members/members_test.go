@@ -2,6 +2,7 @@ package members
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -344,4 +345,43 @@ func waitMetrics(t *testing.T, m *testMember, want string) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("%s metrics: %v", m.name, err)
+}
+
+// TestFirstRoundReachesEveryMember: a starting member exchanges state with
+// every address it was given, live members included, and settles only
+// after that and a short wait, so that no member learns of it from gossip
+// after it has started claiming addresses. With more addresses than
+// parallel joins, the first join to finish makes the others members
+// already: they are joined all the same.
+func TestFirstRoundReachesEveryMember(t *testing.T) {
+	var cluster []*testMember
+	var addrs []string
+	for i := range joinParallelism + 3 {
+		m := startMember(t, fmt.Sprintf("node-%d", i))
+		if len(addrs) > 0 {
+			m.Join(addrs)
+		}
+		cluster = append(cluster, m)
+		addrs = append(addrs, m.addr())
+	}
+	for _, m := range cluster {
+		for j := range cluster {
+			waitState(t, m, fmt.Sprintf("node-%d", j), Alive, 10*time.Second)
+		}
+	}
+	c := startMember(t, "node-new")
+	joined := time.Now()
+	c.Join(addrs)
+	labkit.Eventually(t, 10*time.Second, "node-new settled", c.Settled)
+	if took := time.Since(joined); took < settleSpread(DefaultTiming()) {
+		t.Errorf("settled %v after joining, before the %v spread", took, settleSpread(DefaultTiming()))
+	}
+	for i, m := range cluster {
+		if got := m.State("node-new"); got != Alive {
+			t.Errorf("once node-new settled, node-%d sees it %v, want alive", i, got)
+		}
+		if n := len(c.logs.matching("joined member", m.addr())); n != 1 {
+			t.Errorf("node-new joined node-%d %d times in its first round, want once (directly, though a member already)", i, n)
+		}
+	}
 }
