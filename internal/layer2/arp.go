@@ -150,7 +150,7 @@ func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet,
 		return
 	}
 	p.spec.metrics.responses.WithLabelValues(p.spec.iface, protoARP).Inc()
-	p.spec.answered(vip, received)
+	p.spec.delays.answered(vip, received)
 	if log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("answered ARP request", "vip", vip, "from", req.SenderIP, "mac", req.SenderHardwareAddr)
 	}

@@ -77,7 +77,7 @@ func testARPProto(t testing.TB) (*arpProto, *frameConn, *recordingSender, *metri
 		owns: ownsOnly(vip4), announces: ownsOnly(vip4), yield: func(netip.Addr, net.HardwareAddr) {},
 		sending: &sync.RWMutex{}, log: slog.New(slog.DiscardHandler), metrics: m,
 	}
-	spec.delays = newAnswerDelays(spec.log, func(d time.Duration) { m.answerDelay.WithLabelValues("eth0", protoARP).Observe(d.Seconds()) })
+	spec.delays = newAnswerDelays(spec.log, m.answerDelay.WithLabelValues("eth0", protoARP))
 	return &arpProto{spec: spec, conn: conn, frames: conn, client: sender}, conn, sender, m
 }
 

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // lateAnswer is the delay, from the kernel receiving a request to the
@@ -22,7 +24,7 @@ const lateReportEvery = 10 * time.Second
 // lateReportEvery, when some were late.
 type answerDelays struct {
 	log     *slog.Logger
-	observe func(time.Duration)
+	observe prometheus.Observer
 
 	mu       sync.Mutex
 	reported time.Time
@@ -31,7 +33,7 @@ type answerDelays struct {
 	worstVIP netip.Addr
 }
 
-func newAnswerDelays(log *slog.Logger, observe func(time.Duration)) *answerDelays {
+func newAnswerDelays(log *slog.Logger, observe prometheus.Observer) *answerDelays {
 	return &answerDelays{log: log, observe: observe}
 }
 
@@ -42,7 +44,7 @@ func (d *answerDelays) answered(vip netip.Addr, received time.Time) {
 		return
 	}
 	delay := max(time.Since(received), 0)
-	d.observe(delay)
+	d.observe.Observe(delay.Seconds())
 	if delay < lateAnswer {
 		return
 	}

@@ -69,12 +69,6 @@ type responderSpec struct {
 	delays *answerDelays
 }
 
-// answered records the delay of an answer for vip to a request the kernel
-// received at received (zero: unknown).
-func (s responderSpec) answered(vip netip.Addr, received time.Time) {
-	s.delays.answered(vip, received)
-}
-
 // responder answers one protocol on one interface. Its goroutine opens the
 // sockets (retrying while the interface is not ready), serves until closed,
 // and sends gratuitous bursts for newly announced VIPs.
@@ -109,8 +103,7 @@ func startResponder(parent context.Context, spec responderSpec) responderHandle 
 		bursts: map[netip.Addr]*burst{},
 	}
 	spec.sending = &r.sending
-	delay := spec.metrics.answerDelay.WithLabelValues(spec.iface, spec.proto)
-	spec.delays = newAnswerDelays(spec.log, func(d time.Duration) { delay.Observe(d.Seconds()) })
+	spec.delays = newAnswerDelays(spec.log, spec.metrics.answerDelay.WithLabelValues(spec.iface, spec.proto))
 	r.spec = spec
 	if spec.proto == protoARP {
 		r.p = newARPProto(spec)
