@@ -153,3 +153,12 @@ const (
 	// missing), and no other node reports the address.
 	ReasonOwnerSpeakerDown = "OwnerSpeakerDown"
 )
+
+// AnnounceHoldLease is the Lease in Herald's namespace that holds every
+// speaker's announcements: while it exists (and, when it has a
+// leaseDurationSeconds, until renewTime + duration), speakers answer no
+// ARP/NDP and open no BGP session, but stay members and Ready. The takeover
+// from MetalLB (kubectl herald migrate --plan) starts Herald's speakers
+// under this hold while MetalLB's still announce, and deletes it the
+// moment MetalLB's have stopped.
+const AnnounceHoldLease = "herald-announce-hold"

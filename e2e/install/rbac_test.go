@@ -52,7 +52,7 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			deny("", "services", "status", "patch", "default"), deny("", "services", "", "patch", "default"),
 			deny("", "secrets", "", "get", "default"), deny("", "secrets", "", "create", ns),
 			deny("herald.dev", "ipaddresspools", "status", "patch", ""), deny("herald.dev", "ipaddresspools", "", "patch", ""),
-			allow("coordination.k8s.io", "leases", "", "update", ns), allow("coordination.k8s.io", "leases", "", "get", ns),
+			allow("coordination.k8s.io", "leases", "", "update", ns), allow("coordination.k8s.io", "leases", "", "get", ns), allow("coordination.k8s.io", "leases", "", "watch", ns),
 			deny("coordination.k8s.io", "leases", "", "update", "kube-system"), deny("", "nodes", "", "patch", ""),
 			deny("", "pods", "", "list", ""), deny("", "namespaces", "", "list", ""),
 		},

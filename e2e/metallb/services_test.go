@@ -41,13 +41,13 @@ const (
 	sharedIP    = "198.51.100.91"
 )
 
-// testServices are the Services MetalLB serves before the takeover:
+// testServices are the 20 Services MetalLB serves before the takeover:
 // automatic IPv4, IPv6 and dual-stack ones, one requesting its address
 // with metallb.io/loadBalancerIPs, and a pair sharing one address with
 // metallb.io/allow-shared-ip (on different ports).
 func testServices() []*corev1.Service {
 	var out []*corev1.Service
-	for i := range 6 {
+	for i := range 14 {
 		out = append(out, lab.LoadBalancerService(testNS, fmt.Sprintf("v4-%d", i)))
 	}
 	for i := range 2 {

@@ -228,7 +228,7 @@ func TestTemplateAppliesToARealAPIServer(t *testing.T) {
 
 // TestSpeakerLiveness: the default install keeps what the speakers'
 // liveness needs: their Role may read and renew Leases
-// (herald-speaker-<node>), the DaemonSet waits minReadySeconds before
+// (herald-speaker-<node>) and watch the announcement hold, the DaemonSet waits minReadySeconds before
 // moving on, and /readyz is probed every 2 s.
 func TestSpeakerLiveness(t *testing.T) {
 	objs := byName(decode(t, helmTemplate(t)))
@@ -244,12 +244,12 @@ func TestSpeakerLiveness(t *testing.T) {
 		res, _, _ := unstructured.NestedStringSlice(m, "resources")
 		verbs, _, _ := unstructured.NestedStringSlice(m, "verbs")
 		if slices.Equal(groups, []string{"coordination.k8s.io"}) && slices.Equal(res, []string{"leases"}) &&
-			slices.Equal(verbs, []string{"get", "list", "create", "update", "delete"}) {
+			slices.Equal(verbs, []string{"get", "list", "watch", "create", "update", "delete"}) {
 			leases = true
 		}
 	}
 	if !leases {
-		t.Errorf("speaker Role rules %v: no get, list, create, update, delete on coordination.k8s.io leases", rules)
+		t.Errorf("speaker Role rules %v: no get, list, watch, create, update, delete on coordination.k8s.io leases", rules)
 	}
 	ds := objs["DaemonSet/herald-system/herald-speaker"]
 	if ds == nil {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 )
 
 // Workload is a Deployment or DaemonSet.
@@ -101,9 +103,10 @@ type Step struct {
 // address announced until the last moment and never lets two load
 // balancers write Service status: MetalLB's controller stops before
 // Herald's starts (Herald adopts the addresses MetalLB wrote); MetalLB's
-// speakers keep announcing while Herald's controller takes over, and
-// Herald's speakers start right after MetalLB's are gone (both bind BGP
-// and answer ARP on the host network).
+// speakers keep announcing while Herald's controller takes over and while
+// Herald's speakers start under the announcement hold; the hold is
+// released the moment MetalLB's speakers have stopped (both would answer
+// ARP/NDP and peer from the same node addresses).
 func Plan(inv Inventory, opts PlanOptions) []Step {
 	ns := opts.HeraldNamespace
 	var steps []Step
@@ -145,19 +148,37 @@ func Plan(inv Inventory, opts PlanOptions) []Step {
 		fmt.Sprintf("kubectl -n %s wait --for=condition=Available --timeout=180s deployment/herald-controller", ns),
 		`sleep 5 # let the first syncs write their events`,
 		`if kubectl get events -A --field-selector reason=NotAdoptedFromMetalLB -o name | grep -q .; then kubectl get events -A --field-selector reason=NotAdoptedFromMetalLB; exit 1; fi`)
-	var del []string
-	for _, w := range append(append([]Workload(nil), inv.Speakers...), inv.FRRK8s...) {
-		del = append(del, fmt.Sprintf("kubectl -n %s delete %s/%s --wait=true", w.Namespace, w.Kind, w.Name), waitGone(w))
+	add("Start Herald's speakers under the announcement hold",
+		"While the Lease "+heraldv1.AnnounceHoldLease+" exists Herald's speakers sync, join their member list and turn Ready, but answer no ARP/NDP and open no BGP session: MetalLB's speakers keep announcing.",
+		holdCommand(ns),
+		`kubectl apply -f "$HERALD_MANIFESTS/speaker.yaml"`,
+		fmt.Sprintf("kubectl -n %s rollout status daemonset/herald-speaker --timeout=300s", ns))
+	release := fmt.Sprintf("kubectl -n %s delete lease %s --ignore-not-found", ns, heraldv1.AnnounceHoldLease)
+	stopping := append(append([]Workload(nil), inv.Speakers...), inv.FRRK8s...)
+	del := []string{fmt.Sprintf("trap '%s' EXIT # from here on a failure releases the hold: two announcing beats none", release)}
+	for _, w := range stopping {
+		del = append(del, fmt.Sprintf("kubectl -n %s delete %s/%s --wait=false", w.Namespace, w.Kind, w.Name))
+	}
+	for _, w := range stopping {
+		if strings.EqualFold(w.Kind, "daemonset") { // the webhook servers announce nothing
+			del = append(del, waitStopped(w))
+		}
 	}
 	for _, f := range inv.FRRConfigurations {
 		del = append(del, fmt.Sprintf("kubectl -n %s delete frrconfigurations.frrk8s.metallb.io/%s --ignore-not-found", f.Namespace, f.Name))
 	}
-	add("Delete MetalLB's speakers (and FRR-K8s with its generated FRRConfigurations)",
-		"The announcement gap starts here: no node answers ARP/NDP and BGP routes are withdrawn until Herald's speakers are up.",
+	add("Stop MetalLB's speakers (and FRR-K8s with its generated FRRConfigurations)",
+		"The announcement gap starts as each of MetalLB's speakers exits: the script waits only until none of their containers runs.",
 		orNothing(del, "no MetalLB speaker found")...)
-	add("Start Herald's speakers", "The gap ends when each node's speaker is ready.",
-		`kubectl apply -f "$HERALD_MANIFESTS/speaker.yaml"`,
-		fmt.Sprintf("kubectl -n %s rollout status daemonset/herald-speaker --timeout=300s", ns))
+	add("Release the hold",
+		"The gap ends: each address's owner sends its gratuitous ARP / unsolicited NA at once, and the BGP sessions open and advertise as they establish.",
+		release)
+	var gone []string
+	for _, w := range stopping {
+		gone = append(gone, waitGone(w))
+	}
+	add("Wait for MetalLB's speaker pods to be gone", "Only cleanup: nothing announces from them any more.",
+		orNothing(gone, "no MetalLB speaker found")...)
 	add("Check who announces what", "Every Service should show its old address and an announcing node.",
 		"kubectl herald status")
 	return steps
@@ -169,6 +190,27 @@ func waitGone(w Workload) string {
 	}
 	// kubectl wait fails when no pod matches, so poll until none does.
 	return fmt.Sprintf(`timeout 120 sh -c 'while kubectl -n %s get pod -l "%s" -o name | grep -q .; do sleep 1; done'`, w.Namespace, w.Selector)
+}
+
+// waitStopped polls, faster than waitGone, until no container of the
+// workload's pods runs: the pod objects stay a few seconds longer than
+// their processes.
+func waitStopped(w Workload) string {
+	if w.Selector == "" {
+		return "true # no pod selector known for " + w.String()
+	}
+	return fmt.Sprintf(`timeout 120 sh -c 'while kubectl -n %s get pod -l "%s" -o jsonpath="{.items[*].status.containerStatuses[*].state.running}" | grep -q .; do sleep 0.2; done'`, w.Namespace, w.Selector)
+}
+
+// holdCommand creates the announcement hold Lease (no duration: it holds
+// until deleted).
+func holdCommand(ns string) string {
+	return fmt.Sprintf(`kubectl apply -f - <<'EOF'
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: %s, namespace: %s}
+spec: {holderIdentity: kubectl-herald-migrate}
+EOF`, heraldv1.AnnounceHoldLease, ns)
 }
 
 func orNothing(cmds []string, why string) []string {

@@ -71,13 +71,17 @@ func TestPlanGolden(t *testing.T) {
 		}
 	}
 	// The order that keeps addresses: controller stopped before Herald's
-	// starts, MetalLB's speakers deleted before Herald's start.
+	// starts; Herald's speakers started under the hold while MetalLB's
+	// announce, the hold released only once MetalLB's have stopped (and
+	// released by the trap should a later command fail).
 	var b bytes.Buffer
 	_ = WriteScript(&b, Plan(frr, PlanOptions{ConfigFile: "c.yaml", HeraldNamespace: "herald-system"}))
 	s := b.String()
 	order := []string{"scale deployment/controller --replicas=0", "delete validatingwebhookconfiguration metallb-webhook-configuration",
-		"controller.yaml", "reason=NotAdoptedFromMetalLB", "delete daemonset/speaker", "delete daemonset/frr-k8s-daemon",
-		"frrconfigurations.frrk8s.metallb.io/metallb-node-a", "speaker.yaml", "kubectl herald status"}
+		"controller.yaml", "reason=NotAdoptedFromMetalLB", "name: herald-announce-hold", "speaker.yaml", "rollout status daemonset/herald-speaker",
+		"trap 'kubectl -n herald-system delete lease herald-announce-hold", "delete daemonset/speaker", "delete daemonset/frr-k8s-daemon",
+		`component=speaker" -o jsonpath="{.items[*].status.containerStatuses[*].state.running}"`,
+		"frrconfigurations.frrk8s.metallb.io/metallb-node-a", "\nkubectl -n herald-system delete lease herald-announce-hold", "kubectl herald status"}
 	at := -1
 	for _, o := range order {
 		i := strings.Index(s, o)

@@ -5,12 +5,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
 )
 
@@ -22,17 +25,23 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 	s.kubeInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, strip)
 	s.secretInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.opts.Namespace), strip)
 	s.heraldInformers = heraldinformers.NewSharedInformerFactory(herald, 0)
+	s.holdInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.opts.Namespace), strip,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", heraldv1.AnnounceHoldLease).String()
+		}))
 
 	svcInf := s.kubeInformers.Core().V1().Services()
 	sliceInf := s.kubeInformers.Discovery().V1().EndpointSlices()
 	nodeInf := s.kubeInformers.Core().V1().Nodes()
 	secretInf := s.secretInformers.Core().V1().Secrets()
+	holdInf := s.holdInformers.Coordination().V1().Leases()
 	h := s.heraldInformers.Herald().V1beta1()
 	if err := k8s.IndexSlicesByService(sliceInf.Informer()); err != nil {
 		return err
 	}
 	s.services, s.slices, s.nodes = svcInf.Lister(), sliceInf.Lister(), nodeInf.Lister()
 	s.sliceIndex = sliceInf.Informer().GetIndexer()
+	s.holdLeases = holdInf.Lister().Leases(s.opts.Namespace)
 	s.listers = k8s.NewConfigListers(h, secretInf.Lister().Secrets(s.opts.Namespace))
 	// Object changes are batched for a few milliseconds: a burst of
 	// Services, EndpointSlices and status writes costs one reconcile, not
@@ -44,7 +53,7 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 		DeleteFunc: func(any) { s.queue.AddAfter(reconcileKey, objectBatch) },
 	}
 	infs := []cache.SharedIndexInformer{
-		svcInf.Informer(), sliceInf.Informer(), nodeInf.Informer(), secretInf.Informer(),
+		svcInf.Informer(), sliceInf.Informer(), nodeInf.Informer(), secretInf.Informer(), holdInf.Informer(),
 		h.IPAddressPools().Informer(), h.L2Advertisements().Informer(), h.BGPAdvertisements().Informer(),
 		h.BGPPeers().Informer(), h.Communities().Informer(), h.BFDProfiles().Informer(),
 	}

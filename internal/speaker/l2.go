@@ -38,6 +38,22 @@ func (l *l2State) yielded(ip netip.Addr) {
 
 func (l *l2State) announcedCount() int { return len(l.owned) + len(l.releasing) }
 
+// dropAll stops announcing everything at once, handovers included.
+func (l *l2State) dropAll() l2Plan {
+	var p l2Plan
+	for ip := range l.owned {
+		p.dropped = append(p.dropped, ip)
+	}
+	for ip := range l.releasing {
+		if _, dup := l.owned[ip]; !dup {
+			p.dropped = append(p.dropped, ip)
+		}
+	}
+	slices.SortFunc(p.dropped, netip.Addr.Compare)
+	*l = newL2State()
+	return p
+}
+
 // l2Plan is the outcome of one L2 decision for this node.
 type l2Plan struct {
 	want    []layer2.Announcement
@@ -50,6 +66,9 @@ type l2Plan struct {
 // planOptions are the inputs of plan besides the decision.
 type planOptions struct {
 	settled bool // the member list has settled: claim nothing before
+	// held: the announcement hold is in force; answer nothing, not even
+	// the addresses being handed over.
+	held bool
 	// keep: this node is cut off from every other member; it keeps the
 	// addresses it announced before that still have an owner somewhere.
 	keep  bool
@@ -69,6 +88,9 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 		owners[ow.IP] = ow
 	}
 	mine := map[netip.Addr]announce.L2Owner{}
+	if o.held {
+		return l.dropAll()
+	}
 	if o.settled {
 		for ip, ow := range owners {
 			_, had := l.owned[ip]

@@ -5,6 +5,8 @@ import "github.com/prometheus/client_golang/prometheus"
 type metrics struct {
 	announced *prometheus.GaugeVec
 	releasing prometheus.Gauge
+	// held is 1 while the announcement hold Lease holds this speaker.
+	held      prometheus.Gauge
 	reconcile prometheus.Histogram
 	// syncErrors counts failed reconciles and status writes.
 	syncErrors *prometheus.CounterVec
@@ -18,6 +20,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Addresses this node answers for in L2 mode (protocol=l2), and routes it advertises (protocol=bgp)."}, []string{"protocol"}),
 		releasing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "speaker", Name: "l2_releasing",
 			Help: "Addresses this node is handing over to another node (it answers until the new owner announces itself)."}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "speaker", Name: "announcements_held",
+			Help: "1 while the Lease herald-announce-hold in Herald's namespace holds this speaker's announcements (no ARP/NDP answers, no BGP sessions)."}),
 		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "herald", Subsystem: "speaker", Name: "reconcile_duration_seconds",
 			Help: "Time to compute and apply what this node announces.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "sync_errors_total",
@@ -25,7 +29,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		statusWrites: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "status_writes_total",
 			Help: "Writes of this node's SpeakerStatus (only when what it announces changed, at most one per --status-interval)."}),
 	}
-	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.reconcile, m.syncErrors, m.statusWrites} {
+	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.held, m.reconcile, m.syncErrors, m.statusWrites} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

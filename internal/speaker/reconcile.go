@@ -27,8 +27,9 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	isolated := s.observeLiveness(st.Nodes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reconcileL2(st, start, isolated)
-	if err := s.reconcileBGP(ctx, st); err != nil {
+	held := s.currentHold()
+	s.reconcileL2(st, start, isolated, held)
+	if err := s.reconcileBGP(ctx, st, held); err != nil {
 		return err
 	}
 	if ml := s.memberList(); ml == nil || ml.Settled() {
@@ -38,13 +39,13 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	return nil
 }
 
-func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated bool) {
+func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated, held bool) {
 	if s.opts.L2 == nil {
 		return
 	}
 	ml := s.memberList()
 	settled := ml == nil || ml.Settled()
-	p := s.l2.plan(s.opts.NodeName, announce.L2(st), planOptions{settled: settled, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
+	p := s.l2.plan(s.opts.NodeName, announce.L2(st), planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
 	s.opts.L2.SetAnnouncements(p.want)
 	claimed := make([]netip.Addr, 0, len(p.claimed))
 	for _, o := range p.claimed {
@@ -91,7 +92,7 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 	}
 }
 
-func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
+func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool) error {
 	if s.opts.BGP == nil || s.leaving.Load() {
 		s.bgpRoutes = nil
 		return nil
@@ -102,6 +103,9 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State) error {
 	}
 	v4, v6 := nodeAddresses(me)
 	res := announce.BGP(st, s.opts.NodeName)
+	if held {
+		res = announce.BGPResult{} // no session, no route
+	}
 	err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
 	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
 	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {

@@ -67,7 +67,7 @@ func (l *nullL2) Interfaces(netip.Addr) []string              { return []string{
 // benchSpeaker is a speaker on node1 of 3 whose caches hold n Services
 // with addresses from one pool and one L2Advertisement; it has reconciled
 // once. The returned store is its Service cache, to change Services in.
-func benchSpeaker(b *testing.B, n int) (*Speaker, cache.Store) {
+func benchSpeaker(b testing.TB, n int) (*Speaker, cache.Store) {
 	b.Helper()
 	objs := []runtime.Object{}
 	for i := range 3 {
@@ -85,7 +85,14 @@ func benchSpeaker(b *testing.B, n int) (*Speaker, cache.Store) {
 		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
 		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
 	)
-	s, err := New(kube, herald, Options{NodeName: "node1", Namespace: "herald-system", L2: &nullL2{}})
+	return startedSpeaker(b, kube, herald, n, Options{NodeName: "node1", Namespace: "herald-system", L2: &nullL2{}})
+}
+
+// startedSpeaker is a speaker made with opts whose informers have started
+// and hold n Services; it has reconciled once.
+func startedSpeaker(b testing.TB, kube *fake.Clientset, herald *heraldfake.Clientset, n int, opts Options) (*Speaker, cache.Store) {
+	b.Helper()
+	s, err := New(kube, herald, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,6 +101,7 @@ func benchSpeaker(b *testing.B, n int) (*Speaker, cache.Store) {
 	s.kubeInformers.Start(ctx.Done())
 	s.secretInformers.Start(ctx.Done())
 	s.heraldInformers.Start(ctx.Done())
+	s.holdInformers.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		b.Fatal("caches did not sync")
 	}

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -78,12 +79,14 @@ type Speaker struct {
 
 	kubeInformers   informers.SharedInformerFactory
 	secretInformers informers.SharedInformerFactory
+	holdInformers   informers.SharedInformerFactory // the hold Lease only
 	heraldInformers heraldinformers.SharedInformerFactory
 	statusInformers heraldinformers.SharedInformerFactory // this node's SpeakerStatus only
 	services        corelisters.ServiceLister
 	slices          discoverylisters.EndpointSliceLister
 	sliceIndex      cache.Indexer
 	nodes           corelisters.NodeLister
+	holdLeases      coordinationlisters.LeaseNamespaceLister
 	listers         k8s.ConfigListers
 	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
 	synced          []cache.InformerSynced
@@ -106,6 +109,7 @@ type Speaker struct {
 	l2        l2State
 	bgpAdvert map[string][]string // Service -> routes it is advertised with, for events
 	bgpRoutes []announce.Route    // what BGP advertises, for the status
+	hold      announceHold        // the announcement hold last acted on
 	l2Since   map[netip.Addr]time.Time
 	lastBGP   error
 	joined    string // node addresses last handed to Join
@@ -215,6 +219,7 @@ func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, wo
 func (s *Speaker) Run(ctx context.Context) error {
 	s.kubeInformers.Start(ctx.Done())
 	s.secretInformers.Start(ctx.Done())
+	s.holdInformers.Start(ctx.Done())
 	s.heraldInformers.Start(ctx.Done())
 	s.statusInformers.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {

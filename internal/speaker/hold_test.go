@@ -1,0 +1,158 @@
+package speaker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
+	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/bgp"
+)
+
+func TestHoldOf(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	at := func(d time.Duration) *metav1.MicroTime { return &metav1.MicroTime{Time: now.Add(d)} }
+	hold := func(spec coordinationv1.LeaseSpec) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: heraldv1.AnnounceHoldLease,
+			CreationTimestamp: metav1.Time{Time: now.Add(-time.Hour)}}, Spec: spec}
+	}
+	deleting := hold(coordinationv1.LeaseSpec{})
+	deleting.DeletionTimestamp = &metav1.Time{Time: now}
+	for _, c := range []struct {
+		name  string
+		lease *coordinationv1.Lease
+		held  bool
+		until time.Time
+	}{
+		{"no Lease", nil, false, time.Time{}},
+		{"no duration: until deleted", hold(coordinationv1.LeaseSpec{HolderIdentity: ptr.To("migrate")}), true, time.Time{}},
+		{"being deleted", deleting, false, time.Time{}},
+		{"renewed, not run out", hold(coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](60), RenewTime: at(-30 * time.Second)}), true, now.Add(30 * time.Second)},
+		{"renewed, run out", hold(coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](60), RenewTime: at(-61 * time.Second)}), false, now.Add(-time.Second)},
+		{"acquired, not renewed", hold(coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](60), AcquireTime: at(-10 * time.Second)}), true, now.Add(50 * time.Second)},
+		{"duration from creation", hold(coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](60)}), false, now.Add(-time.Hour + time.Minute)},
+	} {
+		h := holdOf(c.lease, now)
+		if h.held != c.held || !h.until.Equal(c.until) {
+			t.Errorf("%s: held %v until %v, want %v until %v", c.name, h.held, h.until, c.held, c.until)
+		}
+	}
+}
+
+// TestPlanHeldAnswersNothing: under the hold a node drops what it owns and
+// what it is handing over at once; released, it claims its addresses again
+// (so the L2 backend announces them, gratuitous ARP / unsolicited NA).
+func TestPlanHeldAnswersNothing(t *testing.T) {
+	l := newL2State()
+	now := time.Unix(1_000_000, 0)
+	o := planOptions{settled: true, now: now, grace: 2 * time.Second}
+	if p := l.plan("node1", result("node1"), o); len(p.claimed) != 1 {
+		t.Fatalf("claimed %v", p.claimed)
+	}
+	l.plan("node1", result("node2"), o) // now handing it over
+	if len(l.releasing) != 1 {
+		t.Fatalf("releasing %v", l.releasing)
+	}
+	o.held = true
+	p := l.plan("node1", result("node2"), o)
+	if len(p.want) != 0 || len(p.dropped) != 1 || l.announcedCount() != 0 {
+		t.Fatalf("held: want %v dropped %v, %d still announced", p.want, p.dropped, l.announcedCount())
+	}
+	if p := l.plan("node1", result("node1"), o); len(p.want) != 0 || len(p.claimed) != 0 {
+		t.Fatalf("held: owner claims %v, wants %v", p.claimed, p.want)
+	}
+	o.held = false
+	if p := l.plan("node1", result("node1"), o); len(p.claimed) != 1 || len(p.want) != 1 {
+		t.Fatalf("released: claimed %v want %v", p.claimed, p.want)
+	}
+}
+
+// recordingBGP keeps the last desired BGP state.
+type recordingBGP struct{ last bgp.Desired }
+
+func (r *recordingBGP) Apply(_ context.Context, d bgp.Desired) error { r.last = d; return nil }
+func (r *recordingBGP) Sessions() []bgp.SessionState             { return nil }
+func (r *recordingBGP) Shutdown(context.Context) error           { return nil }
+
+// TestHoldLease: while the hold Lease exists the speaker answers nothing in
+// L2 mode and opens no BGP session; deleting it brings both back, and a
+// timed hold ends by itself.
+func TestHoldLease(t *testing.T) {
+	kube := fake.NewClientset()
+	herald := heraldfake.NewSimpleClientset(
+		&heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
+		&heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+		&heraldv1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+		&heraldv1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "router"}, Spec: heraldv1.BGPPeerSpec{PeerAddress: "198.51.100.1", PeerASN: 64512, MyASN: 64513}},
+	)
+	for _, o := range []runtime.Object{benchNode(1), benchService(1, 1)} {
+		if err := kube.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Now()
+	l2, routes := &nullL2{}, &recordingBGP{}
+	s, _ := startedSpeaker(t, kube, herald, 1, Options{NodeName: "node1", Namespace: testNS, L2: l2, BGP: routes, Now: func() time.Time { return now }})
+	s.ready.synced.Store(true)
+	reconcile := func() {
+		t.Helper()
+		if err := s.reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reconcile()
+	if l2.n != 1 || len(routes.last.Sessions) != 1 {
+		t.Fatalf("before the hold: %d L2 announcements, BGP %+v", l2.n, routes.last)
+	}
+	leases := kube.CoordinationV1().Leases(testNS)
+	hold := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: heraldv1.AnnounceHoldLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("test")}}
+	if _, err := leases.Create(context.Background(), hold, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the hold in the cache", func() bool { _, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease); return err == nil })
+	reconcile()
+	if l2.n != 0 || len(routes.last.Sessions) != 0 || len(routes.last.Paths) != 0 {
+		t.Fatalf("held: %d L2 announcements, BGP %+v", l2.n, routes.last)
+	}
+	if err := leases.Delete(context.Background(), heraldv1.AnnounceHoldLease, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the hold gone from the cache", func() bool { _, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease); return err != nil })
+	reconcile()
+	if l2.n != 1 || len(routes.last.Sessions) != 1 {
+		t.Fatalf("released: %d L2 announcements, BGP %+v", l2.n, routes.last)
+	}
+
+	hold.Spec.LeaseDurationSeconds = ptr.To[int32](10)
+	hold.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	if _, err := leases.Create(context.Background(), hold, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the timed hold in the cache", func() bool { _, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease); return err == nil })
+	reconcile()
+	if l2.n != 0 {
+		t.Fatalf("timed hold: %d L2 announcements", l2.n)
+	}
+	now = now.Add(11 * time.Second)
+	reconcile()
+	if l2.n != 1 || len(routes.last.Sessions) != 1 {
+		t.Fatalf("timed hold run out: %d L2 announcements, BGP %+v", l2.n, routes.last)
+	}
+}
+
+func benchNode(i int) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node" + string(rune('0'+i))},
+		Status: corev1.NodeStatus{
+			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.1" + string(rune('0'+i))}},
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		}}
+}
