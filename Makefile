@@ -17,7 +17,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images demo test unit e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
+.PHONY: all build images release demo test unit e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -26,6 +26,7 @@ all: build
 help:
 	@echo "make build         build bin/controller, bin/speaker and bin/kubectl-herald (the kubectl plugin)"
 	@echo "make images        OCI image archives (amd64+arm64) in bin/images, no container engine needed"
+	@echo "make release       images, plus kubectl-herald archives, checksums.txt and krew manifest in bin/release"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
@@ -52,6 +53,20 @@ images:
 	  GOOS=linux GOARCH=$$a $(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/linux-$$a/ ./controller ./speaker ./e2e/cmd/podserver ./e2e/cmd/pause || exit 1; \
 	done
 	$(GO) run ./hack/images -bin $(BIN)/static -out $(BIN)/images -repo $(IMAGE_REPO) -tag $(IMAGE_TAG) -arch "$(IMAGE_ARCHES)"
+
+# The release artefacts: the images, and the kubectl plugin krew-style
+# (hack/release): bin/release/kubectl-herald_<version>_<os>_<arch>.tar.gz
+# for each of RELEASE_PLATFORMS, checksums.txt and the krew manifest
+# herald.yaml, whose URIs point where a GitHub release of IMAGE_TAG would
+# serve the archives. Nothing is published.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+release: images
+	@for p in $(RELEASE_PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; \
+	  mkdir -p $(BIN)/static/$$os-$$arch; \
+	  echo "building kubectl-herald for $$os/$$arch"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build $(GOBUILDFLAGS) -o $(BIN)/static/$$os-$$arch/kubectl-herald ./kubectl-herald || exit 1; \
+	done
+	$(GO) run ./hack/release -bin $(BIN)/static -out $(BIN)/release -version $(IMAGE_TAG) -platforms "$(RELEASE_PLATFORMS)"
 
 deps:
 	@if [ "$$(id -u)" = 0 ]; then hack/install-deps.sh; else echo "make deps: not root; skipping Debian packages (network tests will skip)"; fi
