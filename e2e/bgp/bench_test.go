@@ -102,7 +102,7 @@ func BenchmarkBGPServiceRoutes(b *testing.B) {
 	const n = 100
 	for range b.N {
 		l, _ := benchSetup(b)
-		mon := startRouteMonitor(b, l)
+		mon := lab.StartRouteMonitor(b, l)
 		ctx := context.Background()
 		// one Service first, to see the monitor and every session working
 		name := func(i int) string { return fmt.Sprintf("bench-%03d", i) }
@@ -111,7 +111,7 @@ func BenchmarkBGPServiceRoutes(b *testing.B) {
 		if err := createBench(l, "bench-warmup"); err != nil {
 			b.Fatal(err)
 		}
-		mon.wait(b, host(addressOf(b, l, "bench-warmup")), false, time.Time{}, 60*time.Second)
+		mon.Wait(b, host(addressOf(b, l, "bench-warmup")), false, time.Time{}, 60*time.Second)
 
 		var toFIB, toRIB3, gone []time.Duration
 		prefixes := make([]netip.Prefix, n)
@@ -121,7 +121,7 @@ func BenchmarkBGPServiceRoutes(b *testing.B) {
 				b.Fatal(err)
 			}
 			prefixes[i] = host(addressOf(b, l, name(i)))
-			toFIB = append(toFIB, mon.wait(b, prefixes[i], false, start, 30*time.Second).Sub(start))
+			toFIB = append(toFIB, mon.Wait(b, prefixes[i], false, start, 30*time.Second).Sub(start))
 			for len(route(b, l, prefixes[i]).Paths) < 3 {
 				if time.Since(start) > 30*time.Second {
 					b.Fatalf("%s: not from 3 nodes after 30 s", prefixes[i])
@@ -134,7 +134,7 @@ func BenchmarkBGPServiceRoutes(b *testing.B) {
 			if err := l.DeleteService(ctx, testNS, name(i)); err != nil {
 				b.Fatal(err)
 			}
-			gone = append(gone, mon.wait(b, prefixes[i], true, start, 30*time.Second).Sub(start))
+			gone = append(gone, mon.Wait(b, prefixes[i], true, start, 30*time.Second).Sub(start))
 		}
 		report(b, "create -> /128 in FRR's FIB", "create", toFIB)
 		report(b, "create -> FRR's RIB has paths from 3 nodes", "rib3", toRIB3)

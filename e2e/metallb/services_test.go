@@ -21,7 +21,10 @@ import (
 const testNS = "mlb"
 
 // metallbConfig is MetalLB's configuration: one pool in the lab's L2 range
-// (both families) and an L2Advertisement for it on every node.
+// (both families) with an L2Advertisement on every node, and one in the
+// lab's BGP range (IPv4: MetalLB's native BGP speaker carries only the
+// session's own family) that Services must ask for, advertised to the
+// lab's router by every node.
 var metallbConfig = fmt.Sprintf(`apiVersion: metallb.io/v1beta1
 kind: IPAddressPool
 metadata: {name: lab, namespace: %[1]s}
@@ -33,7 +36,44 @@ kind: L2Advertisement
 metadata: {name: lab, namespace: %[1]s}
 spec:
   ipAddressPools: [lab]
-`, metallbNS, lab.L2PoolV4, lab.L2PoolV6)
+---
+apiVersion: metallb.io/v1beta1
+kind: IPAddressPool
+metadata: {name: %[4]s, namespace: %[1]s}
+spec:
+  addresses: [%[5]s]
+  autoAssign: false
+---
+apiVersion: metallb.io/v1beta2
+kind: BGPPeer
+metadata: {name: router, namespace: %[1]s}
+spec:
+  myASN: %[6]d
+  peerASN: %[7]d
+  peerAddress: %[8]s
+  holdTime: 9s
+---
+apiVersion: metallb.io/v1beta1
+kind: BGPAdvertisement
+metadata: {name: %[4]s, namespace: %[1]s}
+spec:
+  ipAddressPools: [%[4]s]
+`, metallbNS, lab.L2PoolV4, lab.L2PoolV6, bgpPool, lab.BGPPoolV4, lab.NodeASN, lab.RouterASN, lab.RouterIPv4)
+
+// bgpPool is the MetalLB (and, converted, Herald) pool announced by BGP.
+const bgpPool = "bgp"
+
+// bgpServices are the Services in the BGP pool, asking for it with
+// metallb.io/address-pool.
+func bgpServices() []*corev1.Service {
+	var out []*corev1.Service
+	for i := range 4 {
+		s := lab.LoadBalancerService(testNS, fmt.Sprintf("bgp-%d", i))
+		s.Annotations = map[string]string{"metallb.io/address-pool": bgpPool}
+		out = append(out, s)
+	}
+	return out
+}
 
 // Addresses in the pool requested by annotation.
 const (
@@ -68,7 +108,7 @@ func testServices() []*corev1.Service {
 	return out
 }
 
-// createServices creates the Services with backends on every node and
+// createServices creates the Services (L2 and BGP) with backends on every node and
 // waits until MetalLB has given each its addresses (one per family,
 // annotated metallb.io/ip-allocated-from-pool); it returns the addresses
 // by Service name.
@@ -78,7 +118,7 @@ func createServices(t *testing.T, ctx context.Context, l *lab.Lab) map[string][]
 	for _, n := range l.Nodes() {
 		nodes = append(nodes, n.Name)
 	}
-	svcs := testServices()
+	svcs := append(testServices(), bgpServices()...)
 	for _, svc := range svcs {
 		created, err := l.CreateService(ctx, svc)
 		if err != nil {

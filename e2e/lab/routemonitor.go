@@ -1,4 +1,4 @@
-package bgp
+package lab
 
 import (
 	"bytes"
@@ -6,45 +6,44 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/herald-lb/herald/e2e/lab"
 )
 
-// routeMonitor records the router's kernel route changes with their
+// RouteMonitor records the router's kernel route changes with their
 // times (`ip -ts -o monitor route` in the router namespace): when FRR
 // installed a route in the FIB and when it took it out, to the
 // microsecond and without polling.
-type routeMonitor struct {
-	proc   *lab.Process
+type RouteMonitor struct {
+	proc   *Process
 	offset int64
 	rest   []byte
-	events []routeEvent
+	events []RouteEvent
 }
 
-// routeEvent is one line of the monitor.
-type routeEvent struct {
+// RouteEvent is one line of the monitor.
+type RouteEvent struct {
 	At      time.Time
 	Deleted bool
 	Prefix  netip.Prefix
 }
 
-// startRouteMonitor starts the monitor for the rest of the test.
-func startRouteMonitor(t testing.TB, l *lab.Lab) *routeMonitor {
+// StartRouteMonitor starts the monitor for the rest of the test.
+func StartRouteMonitor(t testing.TB, l *Lab) *RouteMonitor {
 	t.Helper()
 	name := fmt.Sprintf("route-monitor-%d", time.Now().UnixNano())
-	p, err := l.Start(lab.Router, name, []string{"ip", "-ts", "-o", "monitor", "route"}, nil)
+	p, err := l.Start(Router, name, []string{"ip", "-ts", "-o", "monitor", "route"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop() })
-	return &routeMonitor{proc: p}
+	return &RouteMonitor{proc: p}
 }
 
 // read parses what the monitor wrote since the last read.
-func (m *routeMonitor) read(t testing.TB) {
+func (m *RouteMonitor) read(t testing.TB) {
 	t.Helper()
 	f, err := os.Open(m.proc.LogPath)
 	if err != nil {
@@ -77,8 +76,8 @@ func (m *routeMonitor) read(t testing.TB) {
 //
 //	[2026-11-29T13:46:13.876560] 2001:db8:ff:: nhid 25 proto bgp metric 20 ...
 //	[2026-11-29T13:46:13.968323] Deleted 198.51.100.144/28 nhid 25 proto bgp ...
-func parseRouteEvent(line string) (routeEvent, bool) {
-	var ev routeEvent
+func parseRouteEvent(line string) (RouteEvent, bool) {
+	var ev RouteEvent
 	ts, rest, ok := strings.Cut(strings.TrimPrefix(line, "["), "] ")
 	if !ok {
 		return ev, false
@@ -99,15 +98,15 @@ func parseRouteEvent(line string) (routeEvent, bool) {
 		if err != nil {
 			return ev, false
 		}
-		ev.Prefix = host(a)
+		ev.Prefix = netip.PrefixFrom(a, a.BitLen())
 	}
 	ev.At = at
 	return ev, true
 }
 
-// wait returns the time of the first event for prefix (added, or deleted)
+// Wait returns the time of the first event for prefix (added, or deleted)
 // at or after since, polling the monitor's output every 2 ms.
-func (m *routeMonitor) wait(t testing.TB, prefix netip.Prefix, deleted bool, since time.Time, timeout time.Duration) time.Time {
+func (m *RouteMonitor) Wait(t testing.TB, prefix netip.Prefix, deleted bool, since time.Time, timeout time.Duration) time.Time {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -126,4 +125,11 @@ func (m *routeMonitor) wait(t testing.TB, prefix netip.Prefix, deleted bool, sin
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// Events returns every route change seen so far, in order.
+func (m *RouteMonitor) Events(t testing.TB) []RouteEvent {
+	t.Helper()
+	m.read(t)
+	return slices.Clone(m.events)
 }
