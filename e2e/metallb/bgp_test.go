@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	labprobe "github.com/herald-lb/herald/e2e/lab/probe"
 )
 
 // maxBGPTakeoverGap is the longest a BGP Service's route may be missing
@@ -153,4 +154,46 @@ func longestAbsence(events []lab.RouteEvent, prefix netip.Prefix, start time.Tim
 		from = gone
 	}
 	return gap, from, to, back
+}
+
+// httpEvery is how often the external client requests each BGP address.
+const httpEvery = 100 * time.Millisecond
+
+// watchHTTP starts one HTTP monitor per BGP address on the external
+// client behind the router, for the traffic's view of the takeover.
+func watchHTTP(t *testing.T, l *lab.Lab, addrs []netip.Addr) map[netip.Addr]*lab.HTTPMonitor {
+	out := map[netip.Addr]*lab.HTTPMonitor{}
+	for _, a := range addrs {
+		out[a] = l.StartHTTPMonitor(t, lab.External, a, 80, httpEvery, time.Second)
+	}
+	return out
+}
+
+// outage is what the requests to one address saw.
+type outage struct {
+	gap              time.Duration
+	failed, requests int
+}
+
+// outageOf: the longest time from the first failed request of a run to
+// the next answered one, and the failed requests in all.
+func outageOf(tries []labprobe.HTTPTry) outage {
+	o := outage{requests: len(tries)}
+	var from time.Time
+	for _, t := range tries {
+		switch {
+		case !t.OK:
+			o.failed++
+			if from.IsZero() {
+				from = t.Sent
+			}
+		case !from.IsZero():
+			o.gap = max(o.gap, t.Sent.Sub(from))
+			from = time.Time{}
+		}
+	}
+	if !from.IsZero() {
+		o.gap = max(o.gap, tries[len(tries)-1].Sent.Sub(from))
+	}
+	return o
 }

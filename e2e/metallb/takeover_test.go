@@ -94,6 +94,7 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 
 	routes := lab.StartRouteMonitor(t, l)
 	hops := watchHops(ctx, l, bgpAddrs)
+	traffic := watchHTTP(t, l, bgpAddrs)
 	start := time.Now()
 	config := migrate(t, ctx, l, bin, work)
 	script := plan(t, ctx, l, bin, work, config)
@@ -132,6 +133,14 @@ func TestTakeoverFromMetalLB(t *testing.T) {
 	report(t, l, start, addrs, owners, logs)
 	reportBGP(t, start, bgpAddrs, routes.Events(t), routedBefore, routedAfter)
 	t.Logf("router FIB sampled %d times during the takeover: %d next hops leading to no node", samples, len(strays))
+	for _, a := range bgpAddrs {
+		r := outageOf(traffic[a].Tries(t))
+		t.Logf("%-16s HTTP from behind the router every %v: %d of %d requests failed, longest outage %v",
+			a, httpEvery, r.failed, r.requests, r.gap.Round(time.Millisecond))
+		if r.gap > maxBGPTakeoverGap {
+			t.Errorf("%s: no HTTP answer from behind the router for %v; want at most %v", a, r.gap.Round(time.Millisecond), maxBGPTakeoverGap)
+		}
+	}
 	for _, s := range strays {
 		t.Errorf("the router sent %s, which is no node", s)
 	}
@@ -368,7 +377,7 @@ func containsAny(s string, fragments ...string) bool {
 func logSpeakersOn(t *testing.T, l *lab.Lab, vip netip.Addr) {
 	t.Helper()
 	for _, line := range strings.Split(podLogs(t, l, "herald-speaker-", "speaker"), "\n") {
-		if strings.Contains(line, `"`+vip.String()+`"`) || containsAny(line, "hold", "member", "suspect", "dead") {
+		if strings.Contains(line, `"`+vip.String()+`"`) || containsAny(line, "hold", "member state changed", "Marking") {
 			t.Logf("%-22s   speaker: %s", vip, line)
 		}
 	}

@@ -6,11 +6,12 @@
 //	labprobe monitor -i eth0 -target ADDR [-interval 20ms]   (until SIGTERM)
 //	labprobe watch   -i br0                                  (until SIGTERM)
 //	labprobe http    -url http://198.51.100.64:80/ [-timeout 3s]
+//	labprobe httpmonitor -url URL [-interval 20ms] [-timeout 3s]   (until SIGTERM)
 //	labprobe announce -i eth0 -target ADDR   (one gratuitous ARP / unsolicited NA)
 //
 // arp and ndp print one JSON array of answers; monitor and watch print
 // {"ready":true} once listening and then one record a line; http prints
-// the response body.
+// the response body; httpmonitor one line per request (sent, ok, error).
 package main
 
 import (
@@ -31,7 +32,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|announce [flags]")
+		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -73,6 +74,8 @@ func run(ctx context.Context, cmd string, args []string) error {
 			return fmt.Errorf("-target: %w", err)
 		}
 		return probe.Announce(*ifname, addr)
+	case "httpmonitor":
+		return probe.HTTPMonitor(ctx, *url, *interval, *timeout, func(t probe.HTTPTry) { _ = enc.Encode(t) })
 	case "http":
 		body, err := probe.Get(ctx, *url, *timeout)
 		if err != nil {

@@ -32,3 +32,35 @@ func Get(ctx context.Context, url string, timeout time.Duration) ([]byte, error)
 	}
 	return body, nil
 }
+
+// HTTPTry is one request of HTTPMonitor.
+type HTTPTry struct {
+	Sent  time.Time `json:"sent"`
+	OK    bool      `json:"ok"`
+	Error string    `json:"error,omitempty"`
+}
+
+// HTTPMonitor fetches url every interval (each request on a new
+// connection, at most timeout long; a tick that falls inside a slow
+// request is skipped) until ctx ends, and emits every try.
+func HTTPMonitor(ctx context.Context, url string, interval, timeout time.Duration, emit func(HTTPTry)) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		try := HTTPTry{Sent: time.Now()}
+		if _, err := Get(ctx, url, timeout); err != nil {
+			try.Error = err.Error()
+		} else {
+			try.OK = true
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		emit(try)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
+}
