@@ -79,8 +79,8 @@ func TestPlanHeldAnswersNothing(t *testing.T) {
 type recordingBGP struct{ last bgp.Desired }
 
 func (r *recordingBGP) Apply(_ context.Context, d bgp.Desired) error { r.last = d; return nil }
-func (r *recordingBGP) Sessions() []bgp.SessionState             { return nil }
-func (r *recordingBGP) Shutdown(context.Context) error           { return nil }
+func (r *recordingBGP) Sessions() []bgp.SessionState                 { return nil }
+func (r *recordingBGP) Shutdown(context.Context) error               { return nil }
 
 // TestHoldLease: while the hold Lease exists the speaker answers nothing in
 // L2 mode and opens no BGP session; deleting it brings both back, and a
