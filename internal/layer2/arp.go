@@ -116,6 +116,12 @@ func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
 		p.spec.yield(vip, by)
 		return
 	}
+	if vip, ok := arpAnswerFor(pkt, frame.Destination, p.spec.mac); ok {
+		if p.spec.heard != nil {
+			p.spec.heard(vip)
+		}
+		return
+	}
 	vip, ok := arpRequestFor(pkt, frame.Destination, p.spec.mac, p.spec.owns)
 	if !ok {
 		return
@@ -166,6 +172,33 @@ func (p *arpProto) gratuitous(vip netip.Addr) error {
 		return fmt.Errorf("gratuitous ARP for %s: %w", vip, err)
 	}
 	return nil
+}
+
+// solicit broadcasts an ARP probe for vip (sender address 0.0.0.0, as in
+// RFC 5227, so that no host learns a mapping from it): the owner answers
+// it with a reply to this node's MAC.
+func (p *arpProto) solicit(vip netip.Addr) error {
+	pkt, err := arp.NewPacket(arp.OperationRequest, p.spec.mac, netip.IPv4Unspecified(), ethernet.Broadcast, vip)
+	if err != nil {
+		return fmt.Errorf("ARP probe for %s: %w", vip, err)
+	}
+	if err := p.client.WriteTo(pkt, ethernet.Broadcast); err != nil {
+		return fmt.Errorf("ARP probe for %s: %w", vip, err)
+	}
+	return nil
+}
+
+// arpAnswerFor decides whether pkt, received in a frame sent to dst, is
+// another host's ARP reply to this node (an answer to solicit), and for
+// which address.
+func arpAnswerFor(pkt *arp.Packet, dst, ourMAC net.HardwareAddr) (netip.Addr, bool) {
+	if pkt == nil || pkt.Operation != arp.OperationReply || !bytes.Equal(dst, ourMAC) {
+		return netip.Addr{}, false
+	}
+	if !isOtherHost(pkt.SenderHardwareAddr, ourMAC) || !pkt.SenderIP.Is4() || pkt.SenderIP == pkt.TargetIP {
+		return netip.Addr{}, false
+	}
+	return pkt.SenderIP, true
 }
 
 // arpRequestFor decides whether pkt, received in a frame sent to dst, is a

@@ -54,6 +54,13 @@ type Config struct {
 	// host's announcement of it counts as a conflict rather than a
 	// hand-over in progress. 0 means DefaultFenceSettle.
 	FenceSettle time.Duration
+	// FenceVerify is how often a node that lost the fence for a VIP asks
+	// whether the winner still answers for it (an ARP probe from 0.0.0.0 /
+	// a neighbour solicitation); when nobody answers within half of it,
+	// the winner has gone (it handed the VIP over or stopped) and this
+	// node answers again at once, instead of staying silent until the
+	// fence expires (2 × Refresh). 0 means DefaultFenceVerify.
+	FenceVerify time.Duration
 	// OnConflict, if set, is called (in a goroutine of its own) when
 	// another host, whose MAC is by, announced a VIP this node owns, with
 	// the fence's decision: won (this node keeps answering) or not (it
@@ -65,6 +72,7 @@ type Config struct {
 const (
 	DefaultRefresh     = 3 * time.Second
 	DefaultFenceSettle = 2 * time.Second
+	DefaultFenceVerify = 500 * time.Millisecond
 )
 
 // GratuitousConfig sets the gratuitous ARP / unsolicited NA burst sent when a
@@ -124,6 +132,9 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.FenceSettle <= 0 {
 		cfg.FenceSettle = DefaultFenceSettle
+	}
+	if cfg.FenceVerify <= 0 {
+		cfg.FenceVerify = DefaultFenceVerify
 	}
 	g := &cfg.Gratuitous
 	switch {

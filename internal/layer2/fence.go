@@ -22,7 +22,9 @@ import (
 // and advertising the VIP at once, and stays fenced while it keeps hearing the winner (until
 // 2 × Refresh after its last announcement: a winner that dies or stops
 // frees the VIP again); the winner sends a gratuitous packet at once so
-// clients point at it. Config.OnConflict reports each decision.
+// clients point at it. Config.OnConflict reports each decision. While
+// fenced, the loser checks every Config.FenceVerify that the winner still
+// answers (verifyFence), and answers again at once when it does not.
 
 // fenceWins says whether ours beats theirs for vip: the higher rendezvous
 // weight, ties (a 64-bit collision) to the smaller MAC.
@@ -66,6 +68,7 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 	hold := 2 * a.cfg.Refresh
 	if !won {
 		s.fencedUntil.Store(now.Add(hold).UnixNano())
+		a.verifyFence(iface, proto, vip, s)
 	} else {
 		a.reassert(iface, proto, vip)
 	}
@@ -87,15 +90,74 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 	return true
 }
 
-// reassert sends one gratuitous packet for vip on iface now.
-func (a *Announcer) reassert(iface, proto string, vip netip.Addr) {
+// verifyFence watches a VIP this node lost the fence for: every
+// Config.FenceVerify it asks who answers for the VIP, and when no other
+// host answered (or announced it) within half of that, the winner has gone
+// (it handed the VIP over, or stopped, without this node hearing of it):
+// the fence is lifted and this node announces the VIP again at once.
+// Without it both sides of a conflict can fall silent together, the
+// winner yielding to the loser's last announcement while the loser stays
+// fenced for 2 × Refresh. One verification runs per VIP state.
+func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState) {
+	r := a.responderOf(iface, proto)
+	if r == nil || !s.verifying.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.verifying.Store(false)
+		every := a.cfg.FenceVerify
+		for {
+			if !sleepCtx(r.ctx, every) || a.owned.Load().state(iface, vip) != s || !s.fenced(time.Now()) {
+				return
+			}
+			asked := time.Now()
+			if err := r.p.solicit(vip); err != nil {
+				a.log.Warn("cannot ask whether the fence's winner still answers", "vip", vip, "interface", iface, "protocol", proto, "error", err)
+				continue
+			}
+			if !sleepCtx(r.ctx, every/2) || a.owned.Load().state(iface, vip) != s {
+				return
+			}
+			if s.heardAt.Load() >= asked.UnixNano() {
+				continue // the winner still answers: stay fenced
+			}
+			s.fencedUntil.Store(0)
+			a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
+			a.log.Warn("the host that won the fence no longer answers for the VIP: answering again", "vip", vip, "interface", iface, "protocol", proto)
+			a.reassert(iface, proto, vip)
+			return
+		}
+	}()
+}
+
+// sleepCtx waits d, false when ctx ends first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// responderOf returns the running responder of a protocol on an
+// interface, nil when there is none (or it is not a real one).
+func (a *Announcer) responderOf(iface, proto string) *responder {
 	a.mu.Lock()
 	e := a.responders[responderKey{iface, proto}]
 	a.mu.Unlock()
 	if e == nil {
-		return
+		return nil
 	}
-	if r, ok := e.h.(*responder); ok {
+	r, _ := e.h.(*responder)
+	return r
+}
+
+// reassert sends one gratuitous packet for vip on iface now.
+func (a *Announcer) reassert(iface, proto string, vip netip.Addr) {
+	if r := a.responderOf(iface, proto); r != nil {
 		go func() { _, _ = r.sendGratuitous(r.ctx, vip) }()
 	}
 }

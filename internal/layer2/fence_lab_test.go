@@ -17,34 +17,8 @@ import (
 // refresh interval after the settle time every probe is answered by the
 // winner alone, and both report the conflict.
 func TestLabFenceSplitBrain(t *testing.T) {
-	l := newLab(t)
-	nodes := [2]string{
-		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
-		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
-	}
-	client := l.addProbingClient()
-	cli := startHelper(t, client, "client")
-	cli.expect("ready")
-	h := &handoverLab{lab: l, t: t, client: client, cli: cli, macs: [2]string{macNode1, macNode2}}
 	const refresh, settle = 300 * time.Millisecond, 500 * time.Millisecond
-	for i, ns := range nodes {
-		h.ann[i] = startHelper(t, ns, "announcer", "HERALD_L2_LOG=info", "HERALD_L2_REFRESH="+refresh.String(), "HERALD_L2_SETTLE="+settle.String())
-	}
-	labkit.Eventually(t, 10*time.Second, "IPv6 addresses past DAD", func() bool {
-		return l.IP(nodes[0], "-6", "addr", "show", "dev", "eth0", "tentative") == "" &&
-			l.IP(nodes[1], "-6", "addr", "show", "dev", "eth0", "tentative") == ""
-	})
-	h.ann[0].set(labVIP4, labVIP6)
-	h.ann[1].set(labVIP4, labVIP6)
-	winner := map[string]string{}
-	for _, vip := range []string{labVIP4, labVIP6} {
-		m1, _ := net.ParseMAC(macNode1)
-		m2, _ := net.ParseMAC(macNode2)
-		winner[vip] = macNode2
-		if fenceWins(netip.MustParseAddr(vip), m1, m2) {
-			winner[vip] = macNode1
-		}
-	}
+	h, winner := startSplitBrain(t, refresh, settle)
 	// Both report a conflict for each VIP, the loser with won=false.
 	labkit.Eventually(t, 10*time.Second, "conflicts reported by both nodes", func() bool {
 		return len(h.ann[0].conflictsSeen()) >= 2 && len(h.ann[1].conflictsSeen()) >= 2
@@ -59,12 +33,12 @@ func TestLabFenceSplitBrain(t *testing.T) {
 		}
 	}
 	// From one refresh interval after the conflicts on, one MAC per VIP.
-	m := cli.mark()
-	if r := cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
+	m := h.cli.mark()
+	if r := h.cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
 		t.Fatalf("client: %q", r)
 	}
 	labkit.Eventually(t, 10*time.Second, "2 s of probes", func() bool {
-		f := cli.framesSince(m)
+		f := h.cli.framesSince(m)
 		return len(f) > 0 && f[len(f)-1].time().After(settled.Add(refresh+2*time.Second))
 	})
 	var probes []*probeResult
@@ -92,6 +66,115 @@ func TestLabFenceSplitBrain(t *testing.T) {
 			if by != winner[vip] {
 				t.Fatalf("%s probe answered by %s, the winner is %s", p.proto, by, winner[vip])
 			}
+		}
+	}
+}
+
+// startSplitBrain starts node1 and node2 announcing both lab VIPs at once
+// (a split brain) with the given refresh and settle times, and returns
+// the lab and the fence's winner (MAC) of each VIP.
+func startSplitBrain(t *testing.T, refresh, settle time.Duration) (*handoverLab, map[string]string) {
+	t.Helper()
+	l := newLab(t)
+	nodes := [2]string{
+		l.addHost("node1", macNode1, true, "198.51.100.11/25", "2001:db8:1::11/64"),
+		l.addHost("node2", macNode2, true, "198.51.100.12/25", "2001:db8:1::12/64"),
+	}
+	client := l.addProbingClient()
+	cli := startHelper(t, client, "client")
+	cli.expect("ready")
+	h := &handoverLab{lab: l, t: t, client: client, cli: cli, macs: [2]string{macNode1, macNode2}}
+	for i, ns := range nodes {
+		h.ann[i] = startHelper(t, ns, "announcer", "HERALD_L2_LOG=info", "HERALD_L2_REFRESH="+refresh.String(), "HERALD_L2_SETTLE="+settle.String())
+	}
+	labkit.Eventually(t, 10*time.Second, "IPv6 addresses past DAD", func() bool {
+		return l.IP(nodes[0], "-6", "addr", "show", "dev", "eth0", "tentative") == "" &&
+			l.IP(nodes[1], "-6", "addr", "show", "dev", "eth0", "tentative") == ""
+	})
+	h.ann[0].set(labVIP4, labVIP6)
+	h.ann[1].set(labVIP4, labVIP6)
+	winner := map[string]string{}
+	for _, vip := range []string{labVIP4, labVIP6} {
+		m1, _ := net.ParseMAC(macNode1)
+		m2, _ := net.ParseMAC(macNode2)
+		winner[vip] = macNode2
+		if fenceWins(netip.MustParseAddr(vip), m1, m2) {
+			winner[vip] = macNode1
+		}
+	}
+	return h, winner
+}
+
+// TestLabFenceWinnerLeaves: after a split brain has been fenced, the
+// winner of each VIP stops announcing it without the loser hearing of it
+// (as when the winner hands the VIP over to the loser's last announcement
+// while the loser is fenced). The loser finds out within the fence
+// verification (an ARP probe / neighbour solicitation nobody answers) and
+// answers again, instead of staying silent until the fence expires
+// (2 × refresh, 6 s here).
+func TestLabFenceWinnerLeaves(t *testing.T) {
+	const refresh, settle = 3 * time.Second, 500 * time.Millisecond
+	h, winner := startSplitBrain(t, refresh, settle)
+	labkit.Eventually(t, 20*time.Second, "conflicts reported by both nodes", func() bool {
+		return len(h.ann[0].conflictsSeen()) >= 2 && len(h.ann[1].conflictsSeen()) >= 2
+	})
+	m := h.cli.mark()
+	if r := h.cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
+		t.Fatalf("client: %q", r)
+	}
+	labkit.Eventually(t, 10*time.Second, "probes answered", func() bool { return len(h.cli.framesSince(m)) > 20 })
+	// Each node keeps only the VIPs it lost: every winner leaves.
+	var left time.Time
+	for i := range 2 {
+		var keep []string
+		for _, vip := range []string{labVIP4, labVIP6} {
+			if winner[vip] != h.macs[i] {
+				keep = append(keep, vip)
+			}
+		}
+		if at := h.ann[i].set(keep...); at.After(left) {
+			left = at
+		}
+	}
+	labkit.Eventually(t, 20*time.Second, "3 s of probes after the winners left", func() bool {
+		f := h.cli.framesSince(m)
+		return len(f) > 0 && f[len(f)-1].time().After(left.Add(3*time.Second))
+	})
+	var after []*probeResult
+	for _, p := range h.stopProbing() {
+		if p.t.After(left) {
+			after = append(after, p)
+		}
+	}
+	for _, proto := range []string{protoARP, protoNDP} {
+		gap, last := time.Duration(0), time.Time{}
+		var answeredBy string
+		for _, p := range after {
+			if p.proto != proto {
+				continue
+			}
+			if len(p.by) == 0 {
+				if last.IsZero() {
+					last = p.t
+				}
+				gap = max(gap, p.t.Sub(last))
+				continue
+			}
+			last = time.Time{}
+			for by := range p.by {
+				answeredBy = by
+			}
+		}
+		vip := labVIP4
+		if proto == protoNDP {
+			vip = labVIP6
+		}
+		t.Logf("%s: longest run of unanswered probes after the winner left: %v; answered by %s at the end", vip, gap.Round(time.Millisecond), answeredBy)
+		if answeredBy == "" || answeredBy == winner[vip] {
+			t.Errorf("%s: answered at the end by %q; want the loser (the winner %s left)", vip, answeredBy, winner[vip])
+		}
+		if gap > 2*time.Second {
+			t.Errorf("%s: unanswered for %v after the winner left; the fence verification should end it within about %v", vip, gap.Round(time.Millisecond), DefaultFenceVerify*3/2)
 		}
 	}
 }

@@ -36,6 +36,7 @@ func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, our
 	if s == nil || s.releasing {
 		return
 	}
+	s.markHeard()
 	a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
 	if !a.fence(iface, proto, vip, ourMAC, by) {
 		a.log.Info("another host announced a VIP this node just claimed (hand-over in progress)", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())

@@ -20,6 +20,8 @@ type metrics struct {
 	handovers  *prometheus.CounterVec
 	malformed  *prometheus.CounterVec
 	conflicts  *prometheus.CounterVec
+	// fenceLifted: fences lifted because the winner no longer answered.
+	fenceLifted *prometheus.CounterVec
 	// answerDelay: from the kernel receiving a request to the answer
 	// being sent.
 	answerDelay *prometheus.HistogramVec
@@ -43,6 +45,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"VIPs this node was releasing that another host announced, after which this node stopped answering for them."),
 		malformed: counter("malformed_frames_total",
 			"ARP and NDP frames read that did not parse (truncated, bad lengths, bad checksum); each is skipped."),
+		fenceLifted: counter("fence_lifted_total",
+			"VIPs this node had lost the split-brain fence for and answers again because the winner no longer answered for them (it handed them over or stopped)."),
 	}
 	m.conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "herald", Subsystem: "l2", Name: "conflicts_total",
@@ -56,7 +60,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.answerDelay} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.fenceLifted, m.answerDelay} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

@@ -177,6 +177,8 @@ func (p *ndpProto) handleMulticast(ctx context.Context, m ndp.Message, cm *ipv6.
 		}
 		if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.announces); ok {
 			p.spec.yield(vip, by)
+		} else if vip, ok := naAnswer(m, p.spec.mac); ok && p.spec.heard != nil {
+			p.spec.heard(vip)
 		}
 	}
 }
@@ -223,6 +225,41 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	if p.spec.log.Enabled(ctx, slog.LevelDebug) {
 		p.spec.log.Debug("answered neighbor solicitation", "vip", vip, "from", from, "kind", kind)
 	}
+}
+
+// solicit sends a neighbour solicitation for vip from the link-local
+// address to its solicited-node group: the owner answers with a solicited
+// NA to that address.
+func (p *ndpProto) solicit(vip netip.Addr) error {
+	group, err := ndp.SolicitedNodeMulticast(vip)
+	if err != nil {
+		return fmt.Errorf("neighbour solicitation for %s: %w", vip, err)
+	}
+	ns := &ndp.NeighborSolicitation{TargetAddress: vip,
+		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: p.spec.mac}}}
+	if err := p.conn.WriteTo(ns, nil, group); err != nil {
+		return fmt.Errorf("neighbour solicitation for %s: %w", vip, err)
+	}
+	return nil
+}
+
+// naAnswer decides whether na is another host's solicited advertisement
+// (an answer to solicit), and for which address: its target link-layer
+// address, when it has one, is not ours.
+func naAnswer(na *ndp.NeighborAdvertisement, ourMAC net.HardwareAddr) (netip.Addr, bool) {
+	if na == nil || !na.Solicited {
+		return netip.Addr{}, false
+	}
+	vip := na.TargetAddress.WithZone("")
+	if !vip.Is6() || vip.IsMulticast() || vip.IsUnspecified() {
+		return netip.Addr{}, false
+	}
+	for _, o := range na.Options {
+		if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target && !isOtherHost(lla.Addr, ourMAC) {
+			return netip.Addr{}, false
+		}
+	}
+	return vip, true
 }
 
 // gratuitous sends an unsolicited NA with the override flag to all nodes.

@@ -34,6 +34,11 @@ type vipState struct {
 	// conflictAt (unix ns) is when another host was last heard announcing
 	// the VIP while owned here; 0: never.
 	conflictAt atomic.Int64
+	// heardAt (unix ns) is when another host was last heard announcing or
+	// answering for the VIP; verifying: a fence verification runs (see
+	// verifyFence).
+	heardAt   atomic.Int64
+	verifying atomic.Bool
 }
 
 // fenced reports whether the VIP is fenced at now.
@@ -67,6 +72,13 @@ func nextVIPState(old *vipState, releasing bool) *vipState {
 func (s *vipState) markAnnounced() {
 	if s != nil && !s.releasing {
 		s.answering.Store(true)
+	}
+}
+
+// markHeard records that another host announced or answered for the VIP.
+func (s *vipState) markHeard() {
+	if s != nil {
+		s.heardAt.Store(time.Now().UnixNano())
 	}
 }
 

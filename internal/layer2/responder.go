@@ -23,6 +23,10 @@ type protocol interface {
 	close()
 	// gratuitous sends one gratuitous ARP / unsolicited NA for vip.
 	gratuitous(vip netip.Addr) error
+	// solicit asks who answers for vip (an ARP probe from 0.0.0.0, a
+	// neighbour solicitation from the link-local address); the answers
+	// are reported to responderSpec.heard.
+	solicit(vip netip.Addr) error
 	// setVIPs tells which VIPs are announced on the interface.
 	setVIPs(vips []netip.Addr)
 }
@@ -55,6 +59,9 @@ type responderSpec struct {
 	// host's announcement of such a VIP is reported to yield.
 	announces func(vip netip.Addr) bool
 	yield     func(vip netip.Addr, by net.HardwareAddr)
+	// heard records that another host answered for vip (a reply to
+	// solicit).
+	heard func(vip netip.Addr)
 	// vips lists the VIPs the periodic refresh announces, every refresh
 	// (0: none).
 	vips    func() []netip.Addr

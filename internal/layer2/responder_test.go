@@ -25,6 +25,7 @@ func (p *fakeProto) open(*net.Interface) error              { return nil }
 func (p *fakeProto) serve(context.Context, *sync.WaitGroup) {}
 func (p *fakeProto) close()                                 {}
 func (p *fakeProto) setVIPs([]netip.Addr)                   {}
+func (p *fakeProto) solicit(netip.Addr) error               { return nil }
 
 func (p *fakeProto) gratuitous(vip netip.Addr) error {
 	p.mu.Lock()
