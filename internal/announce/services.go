@@ -19,15 +19,21 @@ func ServicesFrom(svcs []*corev1.Service, ours func(*corev1.Service) bool, slice
 		if !ours(svc) {
 			continue
 		}
-		out = append(out, Service{
-			Key:       svc.Namespace + "/" + svc.Name,
-			Labels:    labels.Set(svc.Labels),
-			IPs:       service.IngressIPs(svc),
-			Pool:      svc.Annotations[v1beta1.AnnotationAllocatedFromPool],
-			ETPLocal:  svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
-			Endpoints: SummarizeEndpoints(slicesOf(svc)),
-		})
+		out = append(out, ServiceFrom(svc, slicesOf(svc)))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
+}
+
+// ServiceFrom turns one Service and its EndpointSlices into what announce
+// needs.
+func ServiceFrom(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) Service {
+	return Service{
+		Key:       svc.Namespace + "/" + svc.Name,
+		Labels:    labels.Set(svc.Labels),
+		IPs:       service.IngressIPs(svc),
+		Pool:      svc.Annotations[v1beta1.AnnotationAllocatedFromPool],
+		ETPLocal:  svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
+		Endpoints: SummarizeEndpoints(slices),
+	}
 }

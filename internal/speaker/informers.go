@@ -52,8 +52,26 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 		UpdateFunc: func(any, any) { s.queue.AddAfter(reconcileKey, objectBatch) },
 		DeleteFunc: func(any) { s.queue.AddAfter(reconcileKey, objectBatch) },
 	}
+	// Service and EndpointSlice changes also mark the Services to convert
+	// again (serviceCache), in the same handler, before the reconcile is
+	// queued.
+	touchAndTrigger := cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { s.svcCache.touchObject(obj); s.queue.AddAfter(reconcileKey, objectBatch) },
+		UpdateFunc: func(old, obj any) {
+			s.svcCache.touchObject(old)
+			s.svcCache.touchObject(obj)
+			s.queue.AddAfter(reconcileKey, objectBatch)
+		},
+		DeleteFunc: func(obj any) { s.svcCache.touchObject(obj); s.queue.AddAfter(reconcileKey, objectBatch) },
+	}
+	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), sliceInf.Informer()} {
+		if _, err := inf.AddEventHandler(touchAndTrigger); err != nil {
+			return err
+		}
+		s.synced = append(s.synced, inf.HasSynced)
+	}
 	infs := []cache.SharedIndexInformer{
-		svcInf.Informer(), sliceInf.Informer(), nodeInf.Informer(), secretInf.Informer(), holdInf.Informer(),
+		nodeInf.Informer(), secretInf.Informer(), holdInf.Informer(),
 		h.IPAddressPools().Informer(), h.L2Advertisements().Informer(), h.BGPAdvertisements().Informer(),
 		h.BGPPeers().Informer(), h.Communities().Informer(), h.BFDProfiles().Informer(),
 	}

@@ -49,6 +49,7 @@ func BenchmarkReconcile(b *testing.B) {
 				if err := store.Update(svc); err != nil {
 					b.Fatal(err)
 				}
+				s.svcCache.touchObject(svc) // as the informer's handler does
 				b.StartTimer()
 				if err := s.reconcile(context.Background()); err != nil {
 					b.Fatal(err)

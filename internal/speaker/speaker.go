@@ -89,6 +89,7 @@ type Speaker struct {
 	holdLeases      coordinationlisters.LeaseNamespaceLister
 	listers         k8s.ConfigListers
 	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
+	svcCache        *serviceCache    // Services converted for announce
 	synced          []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
@@ -149,7 +150,7 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		return nil, err
 	}
 	s := &Speaker{
-		opts: opts, log: opts.Logger, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(),
+		opts: opts, log: opts.Logger, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(), svcCache: newServiceCache(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),

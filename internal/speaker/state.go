@@ -21,14 +21,19 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 	if err != nil {
 		return announce.State{}, nil, err
 	}
-	svcs, err := s.services.List(labels.Everything())
+	svcs, err := s.svcCache.services(serviceSource{
+		list:     func() ([]*corev1.Service, error) { return s.services.List(labels.Everything()) },
+		get:      func(ns, name string) (*corev1.Service, error) { return s.services.Services(ns).Get(name) },
+		ours:     s.opts.Class.IsOurs,
+		slicesOf: s.endpointSlicesOf,
+	})
 	if err != nil {
 		return announce.State{}, nil, err
 	}
 	return announce.State{
 		Config:   cfg,
 		Nodes:    nodes,
-		Services: announce.ServicesFrom(svcs, s.opts.Class.IsOurs, s.endpointSlicesOf),
+		Services: svcs,
 		Live:     s.live,
 
 		Eligibility: s.opts.Eligibility,
