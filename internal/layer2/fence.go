@@ -107,7 +107,7 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 		defer s.verifying.Store(false)
 		every := a.cfg.FenceVerify
 		for {
-			if !sleepCtx(r.ctx, every) || a.owned.Load().state(iface, vip) != s || !s.fenced(time.Now()) {
+			if !wait(r.ctx, every, nil) || a.owned.Load().state(iface, vip) != s || !s.fenced(time.Now()) {
 				return
 			}
 			asked := time.Now()
@@ -115,7 +115,7 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 				a.log.Warn("cannot ask whether the fence's winner still answers", "vip", vip, "interface", iface, "protocol", proto, "error", err)
 				continue
 			}
-			if !sleepCtx(r.ctx, every/2) || a.owned.Load().state(iface, vip) != s {
+			if !wait(r.ctx, every/2, nil) || a.owned.Load().state(iface, vip) != s {
 				return
 			}
 			if s.heardAt.Load() >= asked.UnixNano() {
@@ -128,18 +128,6 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 			return
 		}
 	}()
-}
-
-// sleepCtx waits d, false when ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // responderOf returns the running responder of a protocol on an

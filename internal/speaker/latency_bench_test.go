@@ -10,11 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 
-	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
-	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/layer2"
 )
 
@@ -56,15 +52,7 @@ func (l *signalL2) expect(ip netip.Addr) {
 func BenchmarkServiceToAnnouncement(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
-			objs := []runtime.Object{benchNode(1), benchNode(2), benchNode(3)}
-			for i := range n {
-				objs = append(objs, benchService(i, n))
-			}
-			kube := fake.NewClientset(objs...)
-			herald := heraldfake.NewSimpleClientset(
-				&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
-				&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
-			)
+			kube, herald := benchClients(n)
 			l2 := &signalL2{seen: make(chan time.Time, 1)}
 			s, err := New(kube, herald, Options{NodeName: "node1", Namespace: testNS, L2: l2})
 			if err != nil {

@@ -70,23 +70,21 @@ func (l *nullL2) Interfaces(netip.Addr) []string              { return []string{
 // once. The returned store is its Service cache, to change Services in.
 func benchSpeaker(b testing.TB, n int) (*Speaker, cache.Store) {
 	b.Helper()
-	objs := []runtime.Object{}
-	for i := range 3 {
-		objs = append(objs, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node%d", i+1)},
-			Status: corev1.NodeStatus{
-				Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("198.51.100.%d", i+11)}},
-				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			}})
-	}
+	kube, herald := benchClients(n)
+	return startedSpeaker(b, kube, herald, n, Options{NodeName: "node1", Namespace: "herald-system", L2: &nullL2{}})
+}
+
+// benchClients are fake clientsets holding 3 Ready nodes, n Services with
+// addresses (benchService), one pool and one L2Advertisement.
+func benchClients(n int) (*fake.Clientset, *heraldfake.Clientset) {
+	objs := []runtime.Object{benchNode(1), benchNode(2), benchNode(3)}
 	for i := range n {
 		objs = append(objs, benchService(i, n))
 	}
-	kube := fake.NewClientset(objs...)
-	herald := heraldfake.NewSimpleClientset(
+	return fake.NewClientset(objs...), heraldfake.NewSimpleClientset(
 		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
 		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
 	)
-	return startedSpeaker(b, kube, herald, n, Options{NodeName: "node1", Namespace: "herald-system", L2: &nullL2{}})
 }
 
 // startedSpeaker is a speaker made with opts whose informers have started
