@@ -26,7 +26,7 @@ import (
 const usage = `Usage:
   kubectl herald migrate [-f FILE|DIR|- ...] [--allow-partial] [--namespace NS] > herald-config.yaml
   kubectl herald migrate --plan [--config-file herald-config.yaml] > takeover.sh
-  kubectl herald status [svc NAME | ip ADDR | node NAME]
+  kubectl herald status [--namespace NS] [svc NAME | ip ADDR | node NAME]
 Common flags: --kubeconfig PATH, --context NAME.
 migrate exits 3 when something could not be translated (unless --allow-partial).
 `
@@ -134,6 +134,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.SetOutput(stderr)
 	var cf clusterFlags
 	cf.register(fs)
+	ns := fs.String("namespace", "herald-system", "Herald's namespace (where the announcement hold Lease would be)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	in, err := statusview.Fetch(ctx, kube, dyn)
+	in, err := statusview.Fetch(ctx, kube, dyn, *ns)
 	if err != nil {
 		return err
 	}

@@ -24,3 +24,21 @@ func LeaseExpiry(l *coordinationv1.Lease) time.Time {
 	}
 	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
 }
+
+// HoldUntil is when a hold Lease (one that holds while it exists, such as
+// the speakers' announcement hold) stops holding: renewTime, else
+// acquireTime, else its creation, plus leaseDurationSeconds. Zero when it
+// has no duration: it holds until deleted.
+func HoldUntil(l *coordinationv1.Lease) time.Time {
+	if l == nil || l.Spec.LeaseDurationSeconds == nil {
+		return time.Time{}
+	}
+	from := l.CreationTimestamp.Time
+	switch {
+	case l.Spec.RenewTime != nil:
+		from = l.Spec.RenewTime.Time
+	case l.Spec.AcquireTime != nil:
+		from = l.Spec.AcquireTime.Time
+	}
+	return from.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second)
+}

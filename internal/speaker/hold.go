@@ -6,6 +6,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s"
 )
 
 // announceHold is the state of the hold Lease (heraldv1.AnnounceHoldLease)
@@ -26,15 +27,7 @@ func holdOf(l *coordinationv1.Lease, now time.Time) announceHold {
 	if l.Spec.HolderIdentity != nil {
 		h.holder = *l.Spec.HolderIdentity
 	}
-	if d := l.Spec.LeaseDurationSeconds; d != nil {
-		from := l.CreationTimestamp.Time
-		switch {
-		case l.Spec.RenewTime != nil:
-			from = l.Spec.RenewTime.Time
-		case l.Spec.AcquireTime != nil:
-			from = l.Spec.AcquireTime.Time
-		}
-		h.until = from.Add(time.Duration(*d) * time.Second)
+	if h.until = k8s.HoldUntil(l); !h.until.IsZero() {
 		h.held = now.Before(h.until)
 	}
 	return h

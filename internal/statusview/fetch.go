@@ -3,6 +3,7 @@ package statusview
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,16 +12,29 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 )
 
 // SpeakerStatusGroupResource is the speakers' per-node status resource.
 var SpeakerStatusGroupResource = schema.GroupResource{Group: "herald.dev", Resource: "speakerstatuses"}
 
 // Fetch reads the inputs of the view: every Service, the speakers' and
-// controller's events, and the speaker status objects when the cluster
-// serves them (in whatever version it prefers).
-func Fetch(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) (Inputs, error) {
-	var in Inputs
+// controller's events, the speaker status objects when the cluster serves
+// them (in whatever version it prefers), and the announcement hold Lease
+// in Herald's namespace.
+func Fetch(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, heraldNamespace string) (Inputs, error) {
+	in := Inputs{Now: time.Now()}
+	hold, err := kube.CoordinationV1().Leases(heraldNamespace).Get(ctx, v1beta1.AnnounceHoldLease, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		in.Hold = hold
+	case apierrors.IsNotFound(err):
+	case apierrors.IsForbidden(err):
+		in.HoldUnknown = fmt.Sprintf("cannot read the Lease %s/%s (%v): whether the speakers' announcements are held is unknown", heraldNamespace, v1beta1.AnnounceHoldLease, err)
+	default:
+		return in, fmt.Errorf("reading the announcement hold: %w", err)
+	}
 	svcs, err := kube.CoreV1().Services("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return in, fmt.Errorf("listing Services: %w", err)

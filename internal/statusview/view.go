@@ -7,10 +7,13 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s"
 )
 
 // Inputs are what the view is built from.
@@ -22,6 +25,12 @@ type Inputs struct {
 	Speakers []map[string]any
 	// SpeakersServed says whether the cluster serves speakerstatuses.
 	SpeakersServed bool
+	// Hold is the announcement hold Lease (v1beta1.AnnounceHoldLease),
+	// nil when there is none; HoldUnknown says why it could not be read.
+	Hold        *coordinationv1.Lease
+	HoldUnknown string
+	// Now is when the inputs were read.
+	Now time.Time
 }
 
 // Filter limits the view to one Service ("name" or "namespace/name"), one
@@ -78,6 +87,9 @@ func Build(in Inputs, f Filter) View {
 	if !in.SpeakersServed {
 		v.Notes = append(v.Notes, "no speaker status objects (speakerstatuses.herald.dev) in this cluster: announcers are taken from the speakers' events, which say who announced last, not who announces now")
 	}
+	if n := holdNote(in, in.Now); n != "" {
+		v.Notes = append(v.Notes, n)
+	}
 	byIP := map[netip.Addr][]Announcer{}
 	for _, node := range sortedKeys(v.NodeReports) {
 		for _, a := range v.NodeReports[node] {
@@ -117,6 +129,29 @@ func Build(in Inputs, f Filter) View {
 		v.Speakers = keep
 	}
 	return v
+}
+
+// holdNote says when the speakers' announcements are held (at now).
+func holdNote(in Inputs, now time.Time) string {
+	if in.HoldUnknown != "" {
+		return in.HoldUnknown
+	}
+	l := in.Hold
+	if l == nil {
+		return ""
+	}
+	holder, until := "", "until it is deleted"
+	if l.Spec.HolderIdentity != nil {
+		holder = " by " + *l.Spec.HolderIdentity
+	}
+	if t := k8s.HoldUntil(l); !t.IsZero() {
+		if !now.Before(t) {
+			return fmt.Sprintf("the announcement hold Lease %s/%s ran out at %s: it no longer holds the speakers", l.Namespace, l.Name, t.UTC().Format(time.RFC3339))
+		}
+		until = "until " + t.UTC().Format(time.RFC3339)
+	}
+	return fmt.Sprintf("ANNOUNCEMENTS HELD%s: the Lease %s/%s exists, so every speaker answers no ARP/NDP and opens no BGP session %s (kubectl -n %[2]s delete lease %[3]s lifts it)",
+		holder, l.Namespace, l.Name, until)
 }
 
 func row(s *corev1.Service) Row {

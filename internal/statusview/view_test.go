@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -149,5 +150,47 @@ func TestFilters(t *testing.T) {
 	v := Build(inputs(true), Filter{Node: "node-a"})
 	if len(v.NodeReports) != 1 || len(v.NodeReports["node-a"]) != 2 || len(v.Speakers) != 1 {
 		t.Errorf("node reports %+v", v.NodeReports)
+	}
+}
+
+// TestHoldNote: the announcement hold is said first among the notes, with
+// its holder and end; a run-out hold and an unreadable one are said too.
+func TestHoldNote(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	holder, secs := "kubectl-herald-migrate", int32(60)
+	hold := func(spec coordinationv1.LeaseSpec) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "herald-system", Name: v1beta1.AnnounceHoldLease,
+			CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))}, Spec: spec}
+	}
+	for _, c := range []struct {
+		name    string
+		in      Inputs
+		want    []string
+		notHeld bool
+	}{
+		{"none", Inputs{}, nil, true},
+		{"until deleted", Inputs{Hold: hold(coordinationv1.LeaseSpec{HolderIdentity: &holder})},
+			[]string{"ANNOUNCEMENTS HELD by kubectl-herald-migrate", "herald-system/herald-announce-hold", "until it is deleted", "delete lease herald-announce-hold"}, false},
+		{"timed", Inputs{Hold: hold(coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs, RenewTime: &metav1.MicroTime{Time: now.Add(-30 * time.Second)}})},
+			[]string{"ANNOUNCEMENTS HELD", "until 1970-01-12T13:47:10Z"}, false},
+		{"run out", Inputs{Hold: hold(coordinationv1.LeaseSpec{LeaseDurationSeconds: &secs})},
+			[]string{"ran out at 1970-01-12T13:46:40Z", "no longer holds"}, true},
+		{"forbidden", Inputs{HoldUnknown: "cannot read the Lease herald-system/herald-announce-hold (forbidden)"},
+			[]string{"cannot read the Lease"}, true},
+	} {
+		c.in.Now, c.in.SpeakersServed = now, true
+		v := Build(c.in, Filter{})
+		notes := strings.Join(v.Notes, "\n")
+		if c.want == nil && notes != "" {
+			t.Errorf("%s: notes %q", c.name, notes)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(notes, w) {
+				t.Errorf("%s: notes %q lack %q", c.name, notes, w)
+			}
+		}
+		if held := strings.Contains(notes, "ANNOUNCEMENTS HELD"); held == c.notHeld {
+			t.Errorf("%s: held %v", c.name, held)
+		}
 	}
 }
