@@ -59,7 +59,9 @@ func waitRouted(t *testing.T, ctx context.Context, l *lab.Lab, addrs []netip.Add
 }
 
 // hopWatch samples the router's FIB next hops of the BGP addresses
-// during the takeover and keeps any that leads to no lab node.
+// during the takeover, one address every 100 ms in turn (each sample is
+// an `ip route` process: 80 a second overloaded the machine), and keeps
+// any next hop that leads to no lab node.
 type hopWatch struct {
 	mu      sync.Mutex
 	strays  []string
@@ -72,26 +74,26 @@ func watchHops(ctx context.Context, l *lab.Lab, addrs []netip.Addr) *hopWatch {
 	w := &hopWatch{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
-		tick := time.NewTicker(50 * time.Millisecond)
+		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for i := 0; len(addrs) > 0; i++ {
 			select {
 			case <-w.stop:
 				return
 			case <-tick.C:
 			}
-			for _, a := range addrs {
-				hops, err := l.RouterFIB(ctx, hostPrefix(a))
-				w.mu.Lock()
-				w.samples++
-				for _, h := range hops {
-					if err == nil && h.Node == "" {
-						w.strays = append(w.strays, a.String()+" via "+h.Addr.String())
-					}
+			a := addrs[i%len(addrs)]
+			hops, err := l.RouterFIB(ctx, hostPrefix(a))
+			w.mu.Lock()
+			w.samples++
+			for _, h := range hops {
+				if err == nil && h.Node == "" {
+					w.strays = append(w.strays, a.String()+" via "+h.Addr.String())
 				}
-				w.mu.Unlock()
 			}
+			w.mu.Unlock()
 		}
+		<-w.stop
 	}()
 	return w
 }
