@@ -44,7 +44,7 @@ func dualStack(s *corev1.Service) {
 	s.Spec.IPFamilyPolicy = &p
 }
 
-func host(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
+func host(a netip.Addr) netip.Prefix { return lab.HostPrefix(a) }
 
 // nodeAddrs lists the nodes' IPv4 (or IPv6) segment addresses.
 func nodeAddrs(l *lab.Lab, v6 bool, names ...string) []netip.Addr {

@@ -98,7 +98,7 @@ func parseRouteEvent(line string) (RouteEvent, bool) {
 		if err != nil {
 			return ev, false
 		}
-		ev.Prefix = netip.PrefixFrom(a, a.BitLen())
+		ev.Prefix = HostPrefix(a)
 	}
 	ev.At = at
 	return ev, true
@@ -133,3 +133,6 @@ func (m *RouteMonitor) Events(t testing.TB) []RouteEvent {
 	m.read(t)
 	return slices.Clone(m.events)
 }
+
+// HostPrefix is the /32 or /128 of a.
+func HostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }

@@ -32,8 +32,6 @@ func splitByMode(byService map[string][]netip.Addr) (l2, bgp []netip.Addr) {
 	return vips(l2s), vips(bgps)
 }
 
-func hostPrefix(a netip.Addr) netip.Prefix { return netip.PrefixFrom(a, a.BitLen()) }
-
 // waitRouted waits until the router's FIB sends each address to want next
 // hops, every one a lab node, and returns those nodes.
 func waitRouted(t *testing.T, ctx context.Context, l *lab.Lab, addrs []netip.Addr, want int, who string) map[netip.Addr][]string {
@@ -41,7 +39,7 @@ func waitRouted(t *testing.T, ctx context.Context, l *lab.Lab, addrs []netip.Add
 	out := map[netip.Addr][]string{}
 	for _, a := range addrs {
 		lab.Poll(t, who+"'s route to "+a.String()+" in the router's FIB", 2*time.Minute, func() bool {
-			hops, err := l.RouterFIB(ctx, hostPrefix(a))
+			hops, err := l.RouterFIB(ctx, lab.HostPrefix(a))
 			if err != nil || len(hops) != want {
 				return false
 			}
@@ -83,7 +81,7 @@ func watchHops(ctx context.Context, l *lab.Lab, addrs []netip.Addr) *hopWatch {
 			case <-tick.C:
 			}
 			a := addrs[i%len(addrs)]
-			hops, err := l.RouterFIB(ctx, hostPrefix(a))
+			hops, err := l.RouterFIB(ctx, lab.HostPrefix(a))
 			w.mu.Lock()
 			w.samples++
 			for _, h := range hops {
@@ -115,7 +113,7 @@ func reportBGP(t *testing.T, start time.Time, addrs []netip.Addr, events []lab.R
 	t.Helper()
 	var gaps []time.Duration
 	for _, a := range addrs {
-		gap, from, to, back := longestAbsence(events, hostPrefix(a), start)
+		gap, from, to, back := longestAbsence(events, lab.HostPrefix(a), start)
 		if !back {
 			t.Errorf("%s: the router's route went at %v and never came back", a, from.Sub(start).Round(time.Millisecond))
 			continue

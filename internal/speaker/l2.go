@@ -81,6 +81,9 @@ type planOptions struct {
 // settled; with keep, also those it owned before), plus the ones it is
 // still handing over.
 func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
+	if o.held {
+		return l.dropAll()
+	}
 	var p l2Plan
 	now, grace := o.now, o.grace
 	owners := map[netip.Addr]announce.L2Owner{}
@@ -88,9 +91,6 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 		owners[ow.IP] = ow
 	}
 	mine := map[netip.Addr]announce.L2Owner{}
-	if o.held {
-		return l.dropAll()
-	}
 	if o.settled {
 		for ip, ow := range owners {
 			_, had := l.owned[ip]

@@ -45,7 +45,11 @@ func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated, held b
 	}
 	ml := s.memberList()
 	settled := ml == nil || ml.Settled()
-	p := s.l2.plan(s.opts.NodeName, announce.L2(st), planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
+	var res announce.L2Result
+	if !held {
+		res = announce.L2(st) // held, nothing is announced: no decision to take
+	}
+	p := s.l2.plan(s.opts.NodeName, res, planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
 	s.opts.L2.SetAnnouncements(p.want)
 	claimed := make([]netip.Addr, 0, len(p.claimed))
 	for _, o := range p.claimed {
@@ -102,9 +106,9 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 		return fmt.Errorf("node %s: %w", s.opts.NodeName, err)
 	}
 	v4, v6 := nodeAddresses(me)
-	res := announce.BGP(st, s.opts.NodeName)
-	if held {
-		res = announce.BGPResult{} // no session, no route
+	var res announce.BGPResult // held: no session, no route
+	if !held {
+		res = announce.BGP(st, s.opts.NodeName)
 	}
 	err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
 	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
