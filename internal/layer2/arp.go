@@ -148,14 +148,14 @@ func parseARPFrame(b []byte) (*arp.Packet, *ethernet.Frame, error) {
 
 func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet, vip netip.Addr, received time.Time) {
 	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoARP).Inc()
-	p.spec.sending.RLock()
-	err := p.client.Reply(req, p.spec.mac, vip)
-	p.spec.sending.RUnlock()
+	sent, err := p.spec.sendAnswer(vip, func() error { return p.client.Reply(req, p.spec.mac, vip) })
 	if err != nil {
 		log.Warn("sending ARP reply failed", "vip", vip, "to", req.SenderIP, "error", err)
 		return
 	}
-	p.spec.metrics.responses.WithLabelValues(p.spec.iface, protoARP).Inc()
+	if !sent {
+		return
+	}
 	p.spec.delays.answered(vip, received)
 	if log.Enabled(ctx, slog.LevelDebug) {
 		log.Debug("answered ARP request", "vip", vip, "from", req.SenderIP, "mac", req.SenderHardwareAddr)

@@ -100,11 +100,14 @@ func runAnnouncerHelper() {
 			want := parseAnnouncements(f[1:])
 			t0 := time.Now().UnixNano()
 			a.SetAnnouncements(want)
-			out.printf("ok %d %d", t0, time.Now().UnixNano())
+			t1 := time.Now().UnixNano()
+			out.printf("ok %d %d %d", t0, t1, answersSent(reg))
 		case "ifaces":
 			out.printf("ifaces %s", strings.Join(a.Interfaces(netip.MustParseAddr(f[1])), ","))
 		case "metric":
 			out.printf("metric %g", counterValue(reg, f[1], f[2], f[3]))
+		case "sent":
+			out.printf("sent %d", answersSent(reg))
 		}
 	}
 	cancel()
@@ -146,6 +149,18 @@ func counterValue(reg *prometheus.Registry, name, iface, proto string) float64 {
 		}
 	}
 	return 0
+}
+
+// answersSent is how many ARP replies, gratuitous ARPs and neighbour
+// advertisements the announcer has sent on eth0, from its counters.
+func answersSent(reg *prometheus.Registry) int {
+	n := 0.0
+	for _, name := range []string{"herald_l2_responses_sent_total", "herald_l2_gratuitous_sent_total"} {
+		for _, proto := range []string{protoARP, protoNDP} {
+			n += counterValue(reg, name, "eth0", proto)
+		}
+	}
+	return int(n)
 }
 
 // helper is the parent's handle on a helper process.
@@ -291,12 +306,31 @@ func (h *helper) set(specs ...string) time.Time {
 // call and just after it returned.
 func (h *helper) setTimed(specs ...string) (before, after time.Time) {
 	h.t.Helper()
+	before, after, _ = h.setCounted(specs...)
+	return before, after
+}
+
+// setCounted is setTimed that also returns answersSent as SetAnnouncements
+// returned.
+func (h *helper) setCounted(specs ...string) (before, after time.Time, sent int) {
+	h.t.Helper()
 	r := h.call("set %s", strings.Join(specs, " "))
 	var t0, t1 int64
-	if _, err := fmt.Sscanf(r, "ok %d %d", &t0, &t1); err != nil {
+	if _, err := fmt.Sscanf(r, "ok %d %d %d", &t0, &t1, &sent); err != nil {
 		h.t.Fatalf("helper %s: set: %q", h.name, r)
 	}
-	return time.Unix(0, t0), time.Unix(0, t1)
+	return time.Unix(0, t0), time.Unix(0, t1), sent
+}
+
+// sent returns the announcer's answersSent now.
+func (h *helper) sent() int {
+	h.t.Helper()
+	r := h.call("sent")
+	var n int
+	if _, err := fmt.Sscanf(r, "sent %d", &n); err != nil {
+		h.t.Fatalf("helper %s: sent: %q", h.name, r)
+	}
+	return n
 }
 
 func (h *helper) ifaces(ip string) string {

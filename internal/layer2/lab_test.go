@@ -3,7 +3,6 @@ package layer2
 import (
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/herald-lb/herald/internal/labkit"
 )
@@ -45,12 +44,6 @@ func (l *lab) neigh(ns, ip string) string {
 	}
 	return strings.TrimSpace(l.IP(ns, fam, "neigh", "show", ip, "dev", "eth0"))
 }
-
-// inFlight bounds how long after it was sent a frame reaches the client
-// through the bridge. The forwarding runs in softirq context, which a busy
-// machine defers to ksoftirqd; 100 ms is far above anything measured and
-// far below the 1 s between two gratuitous packets of a burst.
-const inFlight = 100 * time.Millisecond
 
 // addProbingClient adds the client with the IPv6 sources of probeBoth
 // configured (its kernel must know them to receive the answers).

@@ -214,14 +214,14 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	if !from.IsValid() || from.IsUnspecified() {
 		dst, solicited = netip.IPv6LinkLocalAllNodes(), false
 	}
-	p.spec.sending.RLock()
-	err := p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst)
-	p.spec.sending.RUnlock()
+	sent, err := p.spec.sendAnswer(vip, func() error { return p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst) })
 	if err != nil {
 		p.spec.log.Warn("sending neighbor advertisement failed", "vip", vip, "to", dst, "error", err)
 		return
 	}
-	p.spec.metrics.responses.WithLabelValues(p.spec.iface, protoNDP).Inc()
+	if !sent {
+		return
+	}
 	if p.spec.log.Enabled(ctx, slog.LevelDebug) {
 		p.spec.log.Debug("answered neighbor solicitation", "vip", vip, "from", from, "kind", kind)
 	}

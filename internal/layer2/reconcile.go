@@ -157,8 +157,16 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, prev ownership, reopened map[responderKey]bool) {
 	for _, vip := range slices.SortedFunc(maps.Keys(before), netip.Addr.Compare) {
 		for _, name := range before[vip] {
-			if !slices.Contains(after[vip], name) {
-				a.log.Info("stopped announcing VIP", "vip", vip, "interface", name, "reason", a.stopReasonLocked(vip, name, prev))
+			if slices.Contains(after[vip], name) {
+				continue
+			}
+			a.log.Info("stopped announcing VIP", "vip", vip, "interface", name, "reason", a.stopReasonLocked(vip, name, prev))
+			// A responder that stays open (it serves other VIPs) may
+			// be sending for vip right now: wait for that, so that
+			// SetAnnouncements returns with vip silent. A closed one
+			// has already waited for its goroutines.
+			if e := a.responders[responderKey{iface: name, proto: protocolOf(vip)}]; e != nil {
+				e.h.silence(vip)
 			}
 		}
 	}

@@ -67,7 +67,7 @@ type responderSpec struct {
 	vips    func() []netip.Addr
 	refresh time.Duration
 	// sending is held for reading while an answer is sent (see
-	// responder.sending); startResponder sets it.
+	// responder.sending and sendAnswer); startResponder sets it.
 	sending *sync.RWMutex
 	log     *slog.Logger
 	metrics *metrics
@@ -214,7 +214,8 @@ func (r *responder) announce(vip netip.Addr) {
 
 // silence stops a gratuitous burst in progress for vip. When it returns, no
 // gratuitous packet for vip is being sent and none will be until announce
-// is called again.
+// is called again; if vip is no longer owned, no answer for it is being
+// sent either (see sendAnswer).
 func (r *responder) silence(vip netip.Addr) {
 	// Cancelling under sending waits for a packet in flight, and
 	// sendGratuitous sees the cancellation before sending another.
@@ -281,6 +282,24 @@ func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, e
 		return true, err
 	}
 	r.spec.metrics.gratuitous.WithLabelValues(r.spec.iface, r.spec.proto).Inc()
+	return true, nil
+}
+
+// sendAnswer sends an answer for vip (an ARP reply or a solicited NA) with
+// send, and counts it, unless vip stopped being answered here since the
+// request was matched: ownership is checked again under sending, so that
+// once silence has returned for a withdrawn VIP no answer for it leaves.
+// It reports whether it tried.
+func (s responderSpec) sendAnswer(vip netip.Addr, send func() error) (bool, error) {
+	s.sending.RLock()
+	defer s.sending.RUnlock()
+	if !s.owns(vip) {
+		return false, nil
+	}
+	if err := send(); err != nil {
+		return true, err
+	}
+	s.metrics.responses.WithLabelValues(s.iface, s.proto).Inc()
 	return true, nil
 }
 
