@@ -33,24 +33,51 @@ type L2Result struct {
 func L2(st State) L2Result {
 	res := L2Result{Unowned: map[netip.Addr]string{}}
 	nodes := st.nodes()
-	ips, byIP := st.holders()
-	for _, ip := range ips {
-		svcs := byIP[ip]
-		ads := st.l2AdsFor(ip, svcs)
-		if len(ads) == 0 {
-			res.Uncovered = append(res.Uncovered, ip)
-			continue
-		}
-		cands := l2Candidates(st, nodes, ads)
-		cands = preferLocal(cands, svcs)
-		owner := Owner(ip, cands)
-		if owner == "" {
-			res.Unowned[ip] = ReasonNoEligibleNode
-			continue
-		}
-		res.Owners = append(res.Owners, L2Owner{IP: ip, Node: owner, Interfaces: interfacesFor(ads, nodes, owner), Services: keys(svcs)})
+	for _, h := range st.holders() {
+		res.add(decideL2(st, nodes, h.ip, h.svcs))
 	}
 	return res
+}
+
+// l2Decision is the decision for one address: an owner, or the reason
+// there is none (ReasonNoEligibleNode), or no L2Advertisement covering it.
+type l2Decision struct {
+	owner     L2Owner
+	unowned   string
+	uncovered bool
+}
+
+// add appends one address's decision to the result, in address order.
+func (res *L2Result) add(d l2Decision) {
+	switch {
+	case d.uncovered:
+		res.Uncovered = append(res.Uncovered, d.owner.IP)
+	case d.unowned != "":
+		res.Unowned[d.owner.IP] = d.unowned
+	default:
+		res.Owners = append(res.Owners, d.owner)
+	}
+}
+
+// decideL2 decides the owner of ip, held by svcs (sorted by key). It
+// depends on nothing else than the configuration, the nodes and their
+// liveness.
+func decideL2(st State, nodes []node, ip netip.Addr, svcs []*Service) l2Decision {
+	d := l2Decision{owner: L2Owner{IP: ip}}
+	ads := st.l2AdsFor(ip, svcs)
+	if len(ads) == 0 {
+		d.uncovered = true
+		return d
+	}
+	cands := l2Candidates(st, nodes, ads)
+	cands = preferLocal(cands, svcs)
+	owner := Owner(ip, cands)
+	if owner == "" {
+		d.unowned = ReasonNoEligibleNode
+		return d
+	}
+	d.owner = L2Owner{IP: ip, Node: owner, Interfaces: interfacesFor(ads, nodes, owner), Services: keys(svcs)}
+	return d
 }
 
 // l2AdsFor returns the L2Advertisements covering the address for at least

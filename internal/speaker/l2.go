@@ -86,23 +86,19 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	}
 	var p l2Plan
 	now, grace := o.now, o.grace
-	owners := map[netip.Addr]announce.L2Owner{}
-	for _, ow := range res.Owners {
-		owners[ow.IP] = ow
-	}
-	mine := map[netip.Addr]announce.L2Owner{}
+	mine := make(map[netip.Addr]announce.L2Owner, len(l.owned))
 	if o.settled {
-		for ip, ow := range owners {
-			_, had := l.owned[ip]
-			if ow.Node != me && !(o.keep && had) {
-				continue
-			}
+		for _, ow := range res.Owners {
+			ip := ow.IP
 			if ow.Node != me {
-				prev := l.owned[ip]
+				prev, had := l.owned[ip]
+				if !o.keep || !had {
+					continue
+				}
 				ow = announce.L2Owner{IP: ip, Node: me, Interfaces: prev.Interfaces, Services: ow.Services}
 			}
 			mine[ip] = ow
-			if !had {
+			if _, had := l.owned[ip]; !had {
 				p.claimed = append(p.claimed, ow)
 			}
 			delete(l.releasing, ip)
@@ -114,7 +110,7 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 		}
 	}
 	for ip, r := range l.releasing {
-		next, ok := owners[ip]
+		next, ok := ownerOf(res.Owners, ip)
 		switch {
 		case !ok || next.Node == "" || r.takenOver || now.Sub(r.since) >= grace:
 			delete(l.releasing, ip)
@@ -135,4 +131,13 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
 	slices.SortFunc(p.dropped, netip.Addr.Compare)
 	return p
+}
+
+// ownerOf finds ip's owner in owners, sorted by address.
+func ownerOf(owners []announce.L2Owner, ip netip.Addr) (announce.L2Owner, bool) {
+	i, found := slices.BinarySearchFunc(owners, ip, func(o announce.L2Owner, ip netip.Addr) int { return o.IP.Compare(ip) })
+	if !found {
+		return announce.L2Owner{}, false
+	}
+	return owners[i], true
 }

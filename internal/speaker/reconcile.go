@@ -47,7 +47,7 @@ func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated, held b
 	settled := ml == nil || ml.Settled()
 	var res announce.L2Result
 	if !held {
-		res = announce.L2(st) // held, nothing is announced: no decision to take
+		res = s.l2Memo.Decide(st) // held, nothing is announced: no decision to take
 	}
 	p := s.l2.plan(s.opts.NodeName, res, planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
 	s.opts.L2.SetAnnouncements(p.want)

@@ -65,13 +65,40 @@ type nullL2 struct{ n int }
 func (l *nullL2) SetAnnouncements(want []layer2.Announcement) { l.n = len(want) }
 func (l *nullL2) Interfaces(netip.Addr) []string              { return []string{"eth0"} }
 
-// benchSpeaker is a speaker on node1 of 3 whose caches hold n Services
-// with addresses from one pool and one L2Advertisement; it has reconciled
-// once. The returned store is its Service cache, to change Services in.
+// benchSpeaker is a synced speaker on node1 of 3 whose caches hold n
+// Services with addresses from one pool and one L2Advertisement; node2
+// and node3 are alive (by their Leases: there is no member list), so
+// node1 announces about a third of the addresses. It has reconciled. The
+// returned store is its Service cache, to change Services in.
 func benchSpeaker(b testing.TB, n int) (*Speaker, cache.Store) {
 	b.Helper()
 	kube, herald := benchClients(n)
-	return startedSpeaker(b, kube, herald, n, Options{NodeName: "node1", Namespace: "herald-system", L2: &nullL2{}})
+	for _, node := range []string{"node2", "node3"} {
+		if _, err := kube.CoordinationV1().Leases(testNS).Create(context.Background(), lease(node, time.Now(), 3600), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	l2 := &nullL2{}
+	s, store := startedSpeaker(b, kube, herald, n, Options{NodeName: "node1", Namespace: testNS, L2: l2})
+	deadline := time.Now().Add(time.Minute)
+	for !s.live("node2") || !s.live("node3") {
+		if err := s.reconcile(context.Background()); err != nil { // wants the Leases
+			b.Fatal(err)
+		}
+		s.leases.poll(context.Background()) // as its loop does, when running
+		if time.Now().After(deadline) {
+			b.Fatal("node2 and node3 never alive by their Leases")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.ready.synced.Store(true) // only now: claiming before the others were alive would hand over two thirds
+	if err := s.reconcile(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if l2.n < n/5 || l2.n > n/2 {
+		b.Fatalf("node1 announces %d of %d addresses, want about a third", l2.n, n)
+	}
+	return s, store
 }
 
 // benchClients are fake clientsets holding 3 Ready nodes, n Services with

@@ -17,12 +17,15 @@ import (
 // (announce.Service, endpoints summarised), sorted by key, and converts
 // again only the Services whose object or EndpointSlices changed since the
 // last reconcile (the informers' handlers mark them): a reconcile at
-// 10,000 Services does not convert 10,000.
+// 10,000 Services does not convert 10,000. Each conversion gets a new Rev,
+// so that announce.L2Memo decides again only the addresses of the Services
+// converted again.
 type serviceCache struct {
 	mu     sync.Mutex
 	dirty  map[string]bool
 	all    bool               // convert every Service (the first time)
 	sorted []announce.Service // by Key
+	rev    uint64             // the last Rev given
 }
 
 func newServiceCache() *serviceCache {
@@ -72,6 +75,9 @@ func (c *serviceCache) services(src serviceSource) ([]announce.Service, error) {
 			return nil, err
 		}
 		c.sorted = announce.ServicesFrom(svcs, src.ours, src.slicesOf)
+		for i := range c.sorted {
+			c.sorted[i].Rev = c.nextRev()
+		}
 		c.all, c.dirty = false, map[string]bool{}
 		return slices.Clone(c.sorted), nil
 	}
@@ -101,8 +107,19 @@ func (c *serviceCache) put(key string, svc *corev1.Service, src serviceSource) {
 		c.sorted = slices.Delete(c.sorted, i, i+1)
 	case svc == nil:
 	case found:
-		c.sorted[i] = announce.ServiceFrom(svc, src.slicesOf(svc))
+		c.sorted[i] = c.convert(svc, src)
 	default:
-		c.sorted = slices.Insert(c.sorted, i, announce.ServiceFrom(svc, src.slicesOf(svc)))
+		c.sorted = slices.Insert(c.sorted, i, c.convert(svc, src))
 	}
+}
+
+func (c *serviceCache) convert(svc *corev1.Service, src serviceSource) announce.Service {
+	out := announce.ServiceFrom(svc, src.slicesOf(svc))
+	out.Rev = c.nextRev()
+	return out
+}
+
+func (c *serviceCache) nextRev() uint64 {
+	c.rev++
+	return c.rev
 }

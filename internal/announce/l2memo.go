@@ -1,0 +1,122 @@
+package announce
+
+import (
+	"net/netip"
+	"reflect"
+	"slices"
+)
+
+// L2Memo decides like L2, remembering each address's decision between
+// calls: a call decides anew only the addresses whose holding Services
+// changed (by Key and Rev), unless what every decision depends on changed
+// (the configuration, the nodes' names, labels and eligibility, their
+// liveness), which decides every address anew. Its result always equals
+// L2's for the same State. The zero value is ready to use; it is not safe
+// for concurrent use.
+type L2Memo struct {
+	cfg     any // the configuration of the last call, compared by value
+	nodes   []node
+	live    []bool
+	entries []l2MemoEntry // by address
+	decided int           // addresses the last call decided anew
+}
+
+// l2MemoEntry is one address's decision (d.owner.IP is the address) and
+// the Services it was decided for.
+type l2MemoEntry struct {
+	holders []holderRev
+	d       l2Decision
+}
+
+// holderRev identifies a Service's conversion: its Rev, and its Key for
+// Services of Rev 0 (never reused).
+type holderRev struct {
+	key string
+	rev uint64
+}
+
+// Decide returns L2(st), deciding only what changed since the last call.
+func (m *L2Memo) Decide(st State) L2Result {
+	nodes := st.nodes()
+	live := make([]bool, len(nodes))
+	for i, n := range nodes {
+		live[i] = st.live(n.name)
+	}
+	if !m.sameWorld(st, nodes, live) {
+		m.entries = nil
+	}
+	m.cfg, m.nodes, m.live = configValue(st), nodes, live
+	res := L2Result{Unowned: map[netip.Addr]string{}}
+	m.decided = 0
+	hs := st.holders()
+	next := make([]l2MemoEntry, 0, len(hs))
+	res.Owners = make([]L2Owner, 0, len(hs))
+	old := m.entries // sorted by address, as hs
+	for _, h := range hs {
+		for len(old) > 0 && old[0].d.owner.IP.Less(h.ip) {
+			old = old[1:]
+		}
+		var e l2MemoEntry
+		if len(old) > 0 && old[0].d.owner.IP == h.ip && sameHolders(old[0].holders, h.svcs) {
+			e = old[0]
+		} else {
+			e = l2MemoEntry{holders: holderRevs(h.svcs), d: decideL2(st, nodes, h.ip, h.svcs)}
+			m.decided++
+		}
+		next = append(next, e)
+		res.add(e.d)
+	}
+	m.entries = next
+	if len(res.Owners) == 0 {
+		res.Owners = nil // as L2
+	}
+	return res
+}
+
+// Decided is how many addresses the last Decide decided anew (the others
+// it took from the memo).
+func (m *L2Memo) Decided() int { return m.decided }
+
+// sameWorld reports whether the configuration, the nodes and their
+// liveness are those of the last call.
+func (m *L2Memo) sameWorld(st State, nodes []node, live []bool) bool {
+	if m.entries == nil || !slices.Equal(live, m.live) || len(nodes) != len(m.nodes) {
+		return false
+	}
+	for i, n := range nodes {
+		o := m.nodes[i]
+		if n.name != o.name || n.eligible != o.eligible || n.reason != o.reason || !reflect.DeepEqual(n.labels, o.labels) {
+			return false
+		}
+	}
+	return reflect.DeepEqual(configValue(st), m.cfg)
+}
+
+// configValue is the configuration as compared between calls: by value,
+// since every reconcile builds a new one.
+func configValue(st State) any {
+	if st.Config == nil {
+		return nil
+	}
+	return *st.Config
+}
+
+func sameHolders(have []holderRev, svcs []*Service) bool {
+	if len(have) != len(svcs) {
+		return false
+	}
+	for i, s := range svcs {
+		if s.Rev == 0 || have[i] != (holderRev{s.Key, s.Rev}) {
+			return false
+		}
+	}
+	return true
+}
+
+func holderRevs(svcs []*Service) []holderRev {
+	out := make([]holderRev, len(svcs))
+	for i, s := range svcs {
+		out[i] = holderRev{s.Key, s.Rev}
+	}
+	return out
+}
