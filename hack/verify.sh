@@ -13,7 +13,7 @@ export GOFLAGS=-buildvcs=false GOWORK=off
 fail=0
 say() { printf '[verify] %s\n' "$*" >&2; }
 
-unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
+unformatted=$(gofmt -l $(git ls-files --cached --others --exclude-standard '*.go') 2>/dev/null || true)
 if [ -n "$unformatted" ]; then
   say "gofmt wants changes in:"; echo "$unformatted" >&2; fail=1
 fi

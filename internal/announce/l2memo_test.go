@@ -25,7 +25,10 @@ func TestL2MemoEqualsL2(t *testing.T) {
 			L2Advertisements: []*v1beta1.L2Advertisement{l2ad("l2", func(s *v1beta1.L2AdvertisementSpec) { s.IPAddressPools = []string{"l2"} })}}),
 		cfg(t, config.Input{Pools: []*v1beta1.IPAddressPool{pool("l2", "198.51.100.64/27", "2001:db8:1::64-2001:db8:1::7f"), pool("other", "198.51.100.128/27")},
 			L2Advertisements: []*v1beta1.L2Advertisement{
-				l2ad("l2", func(s *v1beta1.L2AdvertisementSpec) { s.IPAddressPools = []string{"l2"}; s.Interfaces = []string{"eth1"} }),
+				l2ad("l2", func(s *v1beta1.L2AdvertisementSpec) {
+					s.IPAddressPools = []string{"l2"}
+					s.Interfaces = []string{"eth1"}
+				}),
 				l2ad("zone-a", func(s *v1beta1.L2AdvertisementSpec) { s.NodeSelectors = []metav1.LabelSelector{sel("zone", "a")} }),
 			}}),
 	}
