@@ -124,7 +124,7 @@ fuzz:
 bench: bench-pure bench-controller bench-l2 bench-bgp
 
 bench-pure:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/bgp/ ./internal/layer2/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/bgp/ ./internal/layer2/ ./internal/announce/
 
 bench-controller:
 	$(GO) test -count=1 -run '^$$' -bench 'Controller(StartWith1000Pending|Create1000)$$' -benchtime 1x ./internal/controller/

@@ -1,10 +1,11 @@
 package announce
 
 import (
-	"fmt"
+	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"slices"
-	"sort"
+	"strings"
 
 	"github.com/herald-lb/herald/internal/config"
 )
@@ -35,11 +36,14 @@ type routeKey struct {
 	peer   string
 }
 
+// attrs are what the advertisements covering one prefix for one peer
+// give it, duplicates included (group removes them): slices, not sets, so
+// that 10,000 prefixes do not cost 30,000 maps.
 type attrs struct {
-	communities map[uint32]bool
-	large       map[[3]uint32]bool
+	communities []uint32
+	large       [][3]uint32
 	localPref   *uint32
-	services    map[string]bool
+	services    []string
 }
 
 // BGP decides the sessions and routes of one node.
@@ -110,7 +114,7 @@ func (st State) addRoutes(merged map[routeKey]*attrs, s *Service, ip netip.Addr,
 			k := routeKey{prefix, p.Name}
 			a := merged[k]
 			if a == nil {
-				a = &attrs{communities: map[uint32]bool{}, large: map[[3]uint32]bool{}, services: map[string]bool{}}
+				a = &attrs{}
 				merged[k] = a
 			}
 			a.add(ad, s.Key)
@@ -119,38 +123,44 @@ func (st State) addRoutes(merged map[routeKey]*attrs, s *Service, ip netip.Addr,
 }
 
 func (a *attrs) add(ad *config.BGPAdvertisement, svc string) {
-	for _, c := range ad.Communities {
-		a.communities[c] = true
-	}
-	for _, c := range ad.LargeCommunities {
-		a.large[c] = true
-	}
+	a.communities = append(a.communities, ad.Communities...)
+	a.large = append(a.large, ad.LargeCommunities...)
 	if ad.LocalPref != nil && (a.localPref == nil || *ad.LocalPref > *a.localPref) {
 		lp := *ad.LocalPref
 		a.localPref = &lp
 	}
-	a.services[svc] = true
+	a.services = append(a.services, svc)
+}
+
+// routeID tells routes apart: one prefix with one set of attributes.
+type routeID struct {
+	prefix       netip.Prefix
+	communities  string // the sorted communities, 4 bytes each
+	large        string // the sorted large communities, 12 bytes each
+	localPref    uint32
+	hasLocalPref bool
 }
 
 // group turns per-(prefix, peer) attributes into routes, one per prefix and
 // distinct attribute set.
 func group(merged map[routeKey]*attrs) []Route {
-	byID := map[string]*Route{}
+	byID := make(map[routeID]*Route, len(merged))
 	for k, a := range merged {
 		r := Route{Prefix: k.prefix, LocalPref: a.localPref}
-		for c := range a.communities {
-			r.Communities = append(r.Communities, c)
+		if len(a.communities) > 0 {
+			r.Communities = slices.Clone(a.communities)
+			slices.Sort(r.Communities)
+			r.Communities = slices.Compact(r.Communities)
 		}
-		slices.Sort(r.Communities)
-		for c := range a.large {
-			r.LargeCommunities = append(r.LargeCommunities, c)
+		if len(a.large) > 0 {
+			r.LargeCommunities = slices.Clone(a.large)
+			slices.SortFunc(r.LargeCommunities, compareLarge)
+			r.LargeCommunities = slices.Compact(r.LargeCommunities)
 		}
-		sort.Slice(r.LargeCommunities, func(i, j int) bool { return lessLarge(r.LargeCommunities[i], r.LargeCommunities[j]) })
-		lp := "-"
+		id := routeID{prefix: k.prefix, communities: communitiesKey(r.Communities), large: largeKey(r.LargeCommunities)}
 		if r.LocalPref != nil {
-			lp = fmt.Sprint(*r.LocalPref)
+			id.localPref, id.hasLocalPref = *r.LocalPref, true
 		}
-		id := fmt.Sprint(k.prefix, r.Communities, r.LargeCommunities, lp)
 		if prev := byID[id]; prev != nil {
 			prev.Peers = append(prev.Peers, k.peer)
 			prev.Services = mergeSorted(prev.Services, a.services)
@@ -165,33 +175,55 @@ func group(merged map[routeKey]*attrs) []Route {
 		slices.Sort(r.Peers)
 		out = append(out, *r)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if c := out[i].Prefix.Addr().Compare(out[j].Prefix.Addr()); c != 0 {
-			return c < 0
+	slices.SortFunc(out, func(a, b Route) int {
+		if c := a.Prefix.Addr().Compare(b.Prefix.Addr()); c != 0 {
+			return c
 		}
-		if out[i].Prefix.Bits() != out[j].Prefix.Bits() {
-			return out[i].Prefix.Bits() < out[j].Prefix.Bits()
+		if c := cmp.Compare(a.Prefix.Bits(), b.Prefix.Bits()); c != 0 {
+			return c
 		}
-		return out[i].Peers[0] < out[j].Peers[0]
+		return strings.Compare(a.Peers[0], b.Peers[0])
 	})
 	return out
 }
 
-func mergeSorted(have []string, add map[string]bool) []string {
-	for s := range add {
-		if !slices.Contains(have, s) {
-			have = append(have, s)
-		}
+func communitiesKey(cs []uint32) string {
+	if len(cs) == 0 {
+		return ""
 	}
-	slices.Sort(have)
-	return have
+	b := make([]byte, 0, 4*len(cs))
+	for _, c := range cs {
+		b = binary.BigEndian.AppendUint32(b, c)
+	}
+	return string(b)
 }
 
-func lessLarge(a, b [3]uint32) bool {
-	for k := 0; k < 3; k++ {
-		if a[k] != b[k] {
-			return a[k] < b[k]
+func largeKey(ls [][3]uint32) string {
+	if len(ls) == 0 {
+		return ""
+	}
+	b := make([]byte, 0, 12*len(ls))
+	for _, l := range ls {
+		for _, v := range l {
+			b = binary.BigEndian.AppendUint32(b, v)
 		}
 	}
-	return false
+	return string(b)
+}
+
+// mergeSorted adds names to the sorted set have and returns it sorted,
+// without duplicates.
+func mergeSorted(have, add []string) []string {
+	out := append(slices.Clone(have), add...)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func compareLarge(a, b [3]uint32) int {
+	for k := range 3 {
+		if c := cmp.Compare(a[k], b[k]); c != 0 {
+			return c
+		}
+	}
+	return 0
 }
