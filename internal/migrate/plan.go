@@ -155,7 +155,10 @@ func Plan(inv Inventory, opts PlanOptions) []Step {
 		fmt.Sprintf("kubectl -n %s rollout status daemonset/herald-speaker --timeout=300s", ns))
 	release := fmt.Sprintf("kubectl -n %s delete lease %s --ignore-not-found", ns, heraldv1.AnnounceHoldLease)
 	stopping := append(append([]Workload(nil), inv.Speakers...), inv.FRRK8s...)
-	del := []string{fmt.Sprintf("trap '%s' EXIT # from here on a failure releases the hold: two announcing beats none", release)}
+	var del []string
+	if len(stopping) > 0 {
+		del = append(del, fmt.Sprintf("trap '%s' EXIT # from here on a failure releases the hold: two announcing beats none", release))
+	}
 	for _, w := range stopping {
 		del = append(del, fmt.Sprintf("kubectl -n %s delete %s/%s --wait=false", w.Namespace, w.Kind, w.Name))
 	}
@@ -184,22 +187,26 @@ func Plan(inv Inventory, opts PlanOptions) []Step {
 	return steps
 }
 
+// waitGone polls until none of the workload's pods exists.
 func waitGone(w Workload) string {
-	if w.Selector == "" {
-		return "true # no pod selector known for " + w.String()
-	}
 	// kubectl wait fails when no pod matches, so poll until none does.
-	return fmt.Sprintf(`timeout 120 sh -c 'while kubectl -n %s get pod -l "%s" -o name | grep -q .; do sleep 1; done'`, w.Namespace, w.Selector)
+	return pollPods(w, `-o name`, "1")
 }
 
 // waitStopped polls, faster than waitGone, until no container of the
 // workload's pods runs: the pod objects stay a few seconds longer than
 // their processes.
 func waitStopped(w Workload) string {
+	return pollPods(w, `-o jsonpath="{.items[*].status.containerStatuses[*].state.running}"`, "0.2")
+}
+
+// pollPods waits, for at most 120 s, until kubectl get pod with output
+// prints nothing for the workload's pods, asking every interval seconds.
+func pollPods(w Workload, output, interval string) string {
 	if w.Selector == "" {
 		return "true # no pod selector known for " + w.String()
 	}
-	return fmt.Sprintf(`timeout 120 sh -c 'while kubectl -n %s get pod -l "%s" -o jsonpath="{.items[*].status.containerStatuses[*].state.running}" | grep -q .; do sleep 0.2; done'`, w.Namespace, w.Selector)
+	return fmt.Sprintf(`timeout 120 sh -c 'while kubectl -n %s get pod -l "%s" %s | grep -q .; do sleep %s; done'`, w.Namespace, w.Selector, output, interval)
 }
 
 // holdCommand creates the announcement hold Lease (no duration: it holds

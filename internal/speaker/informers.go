@@ -47,23 +47,12 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 	// Services, EndpointSlices and status writes costs one reconcile, not
 	// one each. Member changes and hand-over confirmations (Trigger) are not
 	// delayed.
-	trigger := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { s.queue.AddAfter(reconcileKey, objectBatch) },
-		UpdateFunc: func(any, any) { s.queue.AddAfter(reconcileKey, objectBatch) },
-		DeleteFunc: func(any) { s.queue.AddAfter(reconcileKey, objectBatch) },
-	}
+	batch := func() { s.queue.AddAfter(reconcileKey, objectBatch) }
+	trigger := batchHandler(func(any) {}, batch)
 	// Service and EndpointSlice changes also mark the Services to convert
 	// again (serviceCache), in the same handler, before the reconcile is
 	// queued.
-	touchAndTrigger := cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { s.svcCache.touchObject(obj); s.queue.AddAfter(reconcileKey, objectBatch) },
-		UpdateFunc: func(old, obj any) {
-			s.svcCache.touchObject(old)
-			s.svcCache.touchObject(obj)
-			s.queue.AddAfter(reconcileKey, objectBatch)
-		},
-		DeleteFunc: func(obj any) { s.svcCache.touchObject(obj); s.queue.AddAfter(reconcileKey, objectBatch) },
-	}
+	touchAndTrigger := batchHandler(s.svcCache.touchObject, batch)
 	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), sliceInf.Informer()} {
 		if _, err := inf.AddEventHandler(touchAndTrigger); err != nil {
 			return err
@@ -88,4 +77,18 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 // endpointSlicesOf returns the EndpointSlices of a Service.
 func (s *Speaker) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
 	return k8s.SlicesOf(s.sliceIndex, svc)
+}
+
+// batchHandler is an event handler that calls touch with every object an
+// event names (both versions of an update), then batch.
+func batchHandler(touch func(obj any), batch func()) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { touch(obj); batch() },
+		UpdateFunc: func(old, obj any) {
+			touch(old)
+			touch(obj)
+			batch()
+		},
+		DeleteFunc: func(obj any) { touch(obj); batch() },
+	}
 }
