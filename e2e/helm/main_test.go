@@ -3,7 +3,9 @@
 // from this checkout brings Herald up and a Service gets an address that
 // answers; `helm upgrade` with a changed value rolls the speakers while
 // the client probes the addresses; `helm uninstall` leaves the CRDs and
-// only what docs/operations.md says.
+// only what docs/operations.md says. Its lab runs kube-proxy in iptables
+// mode: every other package runs nftables, so the VIP data path (HTTP
+// through an address Herald announces) is proven in both.
 package helm
 
 import (
@@ -12,4 +14,4 @@ import (
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
-func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }
+func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3, ProxyMode: lab.IPTables}) }
