@@ -12,7 +12,8 @@ import (
 // BenchmarkDecide measures the decisions a speaker takes at each
 // reconcile, with 1,000 and 10,000 Services on 3 nodes (one address each,
 // from an IPv6 pool): BGP for node1 (one peer, one advertisement with a
-// community), L2 from scratch, and the L2 memo when nothing changed.
+// community), L2 from scratch, and the BGP and L2 memos when nothing
+// changed.
 //
 // Run it with: go test -run XXX -bench Decide -benchmem ./internal/announce/
 func BenchmarkDecide(b *testing.B) {
@@ -23,6 +24,14 @@ func BenchmarkDecide(b *testing.B) {
 				if r := BGP(st, "node1"); len(r.Routes) != n {
 					b.Fatalf("%d routes, want %d", len(r.Routes), n)
 				}
+			}
+		})
+		b.Run(fmt.Sprintf("BGPMemo-unchanged/%d", n), func(b *testing.B) {
+			var m BGPMemo
+			m.Decide(st, "node1")
+			b.ResetTimer()
+			for range b.N {
+				m.Decide(st, "node1")
 			}
 		})
 		b.Run(fmt.Sprintf("L2/%d", n), func(b *testing.B) {

@@ -48,13 +48,7 @@ type attrs struct {
 
 // BGP decides the sessions and routes of one node.
 func BGP(st State, nodeName string) BGPResult {
-	var me *node
-	for _, n := range st.nodes() {
-		if n.name == nodeName {
-			me = &n
-			break
-		}
-	}
+	me := st.node(nodeName)
 	if me == nil {
 		return BGPResult{}
 	}

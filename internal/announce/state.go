@@ -61,6 +61,18 @@ func (st State) nodes() []node {
 	return out
 }
 
+// node returns the named node with its eligibility, nil when there is no
+// such Node.
+func (st State) node(name string) *node {
+	for _, n := range st.Nodes {
+		if n.Name == name {
+			ok, why := NodeEligibleWith(n, st.Eligibility)
+			return &node{name: n.Name, labels: labels.Set(n.Labels), eligible: ok, reason: why}
+		}
+	}
+	return nil
+}
+
 func (st State) live(name string) bool { return st.Live == nil || st.Live(name) }
 
 // poolOf returns the pool an address of the Service belongs to.

@@ -108,7 +108,7 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 	v4, v6 := nodeAddresses(me)
 	var res announce.BGPResult // held: no session, no route
 	if !held {
-		res = announce.BGP(st, s.opts.NodeName)
+		res = s.bgpMemo.Decide(st, s.opts.NodeName) // the last result when nothing it depends on changed
 	}
 	err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
 	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())

@@ -109,6 +109,7 @@ type Speaker struct {
 	mu        sync.Mutex // guards the reconcile state below
 	l2        l2State
 	l2Memo    announce.L2Memo     // the L2 decisions of the last reconcile, per address
+	bgpMemo   announce.BGPMemo    // the BGP decision of the last reconcile
 	bgpAdvert map[string][]string // Service -> routes it is advertised with, for events
 	bgpRoutes []announce.Route    // what BGP advertises, for the status
 	hold      announceHold        // the announcement hold last acted on
