@@ -8,5 +8,7 @@
 // It is pure: a function of the configuration snapshot, the Nodes, the
 // Services (with their endpoints) and member liveness. No client, no
 // socket, no clock. The speaker applies its result; the controller uses it
-// for the herald.dev/Announced condition.
+// for the herald.dev/Announced condition. L2Memo and BGPMemo keep the last
+// decisions between calls and decide again only what changed; their
+// results equal L2's and BGP's.
 package announce
