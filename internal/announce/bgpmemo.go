@@ -1,9 +1,6 @@
 package announce
 
-import (
-	"reflect"
-	"slices"
-)
+import "reflect"
 
 // BGPMemo decides like BGP and gives the last result again when nothing
 // it depends on changed: the configuration, the node's name, labels and
@@ -25,18 +22,32 @@ type BGPMemo struct {
 // Decide returns BGP(st, nodeName).
 func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
 	me := st.node(nodeName)
-	svcs := make([]holderRev, len(st.Services))
-	trusted := true
-	for i := range st.Services {
-		s := &st.Services[i]
-		svcs[i] = holderRev{s.Key, s.Rev}
-		trusted = trusted && s.Rev != 0
-	}
-	if m.valid && trusted && m.node == nodeName && slices.Equal(m.svcs, svcs) &&
-		reflect.DeepEqual(m.me, me) && reflect.DeepEqual(m.cfg, configValue(st)) {
+	if m.unchanged(st, nodeName, me) {
 		return m.res
 	}
 	m.res = BGP(st, nodeName)
-	m.valid, m.node, m.cfg, m.me, m.svcs = trusted, nodeName, configValue(st), me, svcs
+	m.node, m.cfg, m.me = nodeName, configValue(st), me
+	m.svcs = m.svcs[:0]
+	m.valid = true // unless a Service has no Rev
+	for i := range st.Services {
+		r := revOf(&st.Services[i])
+		m.svcs = append(m.svcs, r)
+		m.valid = m.valid && r.rev != 0
+	}
 	return m.res
+}
+
+// unchanged reports whether st and the node are those of the last call.
+// It allocates nothing: it runs at every reconcile. A valid memo holds no
+// Rev 0, so a Service without a Rev never matches.
+func (m *BGPMemo) unchanged(st State, nodeName string, me *node) bool {
+	if !m.valid || m.node != nodeName || len(m.svcs) != len(st.Services) {
+		return false
+	}
+	for i := range st.Services {
+		if m.svcs[i] != revOf(&st.Services[i]) {
+			return false
+		}
+	}
+	return reflect.DeepEqual(m.me, me) && reflect.DeepEqual(m.cfg, configValue(st))
 }

@@ -80,16 +80,8 @@ func (m *L2Memo) Decided() int { return m.decided }
 // sameWorld reports whether the configuration, the nodes and their
 // liveness are those of the last call.
 func (m *L2Memo) sameWorld(st State, nodes []node, live []bool) bool {
-	if m.entries == nil || !slices.Equal(live, m.live) || len(nodes) != len(m.nodes) {
-		return false
-	}
-	for i, n := range nodes {
-		o := m.nodes[i]
-		if n.name != o.name || n.eligible != o.eligible || n.reason != o.reason || !reflect.DeepEqual(n.labels, o.labels) {
-			return false
-		}
-	}
-	return reflect.DeepEqual(configValue(st), m.cfg)
+	return m.entries != nil && slices.Equal(live, m.live) && reflect.DeepEqual(nodes, m.nodes) &&
+		reflect.DeepEqual(configValue(st), m.cfg)
 }
 
 // configValue is the configuration as compared between calls: by value,
@@ -106,7 +98,7 @@ func sameHolders(have []holderRev, svcs []*Service) bool {
 		return false
 	}
 	for i, s := range svcs {
-		if s.Rev == 0 || have[i] != (holderRev{s.Key, s.Rev}) {
+		if s.Rev == 0 || have[i] != revOf(s) {
 			return false
 		}
 	}
@@ -116,7 +108,9 @@ func sameHolders(have []holderRev, svcs []*Service) bool {
 func holderRevs(svcs []*Service) []holderRev {
 	out := make([]holderRev, len(svcs))
 	for i, s := range svcs {
-		out[i] = holderRev{s.Key, s.Rev}
+		out[i] = revOf(s)
 	}
 	return out
 }
+
+func revOf(s *Service) holderRev { return holderRev{s.Key, s.Rev} }

@@ -54,11 +54,15 @@ type node struct {
 func (st State) nodes() []node {
 	out := make([]node, 0, len(st.Nodes))
 	for _, n := range st.Nodes {
-		ok, why := NodeEligibleWith(n, st.Eligibility)
-		out = append(out, node{name: n.Name, labels: labels.Set(n.Labels), eligible: ok, reason: why})
+		out = append(out, st.nodeOf(n))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
+}
+
+func (st State) nodeOf(n *corev1.Node) node {
+	ok, why := NodeEligibleWith(n, st.Eligibility)
+	return node{name: n.Name, labels: labels.Set(n.Labels), eligible: ok, reason: why}
 }
 
 // node returns the named node with its eligibility, nil when there is no
@@ -66,8 +70,8 @@ func (st State) nodes() []node {
 func (st State) node(name string) *node {
 	for _, n := range st.Nodes {
 		if n.Name == name {
-			ok, why := NodeEligibleWith(n, st.Eligibility)
-			return &node{name: n.Name, labels: labels.Set(n.Labels), eligible: ok, reason: why}
+			me := st.nodeOf(n)
+			return &me
 		}
 	}
 	return nil

@@ -90,15 +90,15 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	if o.settled {
 		for _, ow := range res.Owners {
 			ip := ow.IP
+			prev, had := l.owned[ip]
 			if ow.Node != me {
-				prev, had := l.owned[ip]
 				if !o.keep || !had {
 					continue
 				}
 				ow = announce.L2Owner{IP: ip, Node: me, Interfaces: prev.Interfaces, Services: ow.Services}
 			}
 			mine[ip] = ow
-			if _, had := l.owned[ip]; !had {
+			if !had {
 				p.claimed = append(p.claimed, ow)
 			}
 			delete(l.releasing, ip)
