@@ -113,7 +113,11 @@ func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
 		return
 	}
 	if vip, by, ok := arpTakeover(pkt, frame.Source, p.spec.mac, p.spec.announces); ok {
-		p.spec.yield(vip, by)
+		if bytes.Equal(frame.Destination, p.spec.mac) {
+			p.spec.notice(vip, by)
+		} else {
+			p.spec.yield(vip, by)
+		}
 		return
 	}
 	if vip, ok := arpAnswerFor(pkt, frame.Destination, p.spec.mac); ok {
@@ -170,6 +174,20 @@ func (p *arpProto) gratuitous(vip netip.Addr) error {
 	}
 	if err := p.client.WriteTo(pkt, ethernet.Broadcast); err != nil {
 		return fmt.Errorf("gratuitous ARP for %s: %w", vip, err)
+	}
+	return nil
+}
+
+// notify sends a gratuitous ARP reply for vip to the MAC to alone: no other
+// host's kernel reads a frame sent to another MAC, even when a switch
+// floods it.
+func (p *arpProto) notify(vip netip.Addr, to net.HardwareAddr) error {
+	pkt, err := arp.NewPacket(arp.OperationReply, p.spec.mac, vip, to, vip)
+	if err != nil {
+		return fmt.Errorf("gratuitous ARP for %s to %s: %w", vip, to, err)
+	}
+	if err := p.client.WriteTo(pkt, to); err != nil {
+		return fmt.Errorf("gratuitous ARP for %s to %s: %w", vip, to, err)
 	}
 	return nil
 }

@@ -7,16 +7,20 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
+	"github.com/mdlayher/ndp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	"golang.org/x/net/ipv6"
 )
 
 // frameConn is a packet socket that hands out queued frames, then fails
@@ -217,5 +221,108 @@ func TestAnswerDelayFromKernelReceiveTime(t *testing.T) {
 	}
 	if !strings.Contains(logged.String(), "late=1") {
 		t.Errorf("report does not count the first late answer:\n%s", logged.String())
+	}
+}
+
+// recordingNDPConn records the NDP messages the responder sends.
+type recordingNDPConn struct{ sent []ndp.Message }
+
+func (c *recordingNDPConn) WriteTo(m ndp.Message, _ *ipv6.ControlMessage, _ netip.Addr) error {
+	c.sent = append(c.sent, m)
+	return nil
+}
+func (c *recordingNDPConn) JoinGroup(netip.Addr) error  { return nil }
+func (c *recordingNDPConn) LeaveGroup(netip.Addr) error { return nil }
+func (c *recordingNDPConn) Close() error                { return nil }
+
+// TestNDPHandOverInArrivalOrder: for a VIP being released, a solicitation
+// read before the new owner's unsolicited NA is answered and one read after
+// it is not, because both come from the same socket in the order the
+// interface received them (with the NA on a socket of its own, a
+// solicitation queued before it could be read after it and go unanswered
+// by both nodes).
+func TestNDPHandOverInArrivalOrder(t *testing.T) {
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answering atomic.Bool
+	answering.Store(true)
+	var yieldedTo []net.HardwareAddr
+	owns := func(a netip.Addr) bool { return a == vip6 && answering.Load() }
+	spec := responderSpec{
+		iface: "eth0", mac: ourMAC, proto: protoNDP,
+		owns: owns, announces: ownsOnly(vip6),
+		yield: func(vip netip.Addr, by net.HardwareAddr) {
+			yieldedTo = append(yieldedTo, by)
+			answering.Store(false)
+		},
+		sending: &sync.RWMutex{}, log: slog.New(slog.DiscardHandler), metrics: m,
+	}
+	spec.delays = newAnswerDelays(spec.log, m.answerDelay.WithLabelValues("eth0", protoNDP))
+	snm, _ := ndp.SolicitedNodeMulticast(vip6)
+	mcastMAC := net.HardwareAddr{0x33, 0x33, 0xff, 0, 0, 0x70}
+	ns := nsBytes(t, clientMAC, mcastMAC, client6, snm, vip6, 255)
+	frames := &frameConn{frames: [][]byte{ns, unsolicitedNABytes(t, otherMAC, vip6), ns}}
+	conn := &recordingNDPConn{}
+	p := &ndpProto{spec: spec, conn: conn, frames: frames, mtu: 1500}
+	buf := make([]byte, p.mtu+ethHeaderLen)
+	for range 3 {
+		if err := p.readOne(context.Background(), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(yieldedTo) != 1 || !bytes.Equal(yieldedTo[0], otherMAC) {
+		t.Errorf("yielded to %v, want once to %s", yieldedTo, otherMAC)
+	}
+	if len(conn.sent) != 1 {
+		t.Fatalf("sent %d advertisements, want 1 (the solicitation before the hand-over)", len(conn.sent))
+	}
+	if na, ok := conn.sent[0].(*ndp.NeighborAdvertisement); !ok || !na.Solicited || na.TargetAddress != vip6 {
+		t.Errorf("sent %+v, want a solicited NA for %s", conn.sent[0], vip6)
+	}
+}
+
+// TestAnnouncementToOurMACIsANotice: another host's gratuitous ARP or
+// unsolicited NA sent to our MAC alone is a fence loser's notice (it only
+// fences), one sent to everyone is an announcement (it may end a
+// hand-over); the two never swap.
+func TestAnnouncementToOurMACIsANotice(t *testing.T) {
+	type call struct{ kind, proto string }
+	var calls []call
+	record := func(kind, proto string) func(netip.Addr, net.HardwareAddr) {
+		return func(netip.Addr, net.HardwareAddr) { calls = append(calls, call{kind, proto}) }
+	}
+	arpP, arpConn, _, _ := testARPProto(t)
+	arpP.spec.yield, arpP.spec.notice = record("yield", protoARP), record("notice", protoARP)
+	garp := arpPacket(t, arp.OperationReply, otherMAC, vip4, ethernet.Broadcast, vip4)
+	arpConn.frames = [][]byte{arpFrame(t, garp, ourMAC), arpFrame(t, garp, ethernet.Broadcast)}
+	buf := make([]byte, 2048)
+	for range 2 {
+		if err := arpP.readOne(context.Background(), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := newMetrics(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ll := netip.MustParseAddr("fe80::ff:fe00:99")
+	na := unsolicitedNA(vip6, false, true, tll(otherMAC))
+	frames := &frameConn{frames: [][]byte{
+		ndpBytes(t, otherMAC, ourMAC, ll, netip.IPv6LinkLocalAllNodes(), na, 255),
+		unsolicitedNABytes(t, otherMAC, vip6),
+	}}
+	ndpP := &ndpProto{spec: responderSpec{iface: "eth0", mac: ourMAC, proto: protoNDP, owns: ownsOnly(vip6), announces: ownsOnly(vip6),
+		yield: record("yield", protoNDP), notice: record("notice", protoNDP), sending: &sync.RWMutex{},
+		log: slog.New(slog.DiscardHandler), metrics: m}, conn: &recordingNDPConn{}, frames: frames, mtu: 1500}
+	for range 2 {
+		if err := ndpP.readOne(context.Background(), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []call{{"notice", protoARP}, {"yield", protoARP}, {"notice", protoNDP}, {"yield", protoNDP}}
+	if !slices.Equal(calls, want) {
+		t.Errorf("calls %v, want %v", calls, want)
 	}
 }

@@ -39,10 +39,10 @@ func BenchmarkARPDecision(b *testing.B) {
 	}
 }
 
-func BenchmarkParseNSFrame(b *testing.B) {
+func BenchmarkParseNDPFrame(b *testing.B) {
 	f := nsBytes(b, clientMAC, ourMAC, client6, vip6, vip6, 255)
 	for b.Loop() {
-		if _, err := parseNSFrame(f); err != nil {
+		if _, err := parseNDPFrame(f); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,8 +6,10 @@
 // It owns:
 //   - the choice of interfaces for a VIP (ChooseInterfaces, a pure function);
 //   - one ARP responder (mdlayher/arp) per chosen interface with IPv4 VIPs, and
-//     one NDP responder (mdlayher/ndp plus an AF_PACKET socket for unicast
-//     neighbour-unreachability probes) per chosen interface with IPv6 VIPs;
+//     one NDP responder (an AF_PACKET socket for the solicitations, multicast
+//     and unicast, and other hosts' advertisements, in arrival order with
+//     their receive times; an mdlayher/ndp ICMPv6 socket for group
+//     membership and for sending) per chosen interface with IPv6 VIPs;
 //   - the netlink subscriptions (links, addresses, default routes) that keep
 //     the responders in step with the interfaces, without polling;
 //   - the herald_l2_* Prometheus counters, among them hand-overs.
@@ -16,7 +18,9 @@
 // still answered but never advertised, until another host announces it with
 // a gratuitous ARP or an unsolicited NA; the responder reading that packet
 // stops answering for the VIP on that interface at once and Config.OnYield
-// tells the speaker. On the other side, a VIP is answered from its first
+// tells the speaker. Requests and announcements come through one socket
+// per protocol, so a request that reached the interface before the new
+// owner's announcement is still answered. On the other side, a VIP is answered from its first
 // gratuitous packet on, so the new owner announces itself before it
 // answers.
 //

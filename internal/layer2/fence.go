@@ -80,6 +80,8 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 	result := "lost"
 	if won {
 		result = "won"
+	} else {
+		a.tellWinner(iface, proto, vip, by)
 	}
 	a.metrics.conflicts.WithLabelValues(iface, proto, result).Inc()
 	a.log.Warn("another host announces a VIP this node announces", "vip", vip, "interface", iface, "protocol", proto, "by", by.String(), "result", result)
@@ -88,6 +90,39 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 		go cb(vip, iface, by, won)
 	}
 	return true
+}
+
+// tellWinner sends the fence's winner (MAC by), and it alone, one
+// announcement of vip: a loser that heard the winner first announces
+// nothing more, so without it the winner would never learn of the conflict
+// (no count, no event on its side) when the loser's own announcements did
+// not reach it first, as in a partition where the winner refreshes first.
+// The frame goes to the winner's MAC, which no other host's kernel reads,
+// so no client moves to the loser.
+func (a *Announcer) tellWinner(iface, proto string, vip netip.Addr, by net.HardwareAddr) {
+	r := a.responderOf(iface, proto)
+	if r == nil {
+		return
+	}
+	to := slices.Clone(by)
+	go func() {
+		if err := r.p.notify(vip, to); err != nil {
+			a.log.Warn("cannot tell the fence's winner of the conflict", "vip", vip, "interface", iface, "protocol", proto, "winner", to.String(), "error", err)
+		}
+	}()
+}
+
+// noticeConflict handles an announcement of vip that another host (by)
+// sent to this node's MAC alone: the loser of a fence telling the winner
+// (tellWinner). It fences as another announcement would, but never yields
+// a VIP being released nor remembers it as contested: the sender has
+// stopped answering, and yielding to it would leave the VIP dark.
+func (a *Announcer) noticeConflict(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
+	s := a.owned.Load().state(iface, vip)
+	if s == nil || s.releasing {
+		return
+	}
+	a.fence(iface, proto, vip, ourMAC, by)
 }
 
 // verifyFence watches a VIP this node lost the fence for: every

@@ -70,10 +70,95 @@ func TestLabFenceSplitBrain(t *testing.T) {
 	}
 }
 
+// TestLabFenceLoserTellsWinner: the loser of each VIP has owned it for
+// longer than the settle time when the winner starts announcing it, and
+// neither refreshes, so the winner's one announcement reaches the loser
+// and the loser's never reaches the winner (as in a partition where the
+// winner's refresh comes first). The loser stops and tells the winner, in
+// a frame to the winner's MAC alone: both report the conflict, the client
+// sees no announcement from a loser after the winners', and every probe is
+// answered by the winner.
+func TestLabFenceLoserTellsWinner(t *testing.T) {
+	// The refresh sets how long a loser stays fenced (2 x refresh); none
+	// is sent within the test.
+	const refresh, settle = time.Minute, 300 * time.Millisecond
+	h, winner := startNodes(t, refresh, settle, "HERALD_L2_GRAT=1/1s")
+	vips := []string{labVIP4, labVIP6}
+	lost := [2][]string{}
+	for i := range 2 {
+		for _, vip := range vips {
+			if winner[vip] != h.macs[i] {
+				lost[i] = append(lost[i], vip)
+			}
+		}
+	}
+	var claimed time.Time
+	for i := range 2 {
+		if len(lost[i]) > 0 {
+			_, claimed = h.ann[i].setTimed(lost[i]...)
+		}
+	}
+	// Let every loser's claim settle (a younger one would be a hand-over
+	// in progress, which the fence leaves alone): the settle time is the
+	// rule under test, so this waits for it to pass.
+	labkit.Eventually(t, 5*time.Second, "the losers' claims settled", func() bool {
+		return time.Since(claimed) > settle+100*time.Millisecond
+	})
+	m := h.cli.mark()
+	h.ann[0].set(vips...)
+	h.ann[1].set(vips...)
+	labkit.Eventually(t, 10*time.Second, "conflicts reported by both nodes", func() bool {
+		return len(h.ann[0].conflictsSeen()) >= 2 && len(h.ann[1].conflictsSeen()) >= 2
+	})
+	for i := range 2 {
+		for _, c := range h.ann[i].conflictsSeen() {
+			f := strings.Fields(c)
+			if len(f) == 4 && (f[3] == "true") != (winner[f[0]] == h.macs[i]) {
+				t.Errorf("node%d reported %q; the winner of %s is %s", i+1, c, f[0], winner[f[0]])
+			}
+		}
+	}
+	if r := h.cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
+		t.Fatalf("client: %q", r)
+	}
+	probing := time.Now()
+	labkit.Eventually(t, 10*time.Second, "1 s of probes", func() bool {
+		f := h.cli.framesSince(m)
+		return len(f) > 0 && f[len(f)-1].time().After(probing.Add(time.Second))
+	})
+	for _, f := range h.cli.framesSince(m) {
+		for _, vip := range vips {
+			loser := h.macs[0]
+			if loser == winner[vip] {
+				loser = h.macs[1]
+			}
+			if isGARP(loser, vip)(f) || isUnsolicitedNA(loser, vip)(f) {
+				t.Errorf("the client saw the loser %s announce %s after the winner did", loser, vip)
+			}
+		}
+	}
+	c := countProbes(h.stopProbing())
+	t.Logf("after the fence: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
+	if c.probes < 100 || c.unanswered > 0 || c.double > 0 {
+		t.Errorf("after the fence: %d probes, %d unanswered, %d answered by both nodes", c.probes, c.unanswered, c.double)
+	}
+}
+
 // startSplitBrain starts node1 and node2 announcing both lab VIPs at once
 // (a split brain) with the given refresh and settle times, and returns
 // the lab and the fence's winner (MAC) of each VIP.
 func startSplitBrain(t *testing.T, refresh, settle time.Duration) (*handoverLab, map[string]string) {
+	t.Helper()
+	h, winner := startNodes(t, refresh, settle)
+	h.ann[0].set(labVIP4, labVIP6)
+	h.ann[1].set(labVIP4, labVIP6)
+	return h, winner
+}
+
+// startNodes starts announcers on node1 and node2 with the given refresh
+// (0: none, and then no fence either), settle time and environment, announcing nothing, and returns
+// the lab and the fence's winner (MAC) of each lab VIP.
+func startNodes(t *testing.T, refresh, settle time.Duration, env ...string) (*handoverLab, map[string]string) {
 	t.Helper()
 	l := newLab(t)
 	nodes := [2]string{
@@ -85,14 +170,16 @@ func startSplitBrain(t *testing.T, refresh, settle time.Duration) (*handoverLab,
 	cli.expect("ready")
 	h := &handoverLab{lab: l, t: t, client: client, cli: cli, macs: [2]string{macNode1, macNode2}}
 	for i, ns := range nodes {
-		h.ann[i] = startHelper(t, ns, "announcer", "HERALD_L2_LOG=info", "HERALD_L2_REFRESH="+refresh.String(), "HERALD_L2_SETTLE="+settle.String())
+		env := append([]string{"HERALD_L2_LOG=info", "HERALD_L2_SETTLE=" + settle.String()}, env...)
+		if refresh > 0 {
+			env = append(env, "HERALD_L2_REFRESH="+refresh.String())
+		}
+		h.ann[i] = startHelper(t, ns, "announcer", env...)
 	}
 	labkit.Eventually(t, 10*time.Second, "IPv6 addresses past DAD", func() bool {
 		return l.IP(nodes[0], "-6", "addr", "show", "dev", "eth0", "tentative") == "" &&
 			l.IP(nodes[1], "-6", "addr", "show", "dev", "eth0", "tentative") == ""
 	})
-	h.ann[0].set(labVIP4, labVIP6)
-	h.ann[1].set(labVIP4, labVIP6)
 	winner := map[string]string{}
 	for _, vip := range []string{labVIP4, labVIP6} {
 		m1, _ := net.ParseMAC(macNode1)

@@ -20,34 +20,50 @@ func decodeARP(b []byte) (*arp.Packet, *ethernet.Frame, bool) {
 	return p, fr, err == nil
 }
 
-// FuzzParseNSFrame feeds arbitrary frames to the packet-socket path: the
-// parser and the decision must never panic, and whatever they accept must be
-// a well-formed solicitation for an owned VIP sent to the VIP itself.
-func FuzzParseNSFrame(f *testing.F) {
+// FuzzParseNDPFrame feeds arbitrary frames to the packet-socket path: the
+// parser and the decisions must never panic; whatever they accept must be a
+// validated solicitation or advertisement; a solicitation answered must be
+// one for an owned VIP, not from our MAC, sent to the VIP itself (unicast)
+// or to a link-local group (multicast); an advertisement taken as a
+// takeover must be another host's unsolicited one for the VIP.
+func FuzzParseNDPFrame(f *testing.F) {
 	snm, _ := ndp.SolicitedNodeMulticast(vip6)
 	f.Add(nsBytes(f, clientMAC, ourMAC, client6, vip6, vip6, 255))
 	f.Add(nsBytes(f, clientMAC, ourMAC, client6, snm, vip6, 255))
 	f.Add(nsBytes(f, clientMAC, ourMAC, netip.IPv6Unspecified(), vip6, vip6, 255))
 	f.Add(nsBytes(f, ourMAC, ourMAC, client6, vip6, vip6, 255))
 	f.Add(nsBytes(f, clientMAC, ourMAC, client6, vip6, vip6, 64))
+	f.Add(unsolicitedNABytes(f, otherMAC, vip6))
+	f.Add(unsolicitedNABytes(f, ourMAC, vip6))
 	f.Add([]byte{})
 	f.Add(make([]byte, offICMP+nsMinLen))
 	owns := ownsOnly(vip6)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		fr, err := parseNSFrame(b)
+		fr, err := parseNDPFrame(b)
 		if err != nil {
 			return
 		}
-		if !fr.ns.TargetAddress.Is6() || len(fr.srcMAC) != 6 {
+		if (fr.ns == nil) == (fr.na == nil) || len(fr.srcMAC) != 6 {
 			t.Fatalf("accepted malformed frame: %+v", fr)
 		}
 		plen := int(binary.BigEndian.Uint16(b[ethHeaderLen+4:]))
 		if b[offHopLimit] != 255 || icmpv6Checksum(fr.src, fr.dst, b[offICMP:offICMP+plen]) != 0xffff {
 			t.Fatalf("accepted a frame that fails validation: %x", b)
 		}
-		vip, ok := unicastNSFor(fr, ourMAC, owns)
-		if ok && (vip != vip6 || fr.dst != vip6 || bytes.Equal(fr.srcMAC, ourMAC)) {
-			t.Fatalf("answered %v for %+v", vip, fr)
+		if fr.na != nil {
+			vip, by, ok := naTakeover(fr.na, fr.srcMAC, ourMAC, owns)
+			if ok && (vip != vip6 || fr.na.Solicited || !fr.na.Override || bytes.Equal(fr.srcMAC, ourMAC) || bytes.Equal(by, ourMAC)) {
+				t.Fatalf("takeover of %v by %v from %+v", vip, by, fr)
+			}
+			return
+		}
+		if !fr.ns.TargetAddress.Is6() {
+			t.Fatalf("accepted malformed solicitation: %+v", fr)
+		}
+		vip, kind, ok := nsFor(fr, ourMAC, owns)
+		if ok && (vip != vip6 || bytes.Equal(fr.srcMAC, ourMAC) ||
+			(kind == "unicast") != (fr.dst == vip6) || (kind == "multicast") != fr.dst.IsLinkLocalMulticast()) {
+			t.Fatalf("answered %v (%s) for %+v", vip, kind, fr)
 		}
 	})
 }

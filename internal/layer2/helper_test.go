@@ -132,6 +132,8 @@ func parseAnnouncements(words []string) []Announcement {
 	return want
 }
 
+// counterValue is the value of the counter name (the sample count of a
+// histogram) with labels interface=iface and protocol=proto.
 func counterValue(reg *prometheus.Registry, name, iface, proto string) float64 {
 	mfs, _ := reg.Gather()
 	for _, mf := range mfs {
@@ -144,6 +146,9 @@ func counterValue(reg *prometheus.Registry, name, iface, proto string) float64 {
 				labels[lp.GetName()] = lp.GetValue()
 			}
 			if labels["interface"] == iface && labels["protocol"] == proto {
+				if h := m.GetHistogram(); h != nil {
+					return float64(h.GetSampleCount())
+				}
 				return m.GetCounter().GetValue()
 			}
 		}

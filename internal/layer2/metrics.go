@@ -54,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}, []string{"interface", "protocol", "result"})
 	m.answerDelay = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "herald", Subsystem: "l2", Name: "answer_delay_seconds",
-		Help:    "Time from the kernel receiving an ARP request for a VIP to the reply being sent: the speaker's own delay (scheduling, CPU starvation).",
+		Help:    "Time from the kernel receiving an ARP request or a neighbour solicitation for a VIP to the answer being sent: the speaker's own delay (scheduling, CPU starvation).",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 	}, labels)
 	if reg == nil {

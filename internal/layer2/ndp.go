@@ -3,6 +3,7 @@ package layer2
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -14,26 +15,47 @@ import (
 	"github.com/mdlayher/ndp"
 	"github.com/mdlayher/packet"
 	"golang.org/x/net/ipv6"
+
+	"github.com/herald-lb/herald/internal/pktstamp"
 )
 
 // ndpProto answers neighbour solicitations for the VIPs announced on one
-// interface. Multicast solicitations (address resolution) arrive on an
-// ICMPv6 socket bound to the link-local address, once the solicited-node
-// group of the VIP is joined; so do other hosts' unsolicited advertisements
-// to all nodes (ff02::1), which end the hand-over of a releasing VIP.
-// Unicast solicitations (neighbour unreachability detection, sent to the
-// VIP itself) never reach that socket, because the VIP is not a local
-// address; a packet socket with a BPF filter catches them.
+// interface. Solicitations, multicast (address resolution, to the VIP's
+// solicited-node group) and unicast (neighbour unreachability detection,
+// to the VIP itself, which the kernel never hands to an ICMPv6 socket
+// because the VIP is not a local address), and other hosts'
+// advertisements (unsolicited ones to all nodes end the hand-over of a
+// releasing VIP; solicited ones answer solicit) are read from one packet
+// socket with a BPF filter, in the order the interface received them and
+// with the time the kernel received each, so that NDP answer delays are
+// measured as ARP's are. An ICMPv6 socket bound to the link-local address
+// sends the answers and announcements and joins each VIP's solicited-node
+// group (so that the interface accepts those frames); it reads nothing.
 type ndpProto struct {
-	spec responderSpec
-	conn *ndp.Conn
-	addr netip.Addr // the link-local address conn is bound to
-	raw  *packet.Conn
-	mtu  int
+	spec   responderSpec
+	conn   ndpConn
+	addr   netip.Addr // the link-local address conn is bound to
+	raw    frameWriter
+	frames frameReader // raw, with receive times
+	mtu    int
 
 	mu     sync.Mutex
 	groups map[netip.Addr]int // solicited-node group -> VIPs needing it
 	joined map[netip.Addr]bool
+}
+
+// ndpConn sends NDP messages and holds group memberships (*ndp.Conn).
+type ndpConn interface {
+	WriteTo(m ndp.Message, cm *ipv6.ControlMessage, dst netip.Addr) error
+	JoinGroup(group netip.Addr) error
+	LeaveGroup(group netip.Addr) error
+	Close() error
+}
+
+// frameWriter sends and closes the packet socket (*packet.Conn).
+type frameWriter interface {
+	WriteTo(b []byte, addr net.Addr) (int, error)
+	io.Closer
 }
 
 func newNDPProto(spec responderSpec) *ndpProto {
@@ -45,42 +67,33 @@ func (p *ndpProto) open(ifi *net.Interface) error {
 	if err != nil {
 		return fmt.Errorf("open NDP socket: %w", err)
 	}
-	// Solicitations to answer, and advertisements: another host's
-	// unsolicited NA (to ff02::1) for a VIP being released ends its
-	// hand-over. The hop limit tells an NA from the link from a forged one.
+	// The socket only sends: everything it could read comes from the
+	// packet socket.
 	var f ipv6.ICMPFilter
 	f.SetAll(true)
-	f.Accept(ipv6.ICMPTypeNeighborSolicitation)
-	f.Accept(ipv6.ICMPTypeNeighborAdvertisement)
 	if err := conn.SetICMPFilter(&f); err != nil {
 		_ = conn.Close()
 		return fmt.Errorf("set ICMPv6 filter: %w", err)
 	}
-	if err := conn.SetControlMessage(ipv6.FlagHopLimit, true); err != nil {
-		_ = conn.Close()
-		return fmt.Errorf("ask for the hop limit of NDP messages: %w", err)
-	}
-	// A socket bound to the link-local address gets multicast sent to
-	// groups it did not join only while IPV6_MULTICAST_ALL is on (the
-	// default); joining all-nodes makes the unsolicited NAs independent
-	// of that.
-	if err := conn.JoinGroup(netip.IPv6LinkLocalAllNodes()); err != nil {
-		_ = conn.Close()
-		return fmt.Errorf("join the all-nodes group: %w", err)
-	}
-	prog, err := nsFilter()
+	prog, err := ndpFilter()
 	if err != nil {
 		_ = conn.Close()
-		return fmt.Errorf("assemble NS filter: %w", err)
+		return fmt.Errorf("assemble NDP filter: %w", err)
 	}
 	raw, err := packet.Listen(ifi, packet.Raw, etherTypeIPv6, &packet.Config{Filter: prog})
 	if err != nil {
 		_ = conn.Close()
-		return fmt.Errorf("open packet socket for unicast NS: %w", err)
+		return fmt.Errorf("open packet socket for NDP: %w", err)
+	}
+	frames, err := pktstamp.NewReader(raw)
+	if err != nil {
+		_ = conn.Close()
+		_ = raw.Close()
+		return fmt.Errorf("open packet socket for NDP: %w", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.conn, p.addr, p.raw, p.mtu = conn, addr, raw, max(ifi.MTU, 1280)
+	p.conn, p.addr, p.raw, p.frames, p.mtu = conn, addr, raw, frames, max(ifi.MTU, 1280)
 	p.syncGroupsLocked()
 	return nil
 }
@@ -134,81 +147,66 @@ func (p *ndpProto) syncGroupsLocked() {
 }
 
 func (p *ndpProto) serve(ctx context.Context, wg *sync.WaitGroup) {
-	wg.Go(func() { p.multicastLoop(ctx) })
-	wg.Go(func() { p.unicastLoop(ctx) })
+	wg.Go(func() { p.readLoop(ctx) })
 }
 
-// multicastLoop reads the ICMPv6 socket with ReadRaw and parses each
-// message itself: ndp.Conn.ReadFrom returns some parse errors like socket
-// errors, and only a failing socket may pause the loop.
-func (p *ndpProto) multicastLoop(ctx context.Context) {
-	bo := newBackoff(10*time.Millisecond, time.Second)
-	buf := make([]byte, p.mtu)
-	for {
-		n, cm, from, err := p.conn.ReadRaw(buf)
-		if err != nil {
-			if !readFailed(ctx, p.spec.log, bo, err) {
-				return
-			}
-			continue
-		}
-		bo.reset()
-		if from == p.addr {
-			continue // our own message
-		}
-		m, err := ndp.ParseMessage(buf[:n])
-		if err != nil {
-			p.spec.countMalformed(err)
-			continue
-		}
-		p.handleMulticast(ctx, m, cm, from)
-	}
-}
-
-func (p *ndpProto) handleMulticast(ctx context.Context, m ndp.Message, cm *ipv6.ControlMessage, from netip.Addr) {
-	switch m := m.(type) {
-	case *ndp.NeighborSolicitation:
-		if p.spec.owns(m.TargetAddress) {
-			p.answer(ctx, m.TargetAddress, from, "multicast")
-		}
-	case *ndp.NeighborAdvertisement:
-		if cm == nil || cm.HopLimit != ndp.HopLimit {
-			return
-		}
-		if vip, by, ok := naTakeover(m, nil, p.spec.mac, p.spec.announces); ok {
-			p.spec.yield(vip, by)
-		} else if vip, ok := naAnswer(m, p.spec.mac); ok && p.spec.heard != nil {
-			p.spec.heard(vip)
-		}
-	}
-}
-
-func (p *ndpProto) unicastLoop(ctx context.Context) {
+func (p *ndpProto) readLoop(ctx context.Context) {
 	bo := newBackoff(10*time.Millisecond, time.Second)
 	buf := make([]byte, p.mtu+ethHeaderLen)
 	for {
-		n, _, err := p.raw.ReadFrom(buf)
-		if err != nil {
+		if err := p.readOne(ctx, buf); err != nil {
 			if !readFailed(ctx, p.spec.log, bo, err) {
 				return
 			}
 			continue
 		}
 		bo.reset()
-		f, err := parseNSFrame(buf[:n])
-		if err != nil {
-			p.spec.countMalformed(err)
-			continue
+	}
+}
+
+// readOne reads one frame from the packet socket and handles it. It
+// returns only the socket's errors: a frame that does not parse is counted
+// (herald_l2_malformed_frames_total) and skipped.
+func (p *ndpProto) readOne(ctx context.Context, buf []byte) error {
+	n, received, err := p.frames.Read(buf)
+	if err != nil {
+		return err
+	}
+	p.handle(ctx, buf[:n], received)
+	return nil
+}
+
+// handle decides what to do with one frame, received by the kernel at
+// received: another host's unsolicited advertisement yields a releasing
+// VIP, its solicited one records that it answered (solicit), and a
+// solicitation for an owned VIP is answered.
+func (p *ndpProto) handle(ctx context.Context, b []byte, received time.Time) {
+	f, err := parseNDPFrame(b)
+	if err != nil {
+		p.spec.countMalformed(err)
+		return
+	}
+	if f.na != nil {
+		if vip, by, ok := naTakeover(f.na, f.srcMAC, p.spec.mac, p.spec.announces); ok {
+			if f.toUs(p.spec.mac) {
+				p.spec.notice(vip, by)
+			} else {
+				p.spec.yield(vip, by)
+			}
+		} else if vip, ok := naAnswer(f.na, p.spec.mac); ok && p.spec.heard != nil {
+			p.spec.heard(vip)
 		}
-		if vip, ok := unicastNSFor(f, p.spec.mac, p.spec.owns); ok {
-			p.answer(ctx, vip, f.src, "unicast")
-		}
+		return
+	}
+	if vip, kind, ok := nsFor(f, p.spec.mac, p.spec.owns); ok {
+		p.answer(ctx, vip, f.src, kind, received)
 	}
 }
 
 // answer sends a solicited NA for vip to the soliciting address, or to all
-// nodes when the solicitation came from the unspecified address (DAD).
-func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string) {
+// nodes when the solicitation came from the unspecified address (DAD); the
+// kernel received the solicitation at received.
+func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string, received time.Time) {
 	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoNDP).Inc()
 	dst, solicited := from, true
 	if !from.IsValid() || from.IsUnspecified() {
@@ -222,6 +220,7 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	if !sent {
 		return
 	}
+	p.spec.delays.answered(vip, received)
 	if p.spec.log.Enabled(ctx, slog.LevelDebug) {
 		p.spec.log.Debug("answered neighbor solicitation", "vip", vip, "from", from, "kind", kind)
 	}
@@ -266,6 +265,20 @@ func naAnswer(na *ndp.NeighborAdvertisement, ourMAC net.HardwareAddr) (netip.Add
 func (p *ndpProto) gratuitous(vip netip.Addr) error {
 	if err := p.conn.WriteTo(p.advertisement(vip, false), nil, netip.IPv6LinkLocalAllNodes()); err != nil {
 		return fmt.Errorf("unsolicited NA for %s: %w", vip, err)
+	}
+	return nil
+}
+
+// notify sends an unsolicited NA for vip to all nodes, in a frame to the
+// MAC to alone: no other host's kernel reads a frame sent to another MAC,
+// even when a switch floods it.
+func (p *ndpProto) notify(vip netip.Addr, to net.HardwareAddr) error {
+	b, err := marshalNDPFrame(p.spec.mac, to, p.addr.WithZone(""), netip.IPv6LinkLocalAllNodes(), p.advertisement(vip, false))
+	if err != nil {
+		return fmt.Errorf("unsolicited NA for %s to %s: %w", vip, to, err)
+	}
+	if _, err := p.raw.WriteTo(b, &packet.Addr{HardwareAddr: to}); err != nil {
+		return fmt.Errorf("unsolicited NA for %s to %s: %w", vip, to, err)
 	}
 	return nil
 }

@@ -57,8 +57,14 @@ func TestLabNDP(t *testing.T) {
 	checkNUD(t, o)
 	checkNotOwnedNS(t, o)
 	checkSharedSolicitedNodeGroup(t, o)
-	if v := o.ann.metric("herald_l2_responses_sent_total", "eth0", protoNDP); v < 4 {
-		t.Errorf("herald_l2_responses_sent_total{interface=eth0,protocol=ndp} = %g, want >= 4", v)
+	sent := o.ann.metric("herald_l2_responses_sent_total", "eth0", protoNDP)
+	if sent < 4 {
+		t.Errorf("herald_l2_responses_sent_total{interface=eth0,protocol=ndp} = %g, want >= 4", sent)
+	}
+	// every answer, multicast and unicast, has its delay from the kernel's
+	// receive time of the solicitation
+	if n := o.ann.metric("herald_l2_answer_delay_seconds", "eth0", protoNDP); n < 4 || n > sent {
+		t.Errorf("herald_l2_answer_delay_seconds{interface=eth0,protocol=ndp} counts %g answers, want 4..%g (the answers sent)", n, sent)
 	}
 }
 

@@ -1,7 +1,6 @@
 package layer2
 
 import (
-	"encoding/binary"
 	"errors"
 	"net"
 	"net/netip"
@@ -76,57 +75,69 @@ func TestARPRequestFor(t *testing.T) {
 // nsBytes builds an Ethernet frame with an IPv6 neighbour solicitation.
 func nsBytes(t testing.TB, srcMAC, dstMAC net.HardwareAddr, src, dst, target netip.Addr, hopLimit byte) []byte {
 	t.Helper()
-	msg, err := ndp.MarshalMessage(&ndp.NeighborSolicitation{
+	return ndpBytes(t, srcMAC, dstMAC, src, dst, &ndp.NeighborSolicitation{
 		TargetAddress: target,
 		Options:       []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: srcMAC}},
-	})
+	}, hopLimit)
+}
+
+// unsolicitedNABytes builds the frame of srcMAC's unsolicited NA for
+// target, with the override flag, to all nodes.
+func unsolicitedNABytes(t testing.TB, srcMAC net.HardwareAddr, target netip.Addr) []byte {
+	t.Helper()
+	src := netip.MustParseAddr("fe80::ff:fe00:99")
+	return ndpBytes(t, srcMAC, net.HardwareAddr{0x33, 0x33, 0, 0, 0, 1}, src, netip.IPv6LinkLocalAllNodes(),
+		unsolicitedNA(target, false, true, tll(srcMAC)), 255)
+}
+
+// ndpBytes builds an Ethernet frame with an NDP message and the given hop
+// limit (not covered by the checksum).
+func ndpBytes(t testing.TB, srcMAC, dstMAC net.HardwareAddr, src, dst netip.Addr, m ndp.Message, hopLimit byte) []byte {
+	t.Helper()
+	b, err := marshalNDPFrame(srcMAC, dstMAC, src, dst, m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary.BigEndian.PutUint16(msg[2:4], 0)
-	binary.BigEndian.PutUint16(msg[2:4], ^icmpv6Checksum(src, dst, msg))
-	ip := make([]byte, ipv6HeaderLen)
-	ip[0] = 6 << 4
-	binary.BigEndian.PutUint16(ip[4:6], uint16(len(msg)))
-	ip[6], ip[7] = protoICMPv6, hopLimit
-	s, d := src.As16(), dst.As16()
-	copy(ip[8:24], s[:])
-	copy(ip[24:40], d[:])
-	f := &ethernet.Frame{Destination: dstMAC, Source: srcMAC, EtherType: etherTypeIPv6, Payload: append(ip, msg...)}
-	b, err := f.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
+	b[offHopLimit] = hopLimit
 	return b
 }
 
-func TestParseNSFrame(t *testing.T) {
+func TestParseNDPFrame(t *testing.T) {
 	good := nsBytes(t, clientMAC, ourMAC, client6, vip6, vip6, 255)
-	f, err := parseNSFrame(good)
+	f, err := parseNDPFrame(good)
 	if err != nil {
 		t.Fatalf("valid frame: %v", err)
 	}
-	if f.src != client6 || f.dst != vip6 || f.ns.TargetAddress != vip6 || f.srcMAC.String() != clientMAC.String() {
+	if f.src != client6 || f.dst != vip6 || f.ns == nil || f.na != nil || f.ns.TargetAddress != vip6 || f.srcMAC.String() != clientMAC.String() {
 		t.Fatalf("parsed %+v", f)
 	}
+	f, err = parseNDPFrame(unsolicitedNABytes(t, otherMAC, vip6))
+	if err != nil {
+		t.Fatalf("valid NA frame: %v", err)
+	}
+	if f.na == nil || f.ns != nil || f.na.TargetAddress != vip6 || f.na.Solicited || f.dst != netip.IPv6LinkLocalAllNodes() || f.srcMAC.String() != otherMAC.String() {
+		t.Fatalf("parsed NA %+v", f)
+	}
 	padded := append(append([]byte{}, good...), make([]byte, 30)...)
-	if _, err := parseNSFrame(padded); err != nil {
+	if _, err := parseNDPFrame(padded); err != nil {
 		t.Errorf("frame with trailing padding: %v", err)
 	}
 	bad := map[string][]byte{
-		"truncated":    good[:len(good)-20],
-		"hop limit":    nsBytes(t, clientMAC, ourMAC, client6, vip6, vip6, 254),
-		"bad checksum": flip(good, offICMP+2),
-		"code":         flip(good, offICMP+1),
-		"next header":  flip(good, offNextHeader),
-		"ethertype":    flip(good, 13),
-		"version":      flip(good, ethHeaderLen),
-		"payload len":  flip(good, ethHeaderLen+5),
-		"empty":        nil,
+		"truncated":           good[:len(good)-20],
+		"hop limit":           nsBytes(t, clientMAC, ourMAC, client6, vip6, vip6, 254),
+		"bad checksum":        flip(good, offICMP+2),
+		"code":                flip(good, offICMP+1),
+		"next header":         flip(good, offNextHeader),
+		"ethertype":           flip(good, 13),
+		"version":             flip(good, ethHeaderLen),
+		"payload len":         flip(good, ethHeaderLen+5),
+		"NA hop limit":        ndpBytes(t, otherMAC, ourMAC, client6, vip6, unsolicitedNA(vip6, false, true, tll(otherMAC)), 64),
+		"router solicitation": ndpBytes(t, clientMAC, ourMAC, client6, vip6, &ndp.RouterSolicitation{}, 255),
+		"empty":               nil,
 	}
 	for name, b := range bad {
-		if _, err := parseNSFrame(b); !errors.Is(err, errNotNS) {
-			t.Errorf("%s: got %v, want errNotNS", name, err)
+		if _, err := parseNDPFrame(b); !errors.Is(err, errNotNDP) {
+			t.Errorf("%s: got %v, want errNotNDP", name, err)
 		}
 	}
 }
@@ -137,10 +148,10 @@ func flip(b []byte, i int) []byte {
 	return out
 }
 
-func TestUnicastNSFor(t *testing.T) {
+func TestNSFor(t *testing.T) {
 	owns := ownsOnly(vip6)
-	parse := func(b []byte) nsFrame {
-		f, err := parseNSFrame(b)
+	parse := func(b []byte) ndpFrame {
+		f, err := parseNDPFrame(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,32 +159,39 @@ func TestUnicastNSFor(t *testing.T) {
 	}
 	other := netip.MustParseAddr("2001:db8:1::71")
 	snm, _ := ndp.SolicitedNodeMulticast(vip6)
+	global := netip.MustParseAddr("ff0e::1")
+	mcastMAC := net.HardwareAddr{0x33, 0x33, 0xff, 0, 0, 0x70}
 	tests := []struct {
 		name string
-		f    nsFrame
-		want bool
+		f    ndpFrame
+		kind string // "" when not answered
 	}{
-		{"NUD probe to the VIP", parse(nsBytes(t, clientMAC, ourMAC, client6, vip6, vip6, 255)), true},
-		{"not owned", parse(nsBytes(t, clientMAC, ourMAC, client6, other, other, 255)), false},
-		{"multicast (the ICMPv6 socket answers it)", parse(nsBytes(t, clientMAC, ourMAC, client6, snm, vip6, 255)), false},
-		{"sent to another address", parse(nsBytes(t, clientMAC, ourMAC, client6, client6, vip6, 255)), false},
-		{"from our MAC", parse(nsBytes(t, ourMAC, ourMAC, client6, vip6, vip6, 255)), false},
-		{"empty", nsFrame{}, false},
+		{"NUD probe to the VIP", parse(nsBytes(t, clientMAC, ourMAC, client6, vip6, vip6, 255)), "unicast"},
+		{"address resolution to the solicited-node group", parse(nsBytes(t, clientMAC, mcastMAC, client6, snm, vip6, 255)), "multicast"},
+		{"DAD from the unspecified address", parse(nsBytes(t, clientMAC, mcastMAC, netip.IPv6Unspecified(), snm, vip6, 255)), "multicast"},
+		{"not owned, unicast", parse(nsBytes(t, clientMAC, ourMAC, client6, other, other, 255)), ""},
+		{"not owned, multicast", parse(nsBytes(t, clientMAC, mcastMAC, client6, snm, other, 255)), ""},
+		{"to a group beyond the link", parse(nsBytes(t, clientMAC, mcastMAC, client6, global, vip6, 255)), ""},
+		{"sent to another address", parse(nsBytes(t, clientMAC, ourMAC, client6, client6, vip6, 255)), ""},
+		{"from our MAC", parse(nsBytes(t, ourMAC, ourMAC, client6, vip6, vip6, 255)), ""},
+		{"from our MAC, multicast", parse(nsBytes(t, ourMAC, mcastMAC, client6, snm, vip6, 255)), ""},
+		{"empty", ndpFrame{}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := unicastNSFor(tc.f, ourMAC, owns)
-			if ok != tc.want || (ok && got != vip6) {
-				t.Errorf("got %v %v, want %v", got, ok, tc.want)
+			got, kind, ok := nsFor(tc.f, ourMAC, owns)
+			if ok != (tc.kind != "") || kind != tc.kind || (ok && got != vip6) {
+				t.Errorf("got %v %q %v, want %q", got, kind, ok, tc.kind)
 			}
 		})
 	}
 }
 
-// TestNSFilter runs the BPF program in the x/net/bpf VM. The VM has no
-// packet type, so the PACKET_HOST check is replaced by a constant load.
-func TestNSFilter(t *testing.T) {
-	raw, err := nsFilter()
+// TestNDPFilter runs the BPF program in the x/net/bpf VM. The VM has no
+// packet type, so its load is replaced by a constant: each packet type in
+// turn.
+func TestNDPFilter(t *testing.T) {
+	raw, err := ndpFilter()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,23 +202,29 @@ func TestNSFilter(t *testing.T) {
 	if _, isExt := prog[0].(bpf.LoadExtension); !isExt {
 		t.Fatalf("first instruction %v, want the packet type load", prog[0])
 	}
-	prog[0] = bpf.LoadConstant{Dst: bpf.RegA, Val: packetHostType}
-	vm, err := bpf.NewVM(prog)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ns := nsBytes(t, clientMAC, ourMAC, client6, vip6, vip6, 255)
 	na := append([]byte{}, ns...)
 	na[offICMP] = 136
+	ra := append([]byte{}, ns...)
+	ra[offICMP] = 134
 	arpFrame := append([]byte{}, ns...)
 	arpFrame[12], arpFrame[13] = 0x08, 0x06
-	for name, tc := range map[string]struct {
-		frame []byte
-		pass  bool
-	}{"NS": {ns, true}, "NA": {na, false}, "ARP": {arpFrame, false}, "short": {ns[:20], false}} {
-		n, err := vm.Run(tc.frame)
-		if (n > 0) != tc.pass {
-			t.Errorf("%s: accepted %d bytes (err %v), want pass=%v", name, n, err, tc.pass)
+	const packetOutgoing, packetLoopback, packetOtherHost = 4, 5, 3
+	for _, pt := range []uint32{packetHostType, packetMcastType, packetOtherHost, packetOutgoing, packetLoopback} {
+		prog[0] = bpf.LoadConstant{Dst: bpf.RegA, Val: pt}
+		vm, err := bpf.NewVM(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forUs := pt == packetHostType || pt == packetMcastType
+		for name, tc := range map[string]struct {
+			frame []byte
+			pass  bool
+		}{"NS": {ns, forUs}, "NA": {na, forUs}, "router advertisement": {ra, false}, "ARP": {arpFrame, false}, "short": {ns[:20], false}} {
+			n, err := vm.Run(tc.frame)
+			if (n > 0) != tc.pass {
+				t.Errorf("packet type %d, %s: accepted %d bytes (err %v), want pass=%v", pt, name, n, err, tc.pass)
+			}
 		}
 	}
 }

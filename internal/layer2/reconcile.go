@@ -138,6 +138,7 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 		announced:  func(vip netip.Addr) { a.owned.Load().state(iface, vip).markAnnounced() },
 		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) },
 		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.foreignAnnouncement(iface, proto, vip, mac, by) },
+		notice:     func(vip netip.Addr, by net.HardwareAddr) { a.noticeConflict(iface, proto, vip, mac, by) },
 		heard:      func(vip netip.Addr) { a.owned.Load().state(iface, vip).markHeard() },
 		vips:       func() []netip.Addr { return a.owned.Load().advertised(iface) },
 		refresh:    a.cfg.Refresh,

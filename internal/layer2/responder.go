@@ -27,6 +27,9 @@ type protocol interface {
 	// neighbour solicitation from the link-local address); the answers
 	// are reported to responderSpec.heard.
 	solicit(vip netip.Addr) error
+	// notify sends one gratuitous ARP / unsolicited NA for vip to the host
+	// with MAC to only (see Announcer.noticeConflict).
+	notify(vip netip.Addr, to net.HardwareAddr) error
 	// setVIPs tells which VIPs are announced on the interface.
 	setVIPs(vips []netip.Addr)
 }
@@ -59,6 +62,10 @@ type responderSpec struct {
 	// host's announcement of such a VIP is reported to yield.
 	announces func(vip netip.Addr) bool
 	yield     func(vip netip.Addr, by net.HardwareAddr)
+	// notice records that another host (by) told this node alone, in an
+	// announcement sent to its MAC, that it announces vip too: the loser
+	// of a fence telling the winner (see Announcer.noticeConflict).
+	notice func(vip netip.Addr, by net.HardwareAddr)
 	// heard records that another host answered for vip (a reply to
 	// solicit).
 	heard func(vip netip.Addr)

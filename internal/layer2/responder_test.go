@@ -26,6 +26,9 @@ func (p *fakeProto) serve(context.Context, *sync.WaitGroup) {}
 func (p *fakeProto) close()                                 {}
 func (p *fakeProto) setVIPs([]netip.Addr)                   {}
 func (p *fakeProto) solicit(netip.Addr) error               { return nil }
+func (p *fakeProto) notify(netip.Addr, net.HardwareAddr) error {
+	return nil
+}
 
 func (p *fakeProto) gratuitous(vip netip.Addr) error {
 	p.mu.Lock()
