@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -31,7 +33,9 @@ func TestMakeDemo(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "go", append([]string{"run", "./e2e/cmd/" + args[0]}, args[1:]...)...)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+		// the demo's lab is held for this process: killed, it leaves no lab
+		// that the next run would refuse to replace
+		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", fmt.Sprintf("%s=%d", lab.HolderEnv, os.Getpid()))
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

@@ -17,14 +17,15 @@ import (
 )
 
 // clearStaleRuns removes runs left by a crashed owner. The caller holds
-// the machine lock, so no live test owns them; a detached lab (`make
-// lab-up`) is not stale: refuse and say how to remove it.
+// the machine lock, so no live test owns them; a lab handed to the user
+// (`make lab-up`, `make demo`) is not stale: refuse and say how to remove
+// it. A detached lab whose bring-up was killed before the hand-over is.
 func clearStaleRuns(ctx context.Context, root string, log *slog.Logger) error {
 	for _, id := range knownRuns(root) {
 		st, err := readState(filepath.Join(root, id))
 		switch {
-		case err == nil && st.Detached:
-			return fmt.Errorf("a lab started by `make lab-up` (run %s) is up; only one lab fits the address plan: run `make lab-down` first", id)
+		case err == nil && st.leftToUser():
+			return fmt.Errorf("a lab left up by `make lab-up` or `make demo` (run %s) is up; only one lab fits the address plan: run `make lab-down` first", id)
 		case err == nil && st.Owner.alive() && st.Owner.PID != os.Getpid():
 			return fmt.Errorf("lab run %s is still owned by pid %d; stop that process or run `make lab-down`", id, st.Owner.PID)
 		}
@@ -91,7 +92,8 @@ func labNamespaces(id string) []string {
 func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string, error) {
 	dir := filepath.Join(root, id)
 	var removed []string
-	pids := runPIDs(ctx, dir, id)
+	st, stErr := readState(dir)
+	pids := runPIDs(ctx, dir, id, st.Processes)
 	if len(pids) > 0 {
 		terminate(pids, 5*time.Second)
 		removed = append(removed, fmt.Sprintf("%d processes", len(pids)))
@@ -104,6 +106,10 @@ func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string
 		removed = append(removed, fmt.Sprintf("%d node cgroups", len(cg)))
 	}
 	errs = append(errs, removeProcsCgroup(id)...)
+	if stErr == nil && len(st.SoftirqThreads) > 0 {
+		errs = append(errs, restoreSoftirqThreads(st.SoftirqThreads)...)
+		removed = append(removed, "real-time ksoftirqd")
+	}
 	for _, ns := range labNamespaces(id) {
 		if err := labkit.DeleteNS(ctx, ns); err != nil {
 			errs = append(errs, err.Error())
@@ -137,15 +143,13 @@ func linkExists(name string) bool {
 	return err == nil
 }
 
-// runPIDs: recorded processes that still run, processes in the run's
+// runPIDs: the recorded processes that still run, processes in the run's
 // namespaces, and processes whose command line names the run directory.
-func runPIDs(ctx context.Context, dir, id string) []procRecord {
+func runPIDs(ctx context.Context, dir, id string, recorded []procRecord) []procRecord {
 	var out []procRecord
-	if st, err := readState(dir); err == nil {
-		for _, r := range st.Processes {
-			if r.alive() {
-				out = append(out, r)
-			}
+	for _, r := range recorded {
+		if r.alive() {
+			out = append(out, r)
 		}
 	}
 	for _, ns := range labNamespaces(id) {

@@ -34,7 +34,9 @@
 // What the package owns: the namespaces, links, addresses and routes it
 // creates, the processes it starts (by PID, recorded in
 // /run/herald-lab/<run>/state.json), the containers in its nodes' cgroups,
-// the router's configuration and the backend Deployments. What it never
+// the router's configuration and the backend Deployments, and, while it
+// runs, the scheduling policy of the kernel's ksoftirqd threads (real-time,
+// recorded in the state and restored; softirq.go). What it never
 // does: touch any address outside 198.51.100.0/24 and 2001:db8::/32, route
 // anything in the root namespace beyond its leg's connected prefixes (pods
 // reach the API server masqueraded to their node's address), write Node
@@ -51,5 +53,7 @@
 //
 // One lab at a time per machine (there is one address plan): Start waits
 // for a machine-wide lock, so test packages that run in parallel take
-// turns, and it removes what crashed runs left behind.
+// turns, and it removes what crashed runs left behind. A detached lab is
+// left alone only once its owner handed it over (Release, and while its
+// holder, if any, runs): one killed during bring-up is a crashed run.
 package lab

@@ -105,6 +105,7 @@ func (l *Lab) prepare(ctx context.Context) error {
 	if err := l.makeRunDir(); err != nil {
 		return err
 	}
+	l.boostSoftirqThreads()
 	l.addTiming("preflight", start)
 	return nil
 }

@@ -27,6 +27,10 @@ const (
 	IPTables ProxyMode = "iptables"
 )
 
+// HolderEnv names the environment variable through which a test tells
+// `herald-demo` its PID, for Options.HolderPID.
+const HolderEnv = "HERALD_LAB_HOLDER_PID"
+
 // Options shape a lab. The zero value is a 3-node lab with FRR, kube-proxy
 // in nftables mode and the API server on a free port.
 type Options struct {
@@ -55,6 +59,10 @@ type Options struct {
 	// Detached leaves every process running when the caller exits
 	// (`herald-lab up`); the default ties them to the caller's life.
 	Detached bool
+	// HolderPID, with Detached, is a process the lab is kept for after
+	// Release: once it exits the lab counts as a leftover that the next
+	// lab removes (a test running `make demo`; see HolderEnv).
+	HolderPID int
 	// NoInstall refuses to apt-get missing packages (default: install).
 	NoInstall bool
 	// Logger receives progress; default: discard.

@@ -127,9 +127,18 @@ func (l *Lab) Release() error {
 	if !l.opts.Detached {
 		return fmt.Errorf("lab %s is not detached: its processes die with this one; use Close", l.id)
 	}
+	var holder *procRecord
+	if l.opts.HolderPID > 0 {
+		r := recordOf("holder", "", l.opts.HolderPID, "")
+		holder = &r
+	}
+	err := l.state.update(func(s *state) { s.HandedOver, s.Holder = true, holder })
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
 	l.lock.release()
+	if err != nil {
+		return fmt.Errorf("lab %s: recording the hand-over: %w", l.id, err)
+	}
 	return nil
 }

@@ -35,17 +35,33 @@ type state struct {
 	RunID    string    `json:"run_id"`
 	Created  time.Time `json:"created"`
 	Detached bool      `json:"detached"`
-	// Owner started the lab; a run whose owner is gone and that is not
-	// detached is a leftover of a crash.
-	Owner           procRecord   `json:"owner"`
-	Nodes           int          `json:"nodes"`
-	Router          RouterKind   `json:"router"`
-	Namespaces      []string     `json:"namespaces"`
-	RootLink        string       `json:"root_link"`
-	APIServer       string       `json:"api_server,omitempty"`
-	AdminKubeconfig string       `json:"admin_kubeconfig,omitempty"`
-	Ready           bool         `json:"ready"`
-	Processes       []procRecord `json:"processes"`
+	// Owner started the lab; a run whose owner is gone is a leftover of
+	// a crash unless it was left to the user (leftToUser).
+	Owner           procRecord `json:"owner"`
+	Nodes           int        `json:"nodes"`
+	Router          RouterKind `json:"router"`
+	Namespaces      []string   `json:"namespaces"`
+	RootLink        string     `json:"root_link"`
+	APIServer       string     `json:"api_server,omitempty"`
+	AdminKubeconfig string     `json:"admin_kubeconfig,omitempty"`
+	Ready           bool       `json:"ready"`
+	// HandedOver: the owner of a detached lab finished and left it to the
+	// user (Release). A detached lab never handed over whose owner is gone
+	// is the leftover of a `make lab-up` or `make demo` killed mid-way.
+	HandedOver bool `json:"handed_over,omitempty"`
+	// Holder, when set, is the process a handed-over lab is kept for (a
+	// test running `make demo`); once it is gone the lab is a leftover.
+	Holder    *procRecord  `json:"holder,omitempty"`
+	Processes []procRecord `json:"processes"`
+	// SoftirqThreads are the ksoftirqd threads the run made real-time
+	// (see boostSoftirqThreads), for removeRun to restore.
+	SoftirqThreads []procRecord `json:"softirq_threads,omitempty"`
+}
+
+// leftToUser reports whether the run is a lab handed to a user, which
+// no other lab may remove: only `make lab-down` does.
+func (s state) leftToUser() bool {
+	return s.Detached && s.HandedOver && (s.Holder == nil || s.Holder.alive())
 }
 
 // procRecord identifies a process by PID and start time (so a reused PID
@@ -85,6 +101,17 @@ func (f *stateFile) update(change func(*state)) error {
 	return os.Rename(tmp, f.path)
 }
 
+// snapshot returns a copy of the state.
+func (f *stateFile) snapshot() state {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.s
+	s.Processes = slices.Clone(s.Processes)
+	s.SoftirqThreads = slices.Clone(s.SoftirqThreads)
+	s.Namespaces = slices.Clone(s.Namespaces)
+	return s
+}
+
 func (f *stateFile) addProcess(r procRecord) error {
 	return f.update(func(s *state) { s.Processes = append(s.Processes, r) })
 }
@@ -107,20 +134,32 @@ func readState(dir string) (state, error) {
 	return s, nil
 }
 
+// procStat is pid's /proc/pid/stat: its name (field 2, comm) and the
+// fields after it, fields[0] being field 3 (state).
+func procStat(pid int) (comm string, fields []string, err error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", nil, err
+	}
+	s := string(data)
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return "", nil, fmt.Errorf("/proc/%d/stat: no comm", pid)
+	}
+	return s[open+1 : closing], strings.Fields(s[closing+1:]), nil
+}
+
 // procStart is the start time of pid (field 22 of /proc/pid/stat, in
 // clock ticks since boot).
 func procStart(pid int) (uint64, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	_, fields, err := procStat(pid)
 	if err != nil {
 		return 0, err
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no comm", pid)
-	}
-	fields := strings.Fields(s[i+1:])
-	// fields[0] is field 3 (state); starttime is field 22.
+	return startOf(pid, fields)
+}
+
+func startOf(pid int, fields []string) (uint64, error) {
 	if len(fields) < 20 {
 		return 0, fmt.Errorf("/proc/%d/stat: short", pid)
 	}
@@ -130,17 +169,12 @@ func procStart(pid int) (uint64, error) {
 // alive reports whether the recorded process still runs (and is not a
 // zombie).
 func (r procRecord) alive() bool {
-	start, err := procStart(r.PID)
-	if err != nil || start != r.Start {
-		return false
-	}
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(r.PID) + "/stat")
+	_, fields, err := procStat(r.PID)
 	if err != nil {
 		return false
 	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || len(s) < i+3 || s[i+2] != 'Z'
+	start, err := startOf(r.PID, fields)
+	return err == nil && start == r.Start && fields[0] != "Z"
 }
 
 func recordOf(name, ns string, pid int, log string) procRecord {

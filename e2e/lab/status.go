@@ -16,6 +16,9 @@ type RunStatus struct {
 	ID              string
 	Created         time.Time
 	Detached, Ready bool
+	// LeftToUser: a detached lab handed over to the user, which only `make
+	// lab-down` removes; a detached lab that is not is a crashed bring-up.
+	LeftToUser      bool
 	OwnerPID        int
 	OwnerAlive      bool
 	Router          RouterKind
@@ -48,7 +51,7 @@ func Status(root string) []RunStatus {
 	for _, id := range knownRuns(root) {
 		rs := RunStatus{ID: id, Namespaces: labNamespaces(id)}
 		if st, err := readState(filepath.Join(root, id)); err == nil {
-			rs.Created, rs.Detached, rs.Ready = st.Created, st.Detached, st.Ready
+			rs.Created, rs.Detached, rs.Ready, rs.LeftToUser = st.Created, st.Detached, st.Ready, st.leftToUser()
 			rs.OwnerPID, rs.OwnerAlive = st.Owner.PID, st.Owner.alive()
 			rs.Router, rs.APIServer, rs.AdminKubeconfig = st.Router, st.APIServer, st.AdminKubeconfig
 			for _, ns := range st.Namespaces {

@@ -158,6 +158,13 @@ func (l *Lab) findLeftovers() []string {
 			}
 		}
 	}
+	if l.state != nil {
+		for _, t := range l.state.snapshot().SoftirqThreads {
+			if stillBoosted(t) {
+				left = append(left, fmt.Sprintf("%s (pid %d) still real-time", t.Name, t.PID))
+			}
+		}
+	}
 	l.mu.Lock()
 	history := append([]procRecord(nil), l.history...)
 	l.mu.Unlock()

@@ -3,6 +3,7 @@ package lab
 import (
 	"net"
 	"net/netip"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -113,5 +114,26 @@ func TestAroundLongestGapShowsTheRunAndItsNeighbours(t *testing.T) {
 	}
 	if got := (ProbeLog{}).AroundLongestConflict(2); got != "(no such run)" {
 		t.Errorf("AroundLongestConflict of no run = %q", got)
+	}
+}
+
+func TestLeftToUser(t *testing.T) {
+	me := recordOf("holder", "", os.Getpid(), "")
+	gone := me
+	gone.Start++ // the same PID, another process: this one is gone
+	for _, c := range []struct {
+		name string
+		s    state
+		want bool
+	}{
+		{"a test's lab", state{}, false},
+		{"make lab-up killed during bring-up", state{Detached: true}, false},
+		{"make lab-up done", state{Detached: true, HandedOver: true}, true},
+		{"make demo under a running test", state{Detached: true, HandedOver: true, Holder: &me}, true},
+		{"make demo whose test was killed", state{Detached: true, HandedOver: true, Holder: &gone}, false},
+	} {
+		if got := c.s.leftToUser(); got != c.want {
+			t.Errorf("%s: left to the user %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -6,11 +6,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,27 +25,32 @@ import (
 func main() {
 	port := flag.Int("port", lab.APIServerPort, "kube-apiserver port on "+lab.RootIPv4)
 	flag.Parse()
+	holder, _ := strconv.Atoi(os.Getenv(lab.HolderEnv)) // set by TestMakeDemo
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *port); err != nil {
+	if err := run(ctx, *port, holder); err != nil {
 		fmt.Fprintln(os.Stderr, "herald-demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, port int) error {
+// run brings a detached lab up, installs Herald and shows it working;
+// whatever happens after the lab is up, it is handed to the user (Release)
+// for `make lab-status` and `make lab-down`.
+func run(ctx context.Context, port, holder int) (err error) {
 	for _, rs := range lab.Status("") {
-		if rs.Detached && rs.Ready {
+		if rs.LeftToUser {
 			return fmt.Errorf("a lab is already up (run %s); `make lab-down` first, then `make demo` again", rs.ID)
 		}
 	}
 	start := time.Now()
 	fmt.Println("Bringing the lab up: a 3-node Kubernetes cluster (containerd, kubelet, kube-proxy per node; API server, controller-manager, scheduler), an FRR router, a client...")
-	l, err := lab.Start(ctx, lab.Options{Nodes: 3, Detached: true, APIServerPort: port,
+	l, err := lab.Start(ctx, lab.Options{Nodes: 3, Detached: true, HolderPID: holder, APIServerPort: port,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, l.Release()) }()
 	fmt.Printf("Lab run %s is up (%s).\n", l.RunID(), time.Since(start).Round(100*time.Millisecond))
 	fmt.Println("Installing Herald as a user does: make images, import into each node's containerd, kubectl apply -f manifests/herald.yaml...")
 	var images deploy.Images

@@ -73,7 +73,7 @@ func up(ctx context.Context, args []string) error {
 		return err
 	}
 	for _, rs := range lab.Status("") {
-		if rs.Detached && rs.Ready {
+		if rs.LeftToUser {
 			fmt.Printf("A lab is already up (run %s); `make lab-down` first to start a new one.\n\n", rs.ID)
 			return printDescription(os.Stdout, rs.ID)
 		}
