@@ -4,13 +4,16 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -101,10 +104,29 @@ func (cp *ControlPlane) start(ctx context.Context, opts Options) error {
 	return cp.startAPIServer(ctx, apiBin, etcdURL, opts)
 }
 
+// portAttempts bounds the retries of a process that lost its port: a port
+// freePort found free can be taken by any connect() (other test packages'
+// clients run beside this one) before the process binds it.
+const portAttempts = 3
+
 func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, detached bool) (string, error) {
-	clientPort, peerPort, err := freePort(), freePort(), error(nil)
+	for attempt := 1; ; attempt++ {
+		clientPort, peerPort := freePorts2()
+		client, err := cp.startEtcdOn(ctx, bin, detached, clientPort, peerPort)
+		if err == nil || attempt == portAttempts || !lostItsPort(cp.Etcd, err) {
+			return client, err
+		}
+		retire(cp.Etcd, attempt)
+		if err := os.RemoveAll(filepath.Join(cp.Dir, "etcd")); err != nil {
+			return "", fmt.Errorf("etcd: clearing the data of an attempt that lost its port: %w", err)
+		}
+	}
+}
+
+func (cp *ControlPlane) startEtcdOn(ctx context.Context, bin string, detached bool, clientPort, peerPort int) (string, error) {
 	client := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	var err error
 	cp.Etcd, err = startProcess("etcd", filepath.Join(cp.Dir, "etcd.log"), detached, bin,
 		"--name=test", "--data-dir="+filepath.Join(cp.Dir, "etcd"),
 		"--listen-client-urls="+client, "--advertise-client-urls="+client,
@@ -115,7 +137,7 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, detached bool
 		return "", err
 	}
 	err = poll(ctx, 30*time.Second, cp.Etcd, func() bool {
-		resp, err := http.Get(client + "/health")
+		resp, err := probeClient.Get(client + "/health")
 		if err != nil {
 			return false
 		}
@@ -125,14 +147,27 @@ func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, detached bool
 	return client, err
 }
 
+// retire stops an attempt that lost its port and moves its log aside, so
+// that the next attempt's log holds only its own lines.
+func retire(p *Process, attempt int) {
+	p.Stop(time.Second)
+	_ = os.Rename(p.LogPath, fmt.Sprintf("%s.attempt%d", p.LogPath, attempt))
+}
+
+// probeClient bounds readiness probes: what listens on a port may not be
+// the process that was meant to.
+var probeClient = &http.Client{Timeout: 2 * time.Second}
+
+// lostItsPort reports whether a process exited while starting because
+// its port was taken (see portAttempts).
+func lostItsPort(p *Process, err error) bool {
+	return p != nil && errors.Is(err, errExited) && strings.Contains(p.Tail(50), "address already in use")
+}
+
 func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string, opts Options) error {
 	bind := opts.BindAddress
 	if !bind.IsValid() {
 		bind = netip.MustParseAddr("127.0.0.1")
-	}
-	port := opts.Port
-	if port == 0 {
-		port = freePort()
 	}
 	sans := []net.IP{net.ParseIP("127.0.0.1"), net.IP(bind.AsSlice())}
 	for _, a := range opts.ExtraSANs {
@@ -162,8 +197,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		authz = "RBAC"
 	}
 	args := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=" + bind.String(), "--secure-port=" + strconv.Itoa(port),
+		"--etcd-servers=" + etcdURL, "--bind-address=" + bind.String(),
 		"--tls-cert-file=" + filepath.Join(p, "apiserver.crt"), "--tls-private-key-file=" + filepath.Join(p, "apiserver.key"),
 		"--client-ca-file=" + filepath.Join(p, "ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -182,10 +216,28 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		args = append(args, "--advertise-address="+bind.String())
 	}
 	args = append(args, opts.ExtraArgs...)
-	if cp.APIServer, err = startProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"), opts.Detached, bin, args...); err != nil {
+	for attempt := 1; ; attempt++ {
+		port := opts.Port
+		if port == 0 {
+			port = freePort()
+		}
+		err := cp.runAPIServer(ctx, bin, netip.AddrPortFrom(bind, uint16(port)), opts.Detached, args)
+		if err == nil || opts.Port != 0 || attempt == portAttempts || !lostItsPort(cp.APIServer, err) {
+			return err
+		}
+		retire(cp.APIServer, attempt)
+	}
+}
+
+// runAPIServer starts kube-apiserver on addr, writes the admin kubeconfig
+// and waits until it is ready.
+func (cp *ControlPlane) runAPIServer(ctx context.Context, bin string, addr netip.AddrPort, detached bool, args []string) error {
+	args = append(slices.Clip(args), "--secure-port="+strconv.Itoa(int(addr.Port())))
+	var err error
+	if cp.APIServer, err = startProcess("kube-apiserver", filepath.Join(cp.Dir, "kube-apiserver.log"), detached, bin, args...); err != nil {
 		return err
 	}
-	cp.URL = "https://" + net.JoinHostPort(bind.String(), strconv.Itoa(port))
+	cp.URL = "https://" + addr.String()
 	if cp.AdminConfig, err = cp.ClientConfig("herald-test-admin", "system:masters"); err != nil {
 		return err
 	}
@@ -202,6 +254,9 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 		return err
 	}
 	return poll(ctx, 90*time.Second, cp.APIServer, func() bool {
+		// a bounded probe: what listens on the port may not be ours
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
 		body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok"
 	})
@@ -292,6 +347,16 @@ func poll(ctx context.Context, timeout time.Duration, proc *Process, ok func() b
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// freePorts2 returns two distinct free ports (two freePort calls can
+// return the same one: the first is closed before the second is chosen).
+func freePorts2() (int, int) {
+	a, b := freePort(), freePort()
+	for b == a && a != 0 {
+		b = freePort()
+	}
+	return a, b
 }
 
 func freePort() int {
