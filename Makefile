@@ -124,7 +124,8 @@ fuzz:
 bench: bench-pure bench-controller bench-l2 bench-bgp
 
 bench-pure:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/bgp/ ./internal/layer2/ ./internal/announce/
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/layer2/ ./internal/announce/
+	$(GO) test -run '^$$' -bench '^(Plan|ApplyOneMorePath)$$' -benchmem ./internal/bgp/
 
 bench-controller:
 	$(GO) test -count=1 -run '^$$' -bench 'Controller(StartWith1000Pending|Create1000)$$' -benchtime 1x ./internal/controller/
@@ -141,7 +142,7 @@ bench-bgp:
 # 10,000 Services idle and under 100 EndpointSlice updates a second,
 # speaker reconcile and new Service -> announcement at 1,000 and 10,000
 # Services, 200 member-list instances under
-# CPU saturation for 60 s. Takes 15-30 minutes on a quiet machine; loads
+# CPU saturation for 60 s, 10,000 prefixes from one speaker into FRR. Takes 15-30 minutes on a quiet machine; loads
 # every CPU.
 bench-scale:
 	@mkdir -p $(BIN)
@@ -149,6 +150,7 @@ bench-scale:
 	@$(GO) test -count=1 -run '^$$' -bench 'Reconcile' -benchmem -benchtime 20x ./internal/speaker/ | tee -a $(BIN)/bench-scale.txt
 	@$(GO) test -count=1 -run '^$$' -bench 'ServiceToAnnouncement' -benchtime 100x ./internal/speaker/ | tee -a $(BIN)/bench-scale.txt
 	@$(GO) test -count=1 -run '^$$' -bench 'MemberListSim' -benchtime 1x -timeout 20m ./internal/members/ | tee -a $(BIN)/bench-scale.txt
+	@$(GO) test -count=1 -run '^$$' -bench 'FRRPrefixes' -benchtime 1x -timeout 20m ./internal/bgp/ | tee -a $(BIN)/bench-scale.txt
 	@$(GO) run ./hack/benchtable < $(BIN)/bench-scale.txt
 
 bench-controller-10k:

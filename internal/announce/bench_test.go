@@ -12,8 +12,9 @@ import (
 // BenchmarkDecide measures the decisions a speaker takes at each
 // reconcile, with 1,000 and 10,000 Services on 3 nodes (one address each,
 // from an IPv6 pool): BGP for node1 (one peer, one advertisement with a
-// community), L2 from scratch, and the BGP and L2 memos when nothing
-// changed.
+// community), L2 from scratch, the BGP and L2 memos when nothing
+// changed, and the BGP memo when one Service changed and when this node
+// changed (which works every Service out again).
 //
 // Run it with: go test -run XXX -bench Decide -benchmem ./internal/announce/
 func BenchmarkDecide(b *testing.B) {
@@ -32,6 +33,30 @@ func BenchmarkDecide(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				m.Decide(st, "node1")
+			}
+		})
+		b.Run(fmt.Sprintf("BGPMemo-one-changed/%d", n), func(b *testing.B) {
+			var m BGPMemo
+			m.Decide(st, "node1")
+			b.ResetTimer()
+			for i := range b.N {
+				st.Services[i%n].Rev += uint64(n) // a new conversion of one Service
+				if r := m.Decide(st, "node1"); len(r.Routes) != n || m.Worked() != 1 {
+					b.Fatalf("%d routes, %d worked out; want %d, 1", len(r.Routes), m.Worked(), n)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("BGPMemo-node-changed/%d", n), func(b *testing.B) {
+			var m BGPMemo
+			st := st
+			st.Nodes = nodes("node1", "node2", "node3")
+			for i := range b.N {
+				// a new Node object (informers never change one in place): every
+				// Service is worked out again
+				st.Nodes[0].Labels = map[string]string{"kubernetes.io/hostname": "node1", "rack": fmt.Sprint(i)}
+				if r := m.Decide(st, "node1"); len(r.Routes) != n || m.Worked() != n {
+					b.Fatalf("%d routes, %d worked out; want %d, %d", len(r.Routes), m.Worked(), n, n)
+				}
 			}
 		})
 		b.Run(fmt.Sprintf("L2/%d", n), func(b *testing.B) {

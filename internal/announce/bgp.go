@@ -61,15 +61,15 @@ func BGP(st State, nodeName string) BGPResult {
 	if !me.eligible || len(res.Peers) == 0 {
 		return res
 	}
-	merged := map[routeKey]*attrs{}
+	merged := mergedAttrs{}
 	for i := range st.Services {
 		s := &st.Services[i]
 		if !advertisesFrom(s, me.name) {
 			continue
 		}
-		for _, ip := range s.IPs {
-			st.addRoutes(merged, s, ip, *me, res.Peers)
-		}
+		st.eachContribution(s, *me, res.Peers, func(k routeKey, ad *config.BGPAdvertisement) {
+			merged.add(k, ad, s.Key)
+		})
 	}
 	res.Routes = group(merged)
 	return res
@@ -84,36 +84,46 @@ func advertisesFrom(s *Service, node string) bool {
 	return s.Endpoints.AnyReady
 }
 
-func (st State) addRoutes(merged map[routeKey]*attrs, s *Service, ip netip.Addr, me node, peers []*config.Peer) {
-	pool := st.poolOf(s, ip)
-	if pool == nil {
-		return
-	}
-	for _, ad := range st.Config.BGPAdvertisements {
-		if !ad.SelectsPool(pool.Name) || !ad.SelectsService(s.Labels) || !ad.SelectsNode(me.labels) {
+// eachContribution calls add for every advertisement that covers one of
+// the Service's addresses for one of the node's peers, with the prefix
+// (the address, or its aggregate) and the peer.
+func (st State) eachContribution(s *Service, me node, peers []*config.Peer, add func(routeKey, *config.BGPAdvertisement)) {
+	for _, ip := range s.IPs {
+		pool := st.poolOf(s, ip)
+		if pool == nil {
 			continue
 		}
-		bits := ad.AggregationLength
-		if ip.Is6() {
-			bits = ad.AggregationLengthV6
-		}
-		prefix, err := ip.Prefix(bits)
-		if err != nil {
-			continue
-		}
-		for _, p := range peers {
-			if !ad.SelectsPeer(p.Name) {
+		for _, ad := range st.Config.BGPAdvertisements {
+			if !ad.SelectsPool(pool.Name) || !ad.SelectsService(s.Labels) || !ad.SelectsNode(me.labels) {
 				continue
 			}
-			k := routeKey{prefix, p.Name}
-			a := merged[k]
-			if a == nil {
-				a = &attrs{}
-				merged[k] = a
+			bits := ad.AggregationLength
+			if ip.Is6() {
+				bits = ad.AggregationLengthV6
 			}
-			a.add(ad, s.Key)
+			prefix, err := ip.Prefix(bits)
+			if err != nil {
+				continue
+			}
+			for _, p := range peers {
+				if ad.SelectsPeer(p.Name) {
+					add(routeKey{prefix, p.Name}, ad)
+				}
+			}
 		}
 	}
+}
+
+// mergedAttrs are the attributes of each (prefix, peer) being merged.
+type mergedAttrs map[routeKey]*attrs
+
+func (m mergedAttrs) add(k routeKey, ad *config.BGPAdvertisement, svc string) {
+	a := m[k]
+	if a == nil {
+		a = &attrs{}
+		m[k] = a
+	}
+	a.add(ad, svc)
 }
 
 func (a *attrs) add(ad *config.BGPAdvertisement, svc string) {
@@ -137,7 +147,7 @@ type routeID struct {
 
 // group turns per-(prefix, peer) attributes into routes, one per prefix and
 // distinct attribute set.
-func group(merged map[routeKey]*attrs) []Route {
+func group(merged mergedAttrs) []Route {
 	byID := make(map[routeID]*Route, len(merged))
 	for k, a := range merged {
 		r := Route{Prefix: k.prefix, LocalPref: a.localPref}

@@ -1,32 +1,78 @@
 package announce
 
-import "reflect"
+import (
+	"cmp"
+	"maps"
+	"net/netip"
+	"reflect"
+	"slices"
 
-// BGPMemo decides like BGP and gives the last result again when nothing
-// it depends on changed: the configuration, the node's name, labels and
-// eligibility, and every Service by Key and Rev (a Service of Rev 0
-// always counts as changed). BGP does not depend on liveness, so member
-// list and Lease changes, which trigger most reconciles, cost a
-// comparison instead of a computation. The zero value is ready to use; it
-// is not safe for concurrent use, and callers must not modify the
-// result.
+	"github.com/herald-lb/herald/internal/config"
+)
+
+// BGPMemo decides like BGP, remembering between calls what each Service
+// contributes to which prefix and each prefix's routes: a call works out
+// again only the Services that changed (by Key and Rev; a Service of Rev
+// 0 always counts as changed) and the prefixes they touched, unless what
+// every route depends on changed (the configuration, the node's name,
+// labels and eligibility), which starts over. When no Service changed it
+// returns the last result after a comparison that allocates nothing. BGP
+// does not depend on liveness, so member-list and Lease changes, which
+// trigger most reconciles, cost that comparison. Its result always equals
+// BGP's for the same State. The zero value is ready to use; it is not
+// safe for concurrent use, and callers must not modify the result.
 type BGPMemo struct {
-	valid bool
+	valid bool // the fields below describe the last call
 	node  string
 	cfg   any
 	me    *node
-	svcs  []holderRev
+	svcs  []holderRev // the last call's Services, in its order
 	res   BGPResult
+
+	bySvc    map[string]*bgpSvc
+	byPrefix map[netip.Prefix]*bgpPrefix
+	prefixes []netip.Prefix // the keys of byPrefix, in route order
+	gen      uint64
+	worked   int // Services the last call worked out again
+}
+
+// bgpSvc is what one Service (at one Rev) gives the node's routes.
+type bgpSvc struct {
+	rev      uint64
+	seen     uint64 // the call that last saw the Service
+	contribs []bgpContrib
+}
+
+// bgpContrib is one advertisement covering one prefix for one peer on
+// behalf of a Service.
+type bgpContrib struct {
+	k  routeKey
+	ad *config.BGPAdvertisement
+}
+
+// bgpPrefix is one prefix's routes and the Services that contribute to
+// it, once per contribution (mostly one Service; more when addresses are
+// shared or aggregated).
+type bgpPrefix struct {
+	svcs   []string
+	routes []Route
 }
 
 // Decide returns BGP(st, nodeName).
 func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
 	me := st.node(nodeName)
 	if m.unchanged(st, nodeName, me) {
+		m.worked = 0
 		return m.res
 	}
-	m.res = BGP(st, nodeName)
-	m.node, m.cfg, m.me = nodeName, configValue(st), me
+	if me == nil {
+		*m = BGPMemo{}
+		return BGPResult{}
+	}
+	if !m.sameWorld(st, nodeName, me) {
+		m.reset(st, nodeName, me)
+	}
+	m.update(st, me)
 	m.svcs = m.svcs[:0]
 	m.valid = true // unless a Service has no Rev
 	for i := range st.Services {
@@ -37,11 +83,15 @@ func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
 	return m.res
 }
 
+// Worked is how many Services the last Decide worked out again (the
+// others' contributions it took from the memo).
+func (m *BGPMemo) Worked() int { return m.worked }
+
 // unchanged reports whether st and the node are those of the last call.
 // It allocates nothing: it runs at every reconcile. A valid memo holds no
 // Rev 0, so a Service without a Rev never matches.
 func (m *BGPMemo) unchanged(st State, nodeName string, me *node) bool {
-	if !m.valid || m.node != nodeName || len(m.svcs) != len(st.Services) {
+	if !m.valid || len(m.svcs) != len(st.Services) {
 		return false
 	}
 	for i := range st.Services {
@@ -49,5 +99,172 @@ func (m *BGPMemo) unchanged(st State, nodeName string, me *node) bool {
 			return false
 		}
 	}
-	return reflect.DeepEqual(m.me, me) && reflect.DeepEqual(m.cfg, configValue(st))
+	return m.sameWorld(st, nodeName, me)
+}
+
+// sameWorld reports whether the configuration and the node are those the
+// remembered contributions were worked out for.
+func (m *BGPMemo) sameWorld(st State, nodeName string, me *node) bool {
+	return m.bySvc != nil && m.node == nodeName && reflect.DeepEqual(m.me, me) && reflect.DeepEqual(m.cfg, configValue(st))
+}
+
+// reset forgets every contribution and chooses the node's sessions.
+func (m *BGPMemo) reset(st State, nodeName string, me *node) {
+	*m = BGPMemo{node: nodeName, cfg: configValue(st), me: me, svcs: m.svcs[:0],
+		bySvc: map[string]*bgpSvc{}, byPrefix: map[netip.Prefix]*bgpPrefix{}}
+	for _, p := range st.Config.Peers {
+		if p.SelectsNode(me.labels) {
+			m.res.Peers = append(m.res.Peers, p)
+		}
+	}
+	if me.eligible && len(m.res.Peers) > 0 {
+		m.res.Routes = []Route{} // as BGP: routes are due, maybe none
+	}
+}
+
+// update works out the changed Services' contributions, forgets those of
+// Services that are gone, and routes again the prefixes they touched.
+// Service Keys are unique in a State.
+func (m *BGPMemo) update(st State, me *node) {
+	m.gen++
+	m.worked = 0
+	touched := map[netip.Prefix]bool{}
+	for i := range st.Services {
+		s := &st.Services[i]
+		e := m.bySvc[s.Key]
+		if e != nil && s.Rev != 0 && e.rev == s.Rev {
+			e.seen = m.gen
+			continue
+		}
+		m.worked++
+		if e != nil {
+			m.drop(s.Key, e, touched)
+		}
+		e = &bgpSvc{rev: s.Rev, seen: m.gen, contribs: m.contributions(st, s, me)}
+		m.bySvc[s.Key] = e
+		m.add(s.Key, e, touched)
+	}
+	if len(st.Services) < len(m.bySvc) {
+		for key, e := range m.bySvc {
+			if e.seen != m.gen {
+				m.drop(key, e, touched)
+				delete(m.bySvc, key)
+			}
+		}
+	}
+	if len(touched) > 0 {
+		m.route(touched)
+	}
+}
+
+// contributions are what one Service gives the node's routes.
+func (m *BGPMemo) contributions(st State, s *Service, me *node) []bgpContrib {
+	if !me.eligible || len(m.res.Peers) == 0 || !advertisesFrom(s, me.name) {
+		return nil
+	}
+	var out []bgpContrib
+	st.eachContribution(s, *me, m.res.Peers, func(k routeKey, ad *config.BGPAdvertisement) {
+		out = append(out, bgpContrib{k: k, ad: ad})
+	})
+	return out
+}
+
+func (m *BGPMemo) add(key string, e *bgpSvc, touched map[netip.Prefix]bool) {
+	for _, c := range e.contribs {
+		p := m.byPrefix[c.k.prefix]
+		if p == nil {
+			p = &bgpPrefix{}
+			m.byPrefix[c.k.prefix] = p
+		}
+		p.svcs = append(p.svcs, key)
+		touched[c.k.prefix] = true
+	}
+}
+
+func (m *BGPMemo) drop(key string, e *bgpSvc, touched map[netip.Prefix]bool) {
+	for _, c := range e.contribs {
+		p := m.byPrefix[c.k.prefix]
+		if i := slices.Index(p.svcs, key); i >= 0 {
+			p.svcs = slices.Delete(p.svcs, i, i+1)
+		}
+		touched[c.k.prefix] = true
+	}
+}
+
+// route merges the touched prefixes' contributions into routes, as BGP
+// does for every prefix, in one merge and one grouping for all of them
+// (not one per prefix: working everything out again would cost thousands
+// of small maps), and lays out the result in BGP's order.
+func (m *BGPMemo) route(touched map[netip.Prefix]bool) {
+	merged := mergedAttrs{}
+	m.layOut(touched)
+	for prefix := range touched {
+		p := m.byPrefix[prefix]
+		if p == nil {
+			continue
+		}
+		keys := p.svcs
+		if len(keys) > 1 {
+			keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+		}
+		for _, key := range keys {
+			for _, c := range m.bySvc[key].contribs {
+				if c.k.prefix == prefix {
+					merged.add(c.k, c.ad, key)
+				}
+			}
+		}
+	}
+	grouped := group(merged) // sorted by prefix: one run per touched prefix
+	for i := 0; i < len(grouped); {
+		j := i + 1
+		for j < len(grouped) && grouped[j].Prefix == grouped[i].Prefix {
+			j++
+		}
+		m.byPrefix[grouped[i].Prefix].routes = grouped[i:j:j]
+		i = j
+	}
+	routes := make([]Route, 0, len(m.prefixes))
+	for _, prefix := range m.prefixes {
+		routes = append(routes, m.byPrefix[prefix].routes...)
+	}
+	m.res.Routes = routes
+}
+
+// layOut forgets the touched prefixes no Service contributes to any more
+// and keeps m.prefixes, the others, in route order: one by one for a few
+// changes, sorted anew for many (inserting thousands one by one would
+// move the slice thousands of times).
+func (m *BGPMemo) layOut(touched map[netip.Prefix]bool) {
+	if len(touched) > 16 {
+		for prefix := range touched {
+			if len(m.byPrefix[prefix].svcs) == 0 {
+				delete(m.byPrefix, prefix)
+			}
+		}
+		m.prefixes = slices.AppendSeq(m.prefixes[:0], maps.Keys(m.byPrefix))
+		slices.SortFunc(m.prefixes, comparePrefixes)
+		return
+	}
+	for prefix := range touched {
+		i, found := slices.BinarySearchFunc(m.prefixes, prefix, comparePrefixes)
+		switch {
+		case len(m.byPrefix[prefix].svcs) == 0:
+			delete(m.byPrefix, prefix)
+			if found {
+				m.prefixes = slices.Delete(m.prefixes, i, i+1)
+			}
+		case !found:
+			m.prefixes = slices.Insert(m.prefixes, i, prefix)
+		}
+	}
+}
+
+// comparePrefixes orders prefixes as BGP orders routes: by address, then
+// by length.
+func comparePrefixes(a, b netip.Prefix) int {
+	if c := a.Addr().Compare(b.Addr()); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Bits(), b.Bits())
 }

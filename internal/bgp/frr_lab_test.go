@@ -77,25 +77,29 @@ func TestFRR(t *testing.T) {
 		Addrs: []string{"198.51.100.1/24", "198.51.100.2/24", "2001:db8:1::1/64"}})
 	dir := fmt.Sprintf("/run/hbgp%d-frr", os.Getpid())
 	n.StartFRR(rtr, dir, fmt.Sprintf(frrConf, dir))
-	runChild(t, n, spk, frrLab{VtyDir: dir})
+	env, err := json.Marshal(frrLab{VtyDir: dir})
+	must(t, err)
+	runChild(t, n, spk, "TestFRRSpeakerSide", 4*time.Minute, frrEnv+"="+string(env), nil)
 }
 
-// runChild runs TestFRRSpeakerSide in the speaker namespace, relays its
-// output and fails if it failed.
-func runChild(t *testing.T, n *labkit.Network, ns string, lab frrLab) {
+// runChild runs the speaker-side test named test in namespace ns, for at
+// most timeout, with env (NAME=value) added to its environment, hands each
+// line of its output to onLine (nil: the test log) and fails if it failed.
+func runChild(t testing.TB, n *labkit.Network, ns, test string, timeout time.Duration, env string, onLine func(string)) {
 	t.Helper()
-	argv, err := labkit.TestBinary("TestFRRSpeakerSide", "-test.v", "-test.count=1", "-test.timeout=4m")
+	argv, err := labkit.TestBinary(test, "-test.v", "-test.count=1", "-test.timeout="+timeout.String())
 	must(t, err)
-	env, err := json.Marshal(lab)
-	must(t, err)
-	p := n.Start(ns, labkit.ProcOptions{Name: "speaker side", Argv: argv, Env: []string{frrEnv + "=" + string(env)},
+	if onLine == nil {
+		onLine = func(line string) { t.Log(line) }
+	}
+	p := n.Start(ns, labkit.ProcOptions{Name: "speaker side", Argv: argv, Env: []string{env},
 		Grace: 5 * time.Second, Stdout: func(r io.Reader) {
 			sc := bufio.NewScanner(r)
 			for sc.Scan() {
-				t.Log(sc.Text())
+				onLine(sc.Text())
 			}
 		}})
 	if err := p.Wait(); err != nil {
-		t.Fatalf("speaker-side test in %s: %v", ns, err)
+		t.Fatalf("%s in %s: %v", test, ns, err)
 	}
 }

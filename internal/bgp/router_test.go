@@ -156,7 +156,7 @@ func freePort(t *testing.T, addr string) uint16 {
 	return uint16(l.Addr().(*net.TCPAddr).Port)
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

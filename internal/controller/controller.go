@@ -98,6 +98,10 @@ type Controller struct {
 	// servicesIdle is broadcast when the service queue runs empty.
 	servicesIdle *signal
 	fence        *k8s.Fence // nil without leader election
+	// firstStatus logs the first status write of this run (how soon after
+	// the caches synced the controller serves).
+	firstStatus sync.Once
+	syncedAt    time.Time // set before any worker starts
 
 	mu         sync.Mutex // guards the fields below
 	alloc      *allocator.Allocator
@@ -191,6 +195,7 @@ func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
 		return fmt.Errorf("caches did not sync")
 	}
 	c.log.Info("caches synced", "duration", time.Since(syncStart).Round(time.Millisecond))
+	c.syncedAt = time.Now()
 	if c.opts.MemberlistSecret != "" {
 		go KeepMemberlistSecret(ctx, c.kube, c.opts.Namespace, c.opts.MemberlistSecret, c.log)
 	}

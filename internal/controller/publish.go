@@ -155,10 +155,15 @@ func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingre
 		return err
 	}
 	defer cancel()
+	start := time.Now()
 	_, err = c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(wctx, ac, applyOpts)
 	if err != nil {
 		return fmt.Errorf("service %s/%s status: %w", svc.Namespace, svc.Name, err)
 	}
+	c.firstStatus.Do(func() {
+		c.log.Info("first status written", "service", svc.Namespace+"/"+svc.Name, "request", time.Since(start).Round(time.Millisecond),
+			"sinceCachesSynced", time.Since(c.syncedAt).Round(time.Millisecond))
+	})
 	return nil
 }
 
