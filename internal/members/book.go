@@ -2,6 +2,7 @@ package members
 
 import (
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -61,6 +62,31 @@ func (b *book) suspect(node string) (transition, bool) {
 // clears Suspect only.
 func (b *book) reachable(node string) (transition, bool) {
 	return b.move(node, Alive, func(from State) bool { return from == Suspect })
+}
+
+// reported records what another member remembers of a node this process
+// has never seen: Dead or Left (see reports.go). A node this process has
+// seen keeps the state it saw.
+func (b *book) reported(r report) (transition, bool) {
+	if r.state != Dead && r.state != Left {
+		return transition{}, false
+	}
+	return b.move(r.node, r.state, func(from State) bool { return from == Unknown })
+}
+
+// gone returns the nodes remembered Dead or Left, sorted by name: what
+// this process reports to the members it exchanges state with.
+func (b *book) gone() []report {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []report
+	for name, e := range b.nodes {
+		if e.state == Dead || e.state == Left {
+			out = append(out, report{node: name, state: e.state})
+		}
+	}
+	slices.SortFunc(out, func(a, b report) int { return strings.Compare(a.node, b.node) })
+	return out
 }
 
 func (b *book) move(node string, to State, allowed func(from State) bool) (transition, bool) {

@@ -4,7 +4,11 @@
 //
 // It answers State(node) with Alive, Suspect, Dead, Left or Unknown, keeps
 // its own memory (a node seen Dead or Left stays so after memberlist forgets
-// it, until it is seen Alive again or its Node object is gone: Retain), tells the speaker through OnChange when
+// it, until it is seen Alive again or its Node object is gone: Retain),
+// sends that memory of the dead and left in its push-pull state and takes
+// the others' for nodes it never saw (reports.go: memberlist drops news of
+// unknown nodes, so a member that joined after a death would never learn
+// of it), tells the speaker through OnChange when
 // anything changed, says when the first join has settled, and on SIGTERM
 // leaves gracefully so that the others hand over before this node goes quiet.
 //

@@ -51,13 +51,27 @@ func (h *hooks) NodeMeta(limit int) []byte {
 	return encodeMeta(h.leaving.Load())
 }
 
-// NotifyMsg, GetBroadcasts, LocalState, MergeRemoteState and AckPayload:
-// this package sends no user data over memberlist.
+// NotifyMsg, GetBroadcasts and AckPayload: no user messages; the only
+// user data is the push-pull state below.
 func (h *hooks) NotifyMsg([]byte)                {}
 func (h *hooks) GetBroadcasts(int, int) [][]byte { return nil }
-func (h *hooks) LocalState(bool) []byte          { return nil }
-func (h *hooks) MergeRemoteState([]byte, bool)   {}
 func (h *hooks) AckPayload() []byte              { return nil }
+
+// LocalState is this process's reports (reports.go): the nodes it
+// remembers Dead or Left.
+func (h *hooks) LocalState(bool) []byte { return encodeReports(h.book.gone()) }
+
+// MergeRemoteState takes another member's reports for the nodes this
+// process has never seen. Malformed state (another version) is ignored.
+func (h *hooks) MergeRemoteState(buf []byte, _ bool) {
+	reps, err := decodeReports(buf)
+	if err != nil {
+		return
+	}
+	for _, r := range reps {
+		h.observe(h.book.reported(r))
+	}
+}
 
 // NotifyJoin: a node became a member, or came back after Dead or Left.
 func (h *hooks) NotifyJoin(n *memberlist.Node) { h.seen(n) }

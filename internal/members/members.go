@@ -195,6 +195,12 @@ func (m *Members) observe(tr transition, changed bool) {
 	if !changed {
 		return
 	}
+	if tr.from == Unknown && (tr.to == Dead || tr.to == Left) {
+		// another member's report (reports.go), not a failure seen here
+		m.log.Info("member reported gone by another member", "node", tr.node, "state", tr.to.String())
+		m.changed()
+		return
+	}
 	level := slog.LevelInfo
 	if tr.to == Dead {
 		m.metrics.failures.Inc()
