@@ -152,7 +152,7 @@ func parseARPFrame(b []byte) (*arp.Packet, *ethernet.Frame, error) {
 
 func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet, vip netip.Addr, received time.Time) {
 	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoARP).Inc()
-	sent, err := p.spec.sendAnswer(vip, func() error { return p.client.Reply(req, p.spec.mac, vip) })
+	sent, err := p.spec.sendAnswer(vip, received, func() error { return p.client.Reply(req, p.spec.mac, vip) })
 	if err != nil {
 		log.Warn("sending ARP reply failed", "vip", vip, "to", req.SenderIP, "error", err)
 		return

@@ -326,3 +326,33 @@ func TestAnnouncementToOurMACIsANotice(t *testing.T) {
 		t.Errorf("calls %v, want %v", calls, want)
 	}
 }
+
+// TestRequestBeforeOurAnnouncementIsLeftToThePreviousOwner: a new owner
+// does not answer a request the kernel received before its first
+// gratuitous packet (the previous owner answers that one), and answers one
+// received after it; with the answering carried over (no announcement
+// time) it answers both.
+func TestRequestBeforeOurAnnouncementIsLeftToThePreviousOwner(t *testing.T) {
+	announced := time.Now()
+	req := arpFrame(t, arpPacket(t, arp.OperationRequest, clientMAC, client4, net.HardwareAddr{0, 0, 0, 0, 0, 0}, vip4), ethernet.Broadcast)
+	for _, c := range []struct {
+		name     string
+		from     time.Time
+		received time.Time
+		answered int
+	}{
+		{"received before our announcement", announced, announced.Add(-time.Millisecond), 0},
+		{"received after it", announced, announced.Add(time.Millisecond), 1},
+		{"answering carried over", time.Time{}, announced.Add(-time.Millisecond), 1},
+	} {
+		p, conn, sender, _ := testARPProto(t)
+		p.spec.answersFrom = func(netip.Addr) time.Time { return c.from }
+		conn.frames, conn.receivedAt = [][]byte{req}, c.received
+		if err := p.readOne(context.Background(), make([]byte, 2048)); err != nil {
+			t.Fatal(err)
+		}
+		if len(sender.replies) != c.answered {
+			t.Errorf("%s: %d replies, want %d", c.name, len(sender.replies), c.answered)
+		}
+	}
+}

@@ -212,7 +212,7 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	if !from.IsValid() || from.IsUnspecified() {
 		dst, solicited = netip.IPv6LinkLocalAllNodes(), false
 	}
-	sent, err := p.spec.sendAnswer(vip, func() error { return p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst) })
+	sent, err := p.spec.sendAnswer(vip, received, func() error { return p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst) })
 	if err != nil {
 		p.spec.log.Warn("sending neighbor advertisement failed", "vip", vip, "to", dst, "error", err)
 		return

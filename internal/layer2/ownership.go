@@ -26,6 +26,10 @@ type vipState struct {
 	// vipState.
 	releasing bool
 	answering atomic.Bool
+	// answeringFrom (unix ns) is when answering was turned on by this
+	// node's first gratuitous packet; 0 when it was carried over from the
+	// state before (or is not on yet).
+	answeringFrom atomic.Int64
 	// since is when this state began (owned or releasing).
 	since time.Time
 	// fencedUntil (unix ns) silences an owned VIP that lost a conflict
@@ -70,9 +74,22 @@ func nextVIPState(old *vipState, releasing bool) *vipState {
 // markAnnounced records that a gratuitous packet for an owned VIP went out
 // (or could not be sent): from now on the VIP is answered.
 func (s *vipState) markAnnounced() {
-	if s != nil && !s.releasing {
+	if s != nil && !s.releasing && !s.answering.Load() {
+		s.answeringFrom.Store(time.Now().UnixNano())
 		s.answering.Store(true)
 	}
+}
+
+// answersFrom is when the first gratuitous packet turned answering on
+// (zero: carried over, or not answering yet).
+func (s *vipState) answersFrom() time.Time {
+	if s == nil {
+		return time.Time{}
+	}
+	if ns := s.answeringFrom.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // markHeard records that another host announced or answered for the VIP.

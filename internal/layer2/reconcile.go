@@ -129,11 +129,14 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 	mac, _ := net.ParseMAC(ident.mac)
 	iface, proto := k.iface, k.proto
 	spec := responderSpec{
-		iface:      iface,
-		index:      ident.index,
-		mac:        mac,
-		proto:      proto,
-		owns:       func(vip netip.Addr) bool { return a.owns(iface, vip) },
+		iface: iface,
+		index: ident.index,
+		mac:   mac,
+		proto: proto,
+		owns:  func(vip netip.Addr) bool { return a.owns(iface, vip) },
+		answersFrom: func(vip netip.Addr) time.Time {
+			return a.owned.Load().state(iface, vip).answersFrom()
+		},
 		advertises: func(vip netip.Addr) bool { return a.owned.Load().advertises(iface, vip) },
 		announced:  func(vip netip.Addr) { a.owned.Load().state(iface, vip).markAnnounced() },
 		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) },

@@ -54,10 +54,15 @@ type responderSpec struct {
 	// was (see vipState), releasing says whether vip is being handed over
 	// and still answered; yield records that another host (by) announced
 	// it (see Announcer.yield).
-	owns       func(vip netip.Addr) bool
-	advertises func(vip netip.Addr) bool
-	announced  func(vip netip.Addr)
-	releasing  func(vip netip.Addr) bool
+	owns func(vip netip.Addr) bool
+	// answersFrom is when this node began answering for an owned vip with
+	// its first gratuitous packet (zero: answering carried over, or no
+	// such limit): a request the kernel received before that is left to
+	// the previous owner, which answers it (see sendAnswer).
+	answersFrom func(vip netip.Addr) time.Time
+	advertises  func(vip netip.Addr) bool
+	announced   func(vip netip.Addr)
+	releasing   func(vip netip.Addr) bool
 	// announces says whether vip is owned or released here at all: another
 	// host's announcement of such a VIP is reported to yield.
 	announces func(vip netip.Addr) bool
@@ -297,10 +302,10 @@ func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, e
 // request was matched: ownership is checked again under sending, so that
 // once silence has returned for a withdrawn VIP no answer for it leaves.
 // It reports whether it tried.
-func (s responderSpec) sendAnswer(vip netip.Addr, send func() error) (bool, error) {
+func (s responderSpec) sendAnswer(vip netip.Addr, received time.Time, send func() error) (bool, error) {
 	s.sending.RLock()
 	defer s.sending.RUnlock()
-	if !s.owns(vip) {
+	if !s.owns(vip) || s.beforeOurAnnouncement(vip, received) {
 		return false, nil
 	}
 	if err := send(); err != nil {
@@ -308,6 +313,21 @@ func (s responderSpec) sendAnswer(vip netip.Addr, send func() error) (bool, erro
 	}
 	s.metrics.responses.WithLabelValues(s.iface, s.proto).Inc()
 	return true, nil
+}
+
+// beforeOurAnnouncement reports whether a request for vip, received by
+// the kernel at received, came before this node's first gratuitous packet
+// for it. The previous owner answers such a request (it stops only when it
+// reads that packet, which came after the request); answering it here too,
+// when this node reads it after its announcement, would answer it twice
+// (seen in the lab: three requests queued at a hand-over, answered by both
+// nodes 9-28 ms apart).
+func (s responderSpec) beforeOurAnnouncement(vip netip.Addr, received time.Time) bool {
+	if s.answersFrom == nil || received.IsZero() {
+		return false
+	}
+	from := s.answersFrom(vip)
+	return !from.IsZero() && received.Before(from)
 }
 
 // countMalformed counts a frame that did not parse, and skips it: a host

@@ -16,6 +16,13 @@ type L2 interface {
 	Interfaces(ip netip.Addr) []string
 }
 
+// Fences is the part of an L2 backend (*layer2.Announcer) that lifts the
+// split-brain fences this node lost (see layer2.Announcer.LiftFences);
+// the speaker uses it when its L2 backend has it.
+type Fences interface {
+	LiftFences() int
+}
+
 // BGP holds this node's BGP sessions and routes (*bgp.Speaker).
 type BGP interface {
 	Apply(ctx context.Context, d bgp.Desired) error

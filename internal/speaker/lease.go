@@ -15,10 +15,10 @@ import (
 
 // The liveness Lease: every synced speaker renews a Lease named
 // herald-speaker-<node> in Herald's namespace, the way the kubelet renews
-// its node Lease. It is the second source of liveness, for nodes the
-// member list has not seen (a speaker that restarted never learns of a
-// member that died before it joined) and for a node cut off from every
-// other member. It is written by the speaker itself, not by the kubelet,
+// its node Lease. It is the second source of liveness, for nodes no
+// member has seen (a new node whose speaker is still starting; the deaths
+// other members saw come with the member list itself) and for a node cut
+// off from every other member. It is written by the speaker itself, not by the kubelet,
 // so a dead kubelet does not make a live speaker look dead.
 const (
 	// LeasePrefix starts the name of every speaker liveness Lease.

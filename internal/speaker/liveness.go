@@ -41,6 +41,7 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 			unknown = append(unknown, n.Name)
 		}
 	}
+	s.liftFencesOnRejoin(ml, dead)
 	isolated := ml != nil && ml.Settled() && others > 0 && up == 0 && len(dead) > 0
 	want := unknown
 	if isolated {
@@ -55,4 +56,25 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 		}
 	}
 	return isolated
+}
+
+// liftFencesOnRejoin lifts the L2 fences this node lost when a node the
+// member list saw dead at the last reconcile is up again (a partition
+// healed; see layer2.Announcer.LiftFences). dead is the nodes dead now.
+func (s *Speaker) liftFencesOnRejoin(ml Liveness, dead []string) {
+	s.deadMu.Lock()
+	before := s.deadBefore
+	s.deadBefore = dead
+	s.deadMu.Unlock()
+	f, ok := s.opts.L2.(Fences)
+	if !ok || ml == nil {
+		return
+	}
+	for _, n := range before {
+		if st := ml.State(n); st == members.Alive || st == members.Suspect {
+			s.log.Info("a node seen dead is a member again", "node", n)
+			f.LiftFences()
+			return
+		}
+	}
 }

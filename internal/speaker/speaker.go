@@ -103,8 +103,12 @@ type Speaker struct {
 	members atomic.Pointer[memberHolder]
 	// isolated: the member list sees no other node alive (observeLiveness).
 	isolated atomic.Bool
-	renewer  *leaseRenewer
-	leases   *leaseBook
+	// deadBefore: the nodes the member list saw dead at the last
+	// reconcile (liftFencesOnRejoin).
+	deadMu     sync.Mutex
+	deadBefore []string
+	renewer    *leaseRenewer
+	leases     *leaseBook
 
 	mu        sync.Mutex // guards the reconcile state below
 	l2        l2State
@@ -372,8 +376,10 @@ func (s *Speaker) memberList() Liveness {
 // live says whether a node's speaker is known to be up, from two sources:
 //   - this node: once synced, unless it is leaving;
 //   - alive (or suspect) in the member list: up; left: down (it said so);
-//   - seen dead in the member list: down, unless this node is cut off
-//     from every other member (see isolated), then its Lease decides;
+//   - seen dead in the member list (by this speaker, or by a member that
+//     reported it: internal/members' reports): down, unless this node is
+//     cut off from every other member (see isolated), then its Lease
+//     decides;
 //   - never seen by the member list (or no member list): its Lease
 //     decides: renewed within its duration. A node whose Lease was never
 //     read is down: never "alive because never heard of".
