@@ -220,15 +220,21 @@ func (h *Herald) CreateService(ctx context.Context, svc *corev1.Service, nodes .
 	if err != nil {
 		return nil, nil, err
 	}
+	ips, err := h.ServeService(ctx, created, nodes...)
+	return created, ips, err
+}
+
+// ServeService does the same for a Service that exists already.
+func (h *Herald) ServeService(ctx context.Context, svc *corev1.Service, nodes ...string) ([]netip.Addr, error) {
 	if len(nodes) > 0 {
-		if err := h.Lab.SetEndpoints(ctx, created, nodes...); err != nil {
-			return created, nil, err
+		if err := h.Lab.SetEndpoints(ctx, svc, nodes...); err != nil {
+			return nil, err
 		}
 	}
 	var ips []netip.Addr
-	want := len(created.Spec.IPFamilies)
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		s, err := h.Lab.Client().CoreV1().Services(created.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
+	want := len(svc.Spec.IPFamilies)
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		s, err := h.Lab.Client().CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -236,9 +242,9 @@ func (h *Herald) CreateService(ctx context.Context, svc *corev1.Service, nodes .
 		return len(ips) == want, nil
 	})
 	if err != nil {
-		return created, ips, fmt.Errorf("Service %s/%s has %v, want %d address(es): %w", created.Namespace, created.Name, ips, want, err)
+		return ips, fmt.Errorf("Service %s/%s has %v, want %d address(es): %w", svc.Namespace, svc.Name, ips, want, err)
 	}
-	return created, ips, nil
+	return ips, nil
 }
 
 // Heal brings every node's link and kubelet up and waits until every node

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,9 +15,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 const testNS = "helm"
@@ -50,27 +54,38 @@ spec:
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	l := lab.Shared(t)
 	ctx := context.Background()
+
+	// install on a cluster that already holds the configuration and a
+	// dual-stack Service asking for one address per family: the
+	// controller and the three speakers start together while the client
+	// probes both addresses; from the first answer on, no gap and never
+	// two nodes side by side (beyond a hand-over's overlap) as the
+	// speakers join one after the other
+	svc := lab.LoadBalancerService(testNS, "web", corev1.IPv4Protocol, corev1.IPv6Protocol)
+	svc.Annotations = map[string]string{v1beta1.AnnotationLoadBalancerIPs: freshVIPs[0].String() + "," + freshVIPs[1].String()}
+	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, "web") })
+	created, mons := prepareFreshInstall(t, l, svc)
 	var images deploy.Images
+	start := time.Now()
 	h, err := deploy.InstallHelm(ctx, l, &images)
 	if err != nil {
+		stopMonitors(mons)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_, _ = h.Kubectl(context.Background(), "delete", "namespace", deploy.Namespace, "--ignore-not-found", "--wait=false")
 	})
+	checkFreshInstall(t, mons, start)
 	checkDefaults(t, h)
-	if err := h.Apply(ctx, config); err != nil {
-		t.Fatal(err)
-	}
 
-	// install: a dual-stack Service gets one address per family, each
-	// answered by exactly one node, and HTTP through the IPv4 one reaches
-	// a pod
-	svc := lab.LoadBalancerService(testNS, "web", corev1.IPv4Protocol, corev1.IPv6Protocol)
-	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, "web") })
-	_, vips, err := h.CreateService(ctx, svc, "node1", "node2", "node3")
+	// a dual-stack Service gets one address per family, each answered by
+	// exactly one node, and HTTP through the IPv4 one reaches a pod
+	vips, err := h.ServeService(ctx, created, "node1", "node2", "node3")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(vips, freshVIPs) {
+		t.Errorf("Service web has %v, want the requested %v", vips, freshVIPs)
 	}
 	for _, vip := range vips {
 		t.Logf("%s announced by %s", vip, owner(t, l, vip))
@@ -88,8 +103,8 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	// upgrade: a changed value rolls every speaker, one node at a time,
 	// with every address answered throughout
 	before := speakerUIDs(t, h)
-	mons := monitorAll(t, l, vips)
-	start := time.Now()
+	mons = monitorAll(t, l, vips)
+	start = time.Now()
 	if err := h.HelmUpgrade(ctx, "--set", "logLevel=debug"); err != nil {
 		stopMonitors(mons)
 		t.Fatal(err)
@@ -149,6 +164,79 @@ func checkDefaults(t *testing.T, h *deploy.Herald) {
 				t.Errorf("pod %s: priorityClassName %q, nodeSelector %v", p.Name, p.Spec.PriorityClassName, p.Spec.NodeSelector)
 			}
 		}
+	}
+}
+
+// freshVIPs are the addresses the fresh install's Service asks for, in
+// the lab's L2 pool.
+var freshVIPs = []netip.Addr{netip.MustParseAddr("198.51.100.80"), netip.MustParseAddr("2001:db8:1::70")}
+
+// prepareFreshInstall makes, before Herald is installed, its CRDs (from
+// the chart, which helm install then leaves as they are), the
+// configuration and svc, and starts a 10 ms ARP or NDP monitor on each of
+// freshVIPs.
+func prepareFreshInstall(t *testing.T, l *lab.Lab, svc *corev1.Service) (*corev1.Service, []*lab.Monitor) {
+	t.Helper()
+	ctx := context.Background()
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", filepath.Join(root, "charts", "herald", "crds")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "crd/ipaddresspools.herald.dev", "crd/l2advertisements.herald.dev"); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(f, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", f); err != nil {
+		t.Fatal(err)
+	}
+	created, err := l.CreateService(ctx, svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mons []*lab.Monitor
+	for _, vip := range freshVIPs {
+		start := l.StartARPMonitor
+		if vip.Is6() {
+			start = l.StartNDPMonitor
+		}
+		m, err := start(vip, 10*time.Millisecond)
+		if err != nil {
+			stopMonitors(mons)
+			t.Fatal(err)
+		}
+		mons = append(mons, m)
+	}
+	return created, mons
+}
+
+// checkFreshInstall waits until every monitor has an answer, and a little
+// longer, then checks each address from its first answer on.
+func checkFreshInstall(t *testing.T, mons []*lab.Monitor, start time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for i, m := range mons {
+		first, err := m.Wait(ctx, start, lab.Probe.Answered)
+		if err != nil {
+			stopMonitors(mons)
+			t.Fatalf("fresh install: %s never answered: %v", freshVIPs[i], err)
+		}
+		t.Logf("fresh install: %s first answered by %v %v after helm install began", freshVIPs[i], first.Nodes(), first.Sent.Sub(start).Round(time.Millisecond))
+	}
+	_, _ = mons[0].Wait(ctx, time.Now().Add(2*time.Second), func(lab.Probe) bool { return true })
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := probes.FirstAnswered("")
+		checkServed(t, fmt.Sprintf("fresh install, %s", freshVIPs[i]), probes.After(first.Sent))
 	}
 }
 

@@ -1,7 +1,10 @@
 // Package helm holds the end-to-end test of the Helm chart in the lab's
 // real cluster: `helm install` of charts/herald with the images built
-// from this checkout brings Herald up and a Service gets an address that
-// answers; `helm upgrade` with a changed value rolls the speakers while
+// from this checkout, on a cluster already holding the configuration and
+// a Service, brings Herald up while the client probes the Service's
+// requested addresses (from the first answer on: no gap, never two nodes
+// beyond a hand-over's overlap, as the speakers join one by one), and
+// the Service's addresses answer and serve HTTP; `helm upgrade` with a changed value rolls the speakers while
 // the client probes the addresses; `helm uninstall` leaves the CRDs and
 // only what docs/operations.md says. Its lab runs kube-proxy in iptables
 // mode: every other package runs nftables, so the VIP data path (HTTP

@@ -12,8 +12,8 @@ import (
 	"github.com/herald-lb/herald/e2e/lab/probe"
 )
 
-// Probe is one who-has (or NS) the monitor sent and the answers read
-// before the next one went out.
+// Probe is one who-has (or NS) the monitor sent and the answers matched
+// to it (see matchAnswers).
 type Probe struct {
 	Seq     int
 	Sent    time.Time
@@ -80,7 +80,8 @@ func (l *Lab) startMonitor(vip netip.Addr, interval time.Duration) (*Monitor, er
 	return &Monitor{lab: l, vip: vip, s: s}, nil
 }
 
-// Probes returns the probes recorded so far, in order.
+// Probes returns the probes recorded so far, in order, each with the
+// answers matched to it (matchAnswers).
 func (m *Monitor) Probes() ProbeLog {
 	var out ProbeLog
 	for _, line := range m.s.snapshot() {
@@ -88,7 +89,74 @@ func (m *Monitor) Probes() ProbeLog {
 			out = append(out, m.probe(p))
 		}
 	}
+	return matchAnswers(out, AnswerWindow)
+}
+
+// AnswerWindow is how long after a probe an answer still answers it: the
+// time a client waits before it sends its ARP request or neighbour
+// solicitation again (Linux: retrans_time_ms, 1 s).
+const AnswerWindow = time.Second
+
+// matchAnswers gives the answers a MAC sent, as read after one probe, to
+// that many of the latest probes up to it which the MAC has not answered
+// yet, sent at most window before the answer arrived: a burst of k
+// answers read together answers the k latest requests, not only the one
+// it was read after. An ARP reply or NA names no request, but a responder
+// answers each request once: a speaker that was not scheduled for 200 ms
+// answers the 20 requests queued meanwhile all at once when it runs
+// again, and those probes were answered late, not unanswered (the client
+// had its answer, late). A single answer stays with the probe it was
+// read after, so a node that starts answering after a silence answers
+// none of the probes sent during it. Answers no such probe waits for (a
+// second answer to one request) stay where they were read.
+func matchAnswers(in ProbeLog, window time.Duration) ProbeLog {
+	out := make(ProbeLog, len(in))
+	for i, p := range in {
+		out[i] = Probe{Seq: p.Seq, Sent: p.Sent}
+	}
+	answeredBy := func(j int, mac string) bool {
+		return slices.ContainsFunc(out[j].Answers, func(a Answer) bool { return a.MAC.String() == mac })
+	}
+	for i, p := range in {
+		byMAC := map[string][]Answer{}
+		var macs []string
+		for _, a := range p.Answers {
+			mac := a.MAC.String()
+			if byMAC[mac] == nil {
+				macs = append(macs, mac)
+			}
+			byMAC[mac] = append(byMAC[mac], a)
+		}
+		for _, mac := range macs {
+			answers := byMAC[mac]
+			var to []int // latest first
+			for j := i; j >= 0 && len(to) < len(answers); j-- {
+				if answers[0].At.Sub(out[j].Sent) > window {
+					break
+				}
+				if !answeredBy(j, mac) && !out[j].Sent.After(answers[len(answers)-1].At) {
+					to = append(to, j)
+				}
+			}
+			slices.Reverse(to)
+			for k, a := range answers {
+				j := i
+				if k < len(to) {
+					j = to[k]
+				}
+				out[j].Answers = append(out[j].Answers, a)
+			}
+		}
+	}
 	return out
+}
+
+// Late returns the probes whose first answer came more than d after they
+// were sent (answered, but late).
+func (pl ProbeLog) Late(d time.Duration) ProbeLog {
+	return slices.DeleteFunc(slices.Clone(pl), func(p Probe) bool {
+		return !p.Answered() || slices.MinFunc(p.Answers, func(a, b Answer) int { return a.At.Compare(b.At) }).At.Sub(p.Sent) <= d
+	})
 }
 
 func (m *Monitor) probe(p *probe.Probe) Probe {

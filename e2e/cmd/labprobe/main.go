@@ -8,9 +8,11 @@
 //	labprobe http    -url http://198.51.100.64:80/ [-timeout 3s]
 //	labprobe httpmonitor -url URL [-interval 20ms] [-timeout 3s]   (until SIGTERM)
 //	labprobe announce -i eth0 -target ADDR   (one gratuitous ARP / unsolicited NA)
+//	labprobe garbage -i eth0 -target ADDR [-interval 5ms] [-n 20]   (malformed ARP, until SIGTERM)
 //
 // arp and ndp print one JSON array of answers; monitor and watch print
-// {"ready":true} once listening and then one record a line; http prints
+// {"ready":true} once listening and then one record a line (garbage only
+// the first); http prints
 // the response body; httpmonitor one line per request (sent, ok, error).
 package main
 
@@ -32,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce [flags]")
+		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce|garbage [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -52,6 +54,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	dstMAC := fs.String("dst-mac", "", "ndp: send a unicast NS to this MAC")
 	url := fs.String("url", "", "http: URL to fetch")
 	timeout := fs.Duration("timeout", 3*time.Second, "http: request timeout")
+	count := fs.Int("n", 20, "garbage: malformed frames sent every interval")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -74,6 +77,12 @@ func run(ctx context.Context, cmd string, args []string) error {
 			return fmt.Errorf("-target: %w", err)
 		}
 		return probe.Announce(*ifname, addr)
+	case "garbage":
+		addr, err := netip.ParseAddr(*target)
+		if err != nil {
+			return fmt.Errorf("-target: %w", err)
+		}
+		return probe.Garbage(ctx, *ifname, addr, *interval, *count, emit)
 	case "httpmonitor":
 		return probe.HTTPMonitor(ctx, *url, *interval, *timeout, func(t probe.HTTPTry) { _ = enc.Encode(t) })
 	case "http":

@@ -1,0 +1,219 @@
+package l2
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// The liveness scenarios of a cluster that misbehaves in ordinary ways,
+// with the client probing every address all along.
+
+// TestMalformedARPBurstFromClient: while the client probes the IPv4
+// addresses every 10 ms, it broadcasts 20 malformed ARP frames every 5 ms
+// (protocol length 0, truncated ones) until the owners' ARP responders
+// have each counted 2,000 of them as malformed. The addresses stay answered: bad frames
+// cost CPU, not answers (before, each one paused the ARP responder 10 ms
+// to 1 s).
+func TestMalformedARPBurstFromClient(t *testing.T) {
+	l, _ := herald(t)
+	var vips []netip.Addr
+	for _, vip := range services(t, l, "malformed", 2) {
+		if vip.Is4() {
+			vips = append(vips, vip)
+		}
+	}
+	// only the owners of IPv4 addresses have an ARP responder to count with
+	owners := map[string]bool{}
+	for _, vip := range vips {
+		owners[owner(t, l, vip)] = true
+	}
+	before := nodeMetric(l, "herald_l2_malformed_frames_total", `protocol="arp"`)
+	mons := monitorAll(t, l, vips)
+	start := time.Now()
+	g, err := l.StartGarbage(lab.Client, vips[0], 5*time.Millisecond, 20)
+	if err != nil {
+		stopAll(t, vips, mons, start, "malformed ARP", 0)
+		t.Fatal(err)
+	}
+	lab.Poll(t, fmt.Sprintf("the owners %v counting 2,000 malformed ARP frames each", owners), time.Minute, func() bool {
+		now := nodeMetric(l, "herald_l2_malformed_frames_total", `protocol="arp"`)
+		for n := range owners {
+			if now[n]-before[n] < 2000 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := g.Stop(); err != nil {
+		t.Error(err)
+	}
+	end := time.Now()
+	counted := nodeMetric(l, "herald_l2_malformed_frames_total", `protocol="arp"`)
+	for n := range owners {
+		t.Logf("%s counted %.0f malformed ARP frames in %v", n, counted[n]-before[n], end.Sub(start).Round(time.Millisecond))
+	}
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkServed(t, fmt.Sprintf("malformed ARP burst, %s", vips[i]), probes.Between(start, end))
+	}
+}
+
+// partitionTable is the nftables table that cuts a node off the member
+// list.
+const partitionTable = "herald_e2e_partition"
+
+// TestMemberListPartition blocks the member list's port (TCP and UDP
+// 7947, both ways) on node1 while the LAN and the API server keep
+// working: node1 is cut off from every other member, and the others see
+// it dead. The two sides may both announce node1's addresses for a moment;
+// the fence on the wire leaves one MAC per address (Warning events
+// AddressConflict and herald_l2_conflicts_total when it had work) within
+// 10 s. Unblocked, the member list joins again and every address has one
+// owner within 10 s. Gaps are logged, not failed (logGaps).
+func TestMemberListPartition(t *testing.T) {
+	l, _ := herald(t)
+	ctx := context.Background()
+	vips := services(t, l, "partition", 3)
+	cut := "node1"
+	conflictsBefore := sum(nodeMetric(l, "herald_l2_conflicts_total", ""))
+	mons := monitorAll(t, l, vips)
+	start := time.Now()
+	block := fmt.Sprintf("add table inet %[1]s; add chain inet %[1]s in { type filter hook input priority 0; }; add chain inet %[1]s out { type filter hook output priority 0; }; "+
+		"add rule inet %[1]s in tcp dport 7947 drop; add rule inet %[1]s in udp dport 7947 drop; add rule inet %[1]s out tcp dport 7947 drop; add rule inet %[1]s out udp dport 7947 drop", partitionTable)
+	unblock := func() error {
+		_, err := l.Exec(context.Background(), cut, "nft", "delete table inet "+partitionTable)
+		return err
+	}
+	if _, err := l.Exec(ctx, cut, "nft", block); err != nil {
+		stopAll(t, vips, mons, start, "partition", 0)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unblock() })
+
+	// the member list declares the two sides dead to each other within a
+	// few seconds; the fence then needs at most one refresh interval (3 s)
+	const settle, partitioned = 10 * time.Second, 15 * time.Second
+	_, _ = mons[0].Wait(ctx, start.Add(partitioned), func(lab.Probe) bool { return true })
+	if err := unblock(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	_, _ = mons[0].Wait(ctx, healed.Add(partitioned), func(lab.Probe) bool { return true })
+	end := time.Now()
+
+	var conflicted bool
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, phase := range []struct {
+			what     string
+			from, to time.Time
+		}{{"partitioned", start, healed}, {"healed", healed, end}} {
+			what := fmt.Sprintf("%s %s, %s", cut, phase.what, vips[i])
+			during := probes.Between(phase.from, phase.to)
+			logGaps(t, what, during)
+			last, n := lastConflict(during)
+			if n > 0 {
+				conflicted = true
+				t.Logf("%s: %d probes answered by two MACs, the last %v after the change", what, n, last.Sub(phase.from).Round(time.Millisecond))
+			}
+			if n > 0 && last.Sub(phase.from) > settle {
+				t.Errorf("%s: answered by two MACs %v after the change (at %v); want one MAC within %v; around the longest run:\n%s",
+					what, last.Sub(phase.from).Round(time.Millisecond), last.Format("15:04:05.000"), settle, during.AroundLongestConflict(3))
+			}
+		}
+	}
+	conflicts := sum(nodeMetric(l, "herald_l2_conflicts_total", "")) - conflictsBefore
+	t.Logf("partition of %s: herald_l2_conflicts_total +%.0f; any address answered by two MACs: %v", cut, conflicts, conflicted)
+	if conflicts > 0 {
+		lab.Poll(t, "a Warning AddressConflict event in "+testNS, 30*time.Second, func() bool {
+			return conflictEvents(ctx, l, start) > 0
+		})
+	}
+}
+
+// logGaps logs the probes' counts and longest gap. The partition test
+// does not fail on gaps yet: a member-list partition and its heal still
+// leave an address unanswered for 0.3-0.8 s at times (see docs/failover.md,
+// Split brain), an open defect.
+func logGaps(t testing.TB, what string, probes lab.ProbeLog) {
+	t.Helper()
+	gap, n := probes.LongestGap()
+	t.Logf("%s: %d probes, %d unanswered (longest gap %v, %d probes), %d answered by two MACs",
+		what, len(probes), len(probes.Unanswered()), gap.Round(time.Millisecond), n, len(probes.Conflicts()))
+	if len(probes) == 0 {
+		t.Errorf("%s: no probes", what)
+	}
+	if gap > maxGap {
+		t.Logf("%s: no answer for %v (%d probes), more than %v (open defect, not failed); around it:\n%s", what, gap.Round(time.Millisecond), n, maxGap, probes.AroundLongestGap(3))
+	}
+}
+
+// lastConflict returns when the last probe answered by two MACs was sent,
+// and how many were.
+func lastConflict(probes lab.ProbeLog) (time.Time, int) {
+	c := probes.Conflicts()
+	if len(c) == 0 {
+		return time.Time{}, 0
+	}
+	return c[len(c)-1].Sent, len(c)
+}
+
+// conflictEvents counts the Warning AddressConflict events in testNS
+// since t.
+func conflictEvents(ctx context.Context, l *lab.Lab, since time.Time) int {
+	evs, err := l.Client().CoreV1().Events(testNS).List(ctx, metav1.ListOptions{FieldSelector: "reason=AddressConflict"})
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range evs.Items {
+		last := e.LastTimestamp.Time
+		if e.Series != nil {
+			last = e.Series.LastObservedTime.Time
+		}
+		if last.IsZero() {
+			last = e.EventTime.Time
+		}
+		if e.Type == corev1.EventTypeWarning && !last.Before(since.Truncate(time.Second)) {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeMetric sums, per node, the samples of a speaker counter whose series
+// contains match ("" for all).
+func nodeMetric(l *lab.Lab, name, match string) map[string]float64 {
+	out := map[string]float64{}
+	for _, n := range l.Nodes() {
+		for k, v := range scrapeOK(netip.AddrPortFrom(n.IPv4, 7472).String()) {
+			if (k == name || strings.HasPrefix(k, name+"{")) && strings.Contains(k, match) {
+				out[n.Name] += v
+			}
+		}
+	}
+	return out
+}
+
+func sum(m map[string]float64) float64 {
+	var s float64
+	for _, v := range m {
+		s += v
+	}
+	return s
+}

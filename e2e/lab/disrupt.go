@@ -1,0 +1,29 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+)
+
+// Garbage is a sender of malformed ARP frames on a lab host.
+type Garbage struct{ s *stream }
+
+// StartGarbage broadcasts n malformed ARP frames asking for target
+// (protocol length 0, truncated ones: probe.MalformedARP) from host's
+// eth0 every interval until Stop: what a broken or hostile host on the
+// segment sends.
+func (l *Lab) StartGarbage(host string, target netip.Addr, interval time.Duration, n int) (*Garbage, error) {
+	if !target.Is4() || interval <= 0 || n < 1 {
+		return nil, fmt.Errorf("malformed ARP sender: target %v, interval %s, %d frames: want IPv4, a positive interval and at least one frame", target, interval, n)
+	}
+	s, err := l.startStream(host, "garbage-"+target.String(), "garbage", "-i", "eth0", "-target", target.String(), "-interval", interval.String(), "-n", strconv.Itoa(n))
+	if err != nil {
+		return nil, err
+	}
+	return &Garbage{s: s}, nil
+}
+
+// Stop ends the sender.
+func (g *Garbage) Stop() error { return g.s.stop() }
