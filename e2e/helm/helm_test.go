@@ -199,20 +199,7 @@ func prepareFreshInstall(t *testing.T, l *lab.Lab, svc *corev1.Service) (*corev1
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mons []*lab.Monitor
-	for _, vip := range freshVIPs {
-		start := l.StartARPMonitor
-		if vip.Is6() {
-			start = l.StartNDPMonitor
-		}
-		m, err := start(vip, 10*time.Millisecond)
-		if err != nil {
-			stopMonitors(mons)
-			t.Fatal(err)
-		}
-		mons = append(mons, m)
-	}
-	return created, mons
+	return created, startMonitors(t, l, freshVIPs)
 }
 
 // checkFreshInstall waits until every monitor has an answer, and a little
@@ -263,22 +250,28 @@ func owner(t *testing.T, l *lab.Lab, vip netip.Addr) string {
 	return node
 }
 
-// monitorAll probes every address (ARP or NDP) every 10 ms from the
-// client, each monitor started once it has seen an answer.
-func monitorAll(t *testing.T, l *lab.Lab, vips []netip.Addr) []*lab.Monitor {
+// startMonitors probes every address (ARP or NDP) every 10 ms from the
+// client.
+func startMonitors(t *testing.T, l *lab.Lab, vips []netip.Addr) []*lab.Monitor {
 	t.Helper()
 	var mons []*lab.Monitor
 	for _, vip := range vips {
-		start := l.StartARPMonitor
-		if vip.Is6() {
-			start = l.StartNDPMonitor
-		}
-		m, err := start(vip, 10*time.Millisecond)
+		m, err := l.StartMonitor(vip, 10*time.Millisecond)
 		if err != nil {
 			stopMonitors(mons)
 			t.Fatal(err)
 		}
 		mons = append(mons, m)
+	}
+	return mons
+}
+
+// monitorAll is startMonitors, returning once every monitor has seen an
+// answer.
+func monitorAll(t *testing.T, l *lab.Lab, vips []netip.Addr) []*lab.Monitor {
+	t.Helper()
+	mons := startMonitors(t, l, vips)
+	for _, m := range mons {
 		if _, err := m.Wait(context.Background(), time.Time{}, lab.Probe.Answered); err != nil {
 			stopMonitors(mons)
 			t.Fatal(err)

@@ -22,11 +22,7 @@ func monitorAll(t *testing.T, l *lab.Lab, vips []netip.Addr) []*lab.Monitor {
 	t.Helper()
 	var mons []*lab.Monitor
 	for _, vip := range vips {
-		start := l.StartARPMonitor
-		if vip.Is6() {
-			start = l.StartNDPMonitor
-		}
-		m, err := start(vip, 10*time.Millisecond)
+		m, err := l.StartMonitor(vip, 10*time.Millisecond)
 		if err != nil {
 			t.Fatal(err)
 		}

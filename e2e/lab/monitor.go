@@ -69,6 +69,15 @@ func (l *Lab) StartNDPMonitor(vip netip.Addr, interval time.Duration) (*Monitor,
 	return l.startMonitor(vip, interval)
 }
 
+// StartMonitor starts an ARP monitor for an IPv4 vip and an NDP monitor
+// for an IPv6 one.
+func (l *Lab) StartMonitor(vip netip.Addr, interval time.Duration) (*Monitor, error) {
+	if vip.Is4() {
+		return l.StartARPMonitor(vip, interval)
+	}
+	return l.StartNDPMonitor(vip, interval)
+}
+
 func (l *Lab) startMonitor(vip netip.Addr, interval time.Duration) (*Monitor, error) {
 	if interval <= 0 {
 		return nil, fmt.Errorf("monitor of %v: interval %s", vip, interval)

@@ -184,10 +184,7 @@ func (a *Announcer) LiftFences() int {
 				continue
 			}
 			s.fencedUntil.Store(0)
-			proto := protoARP
-			if vip.Is6() {
-				proto = protoNDP
-			}
+			proto := protocolOf(vip)
 			a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
 			a.reassert(iface, proto, vip)
 			n++
