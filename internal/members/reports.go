@@ -43,7 +43,8 @@ func encodeReports(reps []report) []byte {
 var errReportsVersion = errors.New("member reports: unknown version")
 
 // decodeReports parses encodeReports' output; anything else is an error,
-// never a partial list.
+// never a partial list. A length in more bytes than its uvarint needs is
+// an error too, so that one list has one encoding.
 func decodeReports(buf []byte) ([]report, error) {
 	if len(buf) == 0 || buf[0] != reportsVersion {
 		return nil, errReportsVersion
@@ -55,7 +56,7 @@ func decodeReports(buf []byte) ([]report, error) {
 			return nil, fmt.Errorf("member reports: state %d at offset %d is neither dead nor left", rest[0], len(buf)-len(rest))
 		}
 		n, size := binary.Uvarint(rest[1:])
-		if size <= 0 || n == 0 || n > maxNodeName || uint64(len(rest)-1-size) < n {
+		if size <= 0 || size != len(binary.AppendUvarint(nil, n)) || n == 0 || n > maxNodeName || uint64(len(rest)-1-size) < n {
 			return nil, fmt.Errorf("member reports: bad node name length at offset %d", len(buf)-len(rest)+1)
 		}
 		name := rest[1+size : 1+size+int(n)]

@@ -37,6 +37,7 @@ func TestDecodeReportsRejectsMalformed(t *testing.T) {
 		"name too long":  append([]byte{reportsVersion, byte(Dead), 0xfe, 0x01}, bytes.Repeat([]byte{'a'}, 254)...),
 		"truncated name": good[:len(good)-1],
 		"bad uvarint":    {reportsVersion, byte(Dead), 0x80},
+		"padded length":  {reportsVersion, byte(Dead), 0x81, 0x00, 'a'},
 	} {
 		if got, err := decodeReports(buf); err == nil {
 			t.Errorf("%s: decoded %v, want an error", name, got)
