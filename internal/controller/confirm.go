@@ -12,9 +12,12 @@ import (
 
 // confirmedCondition is herald.dev/Announced from what the speakers
 // report, not from what the controller expects: True only when, for
-// every address some node should announce, a node whose speaker is alive
-// reports it in its SpeakerStatus (L2: answered; BGP: sent on an
-// established session), naming those nodes. Otherwise:
+// every address some node should announce, a node that should announce
+// it and whose speaker is alive reports it in its SpeakerStatus (L2: the
+// owner answers it; BGP: one of the nodes that may advertise it sent it
+// on an established session), naming those nodes. A report from a node
+// that should no longer announce (excluded, withdrawn, its next status
+// write not yet made) confirms nothing. Otherwise:
 //   - the reasons of internal/announce when no node may announce it
 //     (NoAdvertisementMatches, NoReadyEndpoint, NoEligibleNode), except
 //     that nodes which may announce but whose speakers are down give
@@ -52,14 +55,22 @@ func (c *Controller) confirmedCondition(state announce.State, key string, ips []
 		}
 		reps := c.reporters("l2/" + ip.String())
 		deps = append(deps, reps...)
+		others := slices.DeleteFunc(slices.Clone(reps), func(n string) bool { return n == owner })
 		switch {
-		case len(reps) == 1:
-			confirmed = append(confirmed, fmt.Sprintf("%s answered by node %s (L2)", ip, reps[0]))
-		case len(reps) > 1:
-			confirmed = append(confirmed, fmt.Sprintf("%s answered by node %s (L2; also still reported by %s)", ip, reps[0], strings.Join(reps[1:], ", ")))
-		default:
+		case len(others) == len(reps):
+			// The node that should answer has not said so. Another
+			// node's report is either a hand-over still in progress or
+			// a report its next write withdraws: not a confirmation.
 			unconfirmedL2 = append(unconfirmedL2, ip)
-			waiting = append(waiting, fmt.Sprintf("%s: node %s should answer it (L2) and has not reported it yet", ip, owner))
+			still := ""
+			if len(others) > 0 {
+				still = " (still reported by " + strings.Join(others, ", ") + ")"
+			}
+			waiting = append(waiting, fmt.Sprintf("%s: node %s should answer it (L2) and has not reported it yet%s", ip, owner, still))
+		case len(others) == 0:
+			confirmed = append(confirmed, fmt.Sprintf("%s answered by node %s (L2)", ip, owner))
+		default:
+			confirmed = append(confirmed, fmt.Sprintf("%s answered by node %s (L2; also still reported by %s)", ip, owner, strings.Join(others, ", ")))
 		}
 	}
 	var down []string
@@ -70,6 +81,7 @@ func (c *Controller) confirmedCondition(state announce.State, key string, ips []
 				reps = append(reps, c.reporters("bgp/"+p.String())...)
 			}
 		}
+		reps = slices.DeleteFunc(reps, func(n string) bool { return !slices.Contains(st.BGPNodes, n) })
 		slices.Sort(reps)
 		reps = slices.Compact(reps)
 		deps = append(deps, reps...)

@@ -143,9 +143,22 @@ func TestAnnouncedNamesTheNodeAfterFailover(t *testing.T) {
 	if owner == n1 {
 		other = n2
 	}
+	// Another node's report (a hand-over not finished, a withdrawal not
+	// yet written) confirms nothing.
+	e.report(other, ip)
+	e.eventually("NotConfirmed naming the other node's report", 20*time.Second, func() bool {
+		c := svcCondition(e.get("web"), v1beta1.ConditionAnnounced)
+		return c != nil && c.Status == metav1.ConditionUnknown && c.Reason == v1beta1.ReasonNotConfirmed &&
+			strings.Contains(c.Message, "node "+owner+" should answer it (L2) and has not reported it yet (still reported by "+other+")")
+	})
 	e.report(owner, ip)
 	c = e.waitCondition("web", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "Announced")
-	wantMessage(t, c, "answered by node "+owner+" (L2)")
+	wantMessage(t, c, ip+" answered by node "+owner+" (L2; also still reported by "+other+")")
+	e.report(other)
+	e.eventually("the condition names the owner alone", 20*time.Second, func() bool {
+		c := svcCondition(e.get("web"), v1beta1.ConditionAnnounced)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.HasSuffix(c.Message, ip+" answered by node "+owner+" (L2)")
+	})
 
 	e.speakerLease(owner, 1) // the owner's speaker dies: its report stays, its Lease expires
 	c = e.waitCondition("web", v1beta1.ConditionAnnounced, metav1.ConditionFalse, v1beta1.ReasonOwnerSpeakerDown)
