@@ -52,6 +52,15 @@ func (b *leaseBook) alive(node string) bool {
 	return k8s.LeaseFresh(b.read[node], b.now())
 }
 
+// unread says whether node is wanted and its Lease has not been read
+// since (a read that failed counts as not read).
+func (b *leaseBook) unread(node string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	_, read := b.fresh[node]
+	return b.wanted[node] && !read
+}
+
 // want sets the nodes whose Leases matter; a node newly wanted is read at
 // once.
 func (b *leaseBook) want(nodes []string) {
@@ -84,6 +93,7 @@ func (b *leaseBook) poll(ctx context.Context) bool {
 		return false
 	}
 	got := map[string]*coordinationv1.Lease{}
+	failed := map[string]bool{} // not read: no Lease known, and the Get failed
 	if len(nodes) > listAbove {
 		list, err := b.leases.List(ctx, metav1.ListOptions{LabelSelector: leaseLabel + "=true", ResourceVersion: "0"})
 		if err != nil {
@@ -103,25 +113,28 @@ func (b *leaseBook) poll(ctx context.Context) bool {
 				got[n] = l
 			case apierrors.IsNotFound(err):
 			default:
-				got[n] = b.lastRead(n) // keep what we knew
+				l, ok := b.lastRead(n) // keep what we knew
+				got[n], failed[n] = l, !ok
 			}
 		}
 	}
-	return b.store(nodes, got)
+	return b.store(nodes, got, failed)
 }
 
-func (b *leaseBook) lastRead(n string) *coordinationv1.Lease {
+// lastRead is the Lease last read for n, and whether one was read.
+func (b *leaseBook) lastRead(n string) (*coordinationv1.Lease, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.read[n]
+	l, ok := b.read[n]
+	return l, ok
 }
 
-func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease) bool {
+func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease, failed map[string]bool) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now, changed := b.now(), false
 	for _, n := range nodes {
-		if !b.wanted[n] {
+		if !b.wanted[n] || failed[n] {
 			continue
 		}
 		b.read[n] = got[n]

@@ -117,6 +117,11 @@ func TestLiveDeadAndIsolated(t *testing.T) {
 	if !s.observeLiveness(nodes) {
 		t.Fatal("not isolated with every other member dead")
 	}
+	// Before their Leases are read, the dead members keep their
+	// addresses: an isolated node never claims every address.
+	if !s.live("node2") || !s.live("node3") || s.live("node4") {
+		t.Errorf("isolated, Leases not read yet: node2 %v, node3 %v (both want up), node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	}
 	s.leases.poll(context.Background())
 	if !s.live("node2") || s.live("node3") || s.live("node4") {
 		t.Errorf("isolated: node2 (fresh Lease) %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))

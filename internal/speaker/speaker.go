@@ -379,7 +379,7 @@ func (s *Speaker) memberList() Liveness {
 //   - seen dead in the member list (by this speaker, or by a member that
 //     reported it: internal/members' reports): down, unless this node is
 //     cut off from every other member (see isolated), then its Lease
-//     decides;
+//     decides, and until the Lease has been read it counts as up;
 //   - never seen by the member list (or no member list): its Lease
 //     decides: renewed within its duration. A node whose Lease was never
 //     read is down: never "alive because never heard of".
@@ -400,6 +400,13 @@ func (s *Speaker) live(node string) bool {
 	case members.Dead:
 		if !s.isolated.Load() {
 			return false
+		}
+		// Cut off from every other member, this node cannot tell a
+		// dead member from one it no longer hears: until that member's
+		// Lease has been read it keeps its addresses (taking them would
+		// claim every address the moment the member list went quiet).
+		if s.leases.unread(node) {
+			return true
 		}
 	}
 	return s.leases.alive(node)
