@@ -62,11 +62,13 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 		return false
 	}
 	won := fenceWins(vip, ourMAC, by)
-	if !won && now.Sub(s.since) < a.cfg.FenceSettle {
+	if !won && now.Sub(s.claimedAt()) < a.cfg.FenceSettle {
 		return false
 	}
 	hold := 2 * a.cfg.Refresh
 	if !won {
+		w := slices.Clone(by)
+		s.winner.Store(&w)
 		s.fencedUntil.Store(now.Add(hold).UnixNano())
 		a.verifyFence(iface, proto, vip, s)
 	} else {
@@ -168,13 +170,21 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 // LiftFences lifts every fence this node lost and announces those VIPs
 // again at once; it returns how many it lifted. The speaker calls it when
 // its member list sees a node alive again that it had seen dead (a
-// partition healed): both sides agree on the owners again, and a fence's
-// winner that now hands a VIP over to this node hears this node's
-// announcement at once and stops, make-before-break, instead of going
-// silent at the end of its release grace with this node still fenced
-// until its verification noticed (0.5-0.8 s dark, seen in the lab). A
-// winner that still owns the VIP hears the announcement too, and the
-// fence runs again.
+// partition healed), once it has set the announcements of the healed view:
+// the VIPs still owned here are lifted, those handed over are released.
+// Both sides agree on the owners again, and a fence's winner that now
+// hands a VIP over to this node hears this node's announcement at once and
+// stops, make-before-break, instead of going silent at the end of its
+// release grace with this node still fenced until its verification
+// noticed (0.5-0.8 s dark, seen in the lab).
+//
+// The winner may see the heal a moment later than this node, and until
+// then it still owns the VIP and wins the fence again. So a lifted claim
+// counts as new (vipState.claimedAt): for Config.FenceSettle this node
+// does not yield to it, as a new owner does not yield to the old one in a
+// hand-over, and the winner, turning releasing, yields to this node's
+// announcement. Were the winner to keep the VIP, the fence runs again
+// once the lifted claim has settled.
 func (a *Announcer) LiftFences() int {
 	now := time.Now()
 	n := 0
@@ -183,8 +193,8 @@ func (a *Announcer) LiftFences() int {
 			if s.releasing || !s.fenced(now) {
 				continue
 			}
-			s.fencedUntil.Store(0)
 			proto := protocolOf(vip)
+			s.liftFence(now, a.responderOf(iface, proto) != nil)
 			a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
 			a.reassert(iface, proto, vip)
 			n++

@@ -265,3 +265,116 @@ func TestLabFenceWinnerLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestLabFenceHealNoGap: a split brain has been fenced, and the member
+// list heals. In the healed view each VIP belongs to the node that lost
+// its fence, and that node sees the heal first: it lifts its fences
+// (LiftFences) and announces those VIPs, while the winner, which has not
+// seen the heal yet, still owns them and wins the fence again. A moment
+// later the winner sees the heal too and starts releasing them. The VIPs
+// must stay answered throughout, and end answered by the former losers
+// alone: a lifted claim is new, the former loser does not yield to the
+// winner's last reassertion, and the winner, releasing, yields to the
+// former loser's announcement (before: the former loser was fenced again
+// and the VIP dark until its fence verification, 0.5-0.8 s).
+func TestLabFenceHealNoGap(t *testing.T) {
+	const refresh, settle = 3 * time.Second, 500 * time.Millisecond
+	h, winner := startSplitBrain(t, refresh, settle)
+	labkit.Eventually(t, 20*time.Second, "conflicts reported by both nodes", func() bool {
+		return len(h.ann[0].conflictsSeen()) >= 2 && len(h.ann[1].conflictsSeen()) >= 2
+	})
+	vips := []string{labVIP4, labVIP6}
+	loser := func(vip string) int {
+		if winner[vip] == h.macs[0] {
+			return 1
+		}
+		return 0
+	}
+	// The fences have settled: wait until every loser's claim is older
+	// than the settle time and the client gets one answer per VIP.
+	m := h.cli.mark()
+	if r := h.cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
+		t.Fatalf("client: %q", r)
+	}
+	labkit.Eventually(t, 10*time.Second, "probes answered by the winners alone", func() bool {
+		return len(h.cli.framesSince(m)) > 40
+	})
+	// The former losers see the heal first.
+	healed := h.cli.mark()
+	for i := range 2 {
+		if r := h.ann[i].call("lift"); !strings.HasPrefix(r, "lifted ") {
+			t.Fatalf("node%d: lift: %q", i+1, r)
+		}
+	}
+	// Each winner hears its loser's announcement and, still owning the
+	// VIP, wins the fence again and announces it once more.
+	for _, vip := range vips {
+		l, w := h.macs[loser(vip)], winner[vip]
+		announces := func(mac string) func(frame) bool {
+			if vip == labVIP4 {
+				return isGARP(mac, vip)
+			}
+			return isUnsolicitedNA(mac, vip)
+		}
+		labkit.Eventually(t, 10*time.Second, "the winner of "+vip+" reasserting after the lifted loser", func() bool {
+			var lifted bool
+			for _, f := range h.cli.framesSince(healed) {
+				lifted = lifted || announces(l)(f)
+				if lifted && announces(w)(f) {
+					return true
+				}
+			}
+			return false
+		})
+	}
+	// The winners see the heal: each releases the VIPs it won and keeps
+	// (now owns) the ones it lost.
+	var released time.Time
+	for i := range 2 {
+		var specs []string
+		for _, vip := range vips {
+			if loser(vip) == i {
+				specs = append(specs, vip)
+			} else {
+				specs = append(specs, "~"+vip)
+			}
+		}
+		if at := h.ann[i].set(specs...); at.After(released) {
+			released = at
+		}
+	}
+	labkit.Eventually(t, 10*time.Second, "1 s of probes after the release", func() bool {
+		f := h.cli.framesSince(m)
+		return len(f) > 0 && f[len(f)-1].time().After(released.Add(time.Second))
+	})
+	var after []*probeResult
+	for _, p := range h.stopProbing() {
+		if p.t.After(time.Time(healed)) {
+			after = append(after, p)
+		}
+	}
+	c := countProbes(after)
+	t.Logf("from the heal on: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
+	for i, p := range c.unansweredProbes {
+		if i < 5 {
+			t.Logf("unanswered: %s probe at %+v after the release", p.proto, p.t.Sub(released).Round(time.Millisecond))
+		}
+	}
+	if c.probes < 100 || c.unanswered > 0 {
+		t.Errorf("from the heal on: %d probes, %d unanswered; want every probe answered", c.probes, c.unanswered)
+	}
+	for _, p := range after {
+		if p.t.Before(released.Add(100 * time.Millisecond)) {
+			continue // the winner yields when it reads the loser's announcement
+		}
+		vip := labVIP4
+		if p.proto == protoNDP {
+			vip = labVIP6
+		}
+		for by := range p.by {
+			if by != h.macs[loser(vip)] {
+				t.Fatalf("%s probe %v after the release answered by %s; want the former loser %s alone", vip, p.t.Sub(released).Round(time.Millisecond), by, h.macs[loser(vip)])
+			}
+		}
+	}
+}

@@ -49,11 +49,26 @@ type contested struct {
 	by net.HardwareAddr
 }
 
+// turnedVIP is a VIP on an interface that turned from owned to
+// releasing; fencedBy is the MAC of the host it was fenced for then (nil:
+// it was not fenced).
+type turnedVIP struct {
+	vipOnLink
+	fencedBy net.HardwareAddr
+}
+
 // yieldContestedLocked yields at once the VIPs that just turned releasing
-// on an interface where their new owner was already heard announcing them.
-func (a *Announcer) yieldContestedLocked(turned []vipOnLink, now time.Time) {
-	for _, k := range turned {
+// on an interface where their new owner was already heard announcing them,
+// and reports as handed over those that were fenced (silent already: the
+// host that won the fence answers them; see nextVIPState).
+func (a *Announcer) yieldContestedLocked(turned []turnedVIP, now time.Time) {
+	for _, t := range turned {
+		k := t.vipOnLink
 		v, ok := a.contested.LoadAndDelete(k)
+		if t.fencedBy != nil {
+			a.handedOver(k.iface, protocolOf(k.vip), k.vip, t.fencedBy)
+			continue
+		}
 		if !ok {
 			continue
 		}
@@ -73,13 +88,19 @@ func (a *Announcer) yield(iface, proto string, vip netip.Addr, by net.HardwareAd
 	if s == nil || !s.releasing || !s.answering.CompareAndSwap(true, false) {
 		return false
 	}
+	a.handedOver(iface, proto, vip, by)
+	return true
+}
+
+// handedOver counts, logs and reports (OnYield) that vip stopped being
+// answered on iface because another host (by) took it over.
+func (a *Announcer) handedOver(iface, proto string, vip netip.Addr, by net.HardwareAddr) {
 	a.metrics.handovers.WithLabelValues(iface, proto).Inc()
 	a.log.Info("VIP taken over by another host, stopped answering", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	if cb := a.cfg.OnYield; cb != nil {
 		by := slices.Clone(by)
 		go cb(vip, iface, by)
 	}
-	return true
 }
 
 // arpTakeover decides whether pkt, read on an interface whose MAC is

@@ -108,6 +108,8 @@ func runAnnouncerHelper() {
 			out.printf("metric %g", counterValue(reg, f[1], f[2], f[3]))
 		case "sent":
 			out.printf("sent %d", answersSent(reg))
+		case "lift":
+			out.printf("lifted %d", a.LiftFences())
 		}
 	}
 	cancel()

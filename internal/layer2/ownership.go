@@ -1,6 +1,8 @@
 package layer2
 
 import (
+	"math"
+	"net"
 	"net/netip"
 	"slices"
 	"sync/atomic"
@@ -33,8 +35,13 @@ type vipState struct {
 	// since is when this state began (owned or releasing).
 	since time.Time
 	// fencedUntil (unix ns) silences an owned VIP that lost a conflict
-	// with another host (see fence); 0: not fenced.
+	// with another host (see fence); 0: not fenced. winner is that host's
+	// MAC.
 	fencedUntil atomic.Int64
+	winner      atomic.Pointer[net.HardwareAddr]
+	// liftedAt (unix ns) is when LiftFences last lifted the fence: the
+	// fence then treats the claim as new (see Announcer.claimedAt).
+	liftedAt atomic.Int64
 	// conflictAt (unix ns) is when another host was last heard announcing
 	// the VIP while owned here; 0: never.
 	conflictAt atomic.Int64
@@ -50,6 +57,28 @@ func (s *vipState) fenced(now time.Time) bool {
 	return s != nil && s.fencedUntil.Load() > now.UnixNano()
 }
 
+// fenceWinner is the MAC of the host this VIP is fenced for at now, nil
+// when it is not fenced.
+func (s *vipState) fenceWinner(now time.Time) net.HardwareAddr {
+	if !s.fenced(now) {
+		return nil
+	}
+	if w := s.winner.Load(); w != nil {
+		return *w
+	}
+	return net.HardwareAddr{}
+}
+
+// claimedAt is when this node's claim on the VIP began, for the fence: when
+// the state began, or when its fence was last lifted (a claim renewed once
+// the member list healed).
+func (s *vipState) claimedAt() time.Time {
+	if l := s.liftedAt.Load(); l > s.since.UnixNano() {
+		return time.Unix(0, l)
+	}
+	return s.since
+}
+
 // vipOnLink names a VIP on an interface.
 type vipOnLink struct {
 	vip   netip.Addr
@@ -60,24 +89,52 @@ type vipOnLink struct {
 // reconcile, given its state before (nil when it was not announced there):
 // the same while nothing changed; a VIP turning releasing answers (also
 // on a node that never answered for it) until the new owner announces
-// itself; a VIP turning owned keeps answering if it did, and otherwise
-// starts with its first gratuitous packet.
-func nextVIPState(old *vipState, releasing bool) *vipState {
+// itself, unless it was fenced (another host won it and answers: it is
+// handed over already); a VIP turning owned keeps answering if it did,
+// and otherwise starts with its first gratuitous packet.
+func nextVIPState(old *vipState, releasing bool, now time.Time) *vipState {
 	if old != nil && old.releasing == releasing {
 		return old
 	}
-	s := &vipState{releasing: releasing, since: time.Now()}
-	s.answering.Store(releasing || old != nil && old.answering.Load())
+	s := &vipState{releasing: releasing, since: now}
+	if releasing {
+		s.answering.Store(!old.fenced(now))
+	} else {
+		s.answering.Store(old != nil && old.answering.Load())
+	}
 	return s
 }
 
 // markAnnounced records that a gratuitous packet for an owned VIP went out
 // (or could not be sent): from now on the VIP is answered.
 func (s *vipState) markAnnounced() {
-	if s != nil && !s.releasing && !s.answering.Load() {
-		s.answeringFrom.Store(time.Now().UnixNano())
+	if s == nil || s.releasing {
+		return
+	}
+	now := time.Now().UnixNano()
+	if s.answeringFrom.CompareAndSwap(awaitingAnnouncement, now) {
+		return // a lifted fence (liftFence): answered from now on
+	}
+	if !s.answering.Load() {
+		s.answeringFrom.Store(now)
 		s.answering.Store(true)
 	}
+}
+
+// awaitingAnnouncement, as answeringFrom, leaves every request to the host
+// that answers the VIP now, until this node's next gratuitous packet.
+const awaitingAnnouncement = math.MaxInt64
+
+// liftFence ends the fence at now, the claim counting as new from then
+// (claimedAt). With announcing (the caller is about to send a gratuitous
+// packet) the VIP is answered from that packet on, as a new owner's is:
+// the fence's winner answers until it reads it.
+func (s *vipState) liftFence(now time.Time, announcing bool) {
+	s.liftedAt.Store(now.UnixNano())
+	if announcing {
+		s.answeringFrom.Store(awaitingAnnouncement)
+	}
+	s.fencedUntil.Store(0)
 }
 
 // answersFrom is when the first gratuitous packet turned answering on

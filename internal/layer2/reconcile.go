@@ -31,16 +31,17 @@ func (a *Announcer) reconcileLocked() {
 // undo a takeover; only SetAnnouncements listing the VIP as owned, or not
 // at all, does.
 // It returns the VIPs on interfaces that turned from owned to releasing.
-func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) []vipOnLink {
+func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) []turnedVIP {
 	next := map[vipOnLink]*vipState{}
-	var turned []vipOnLink
+	var turned []turnedVIP
+	now := time.Now()
 	for vip, names := range assigned {
 		for _, name := range names {
 			k := vipOnLink{vip, name}
 			old := a.states[k]
-			next[k] = nextVIPState(old, a.releasing[vip])
+			next[k] = nextVIPState(old, a.releasing[vip], now)
 			if old != nil && !old.releasing && a.releasing[vip] {
-				turned = append(turned, k)
+				turned = append(turned, turnedVIP{k, old.fenceWinner(now)})
 			}
 		}
 	}
