@@ -59,7 +59,8 @@ type l2Plan struct {
 	want    []layer2.Announcement
 	claimed []announce.L2Owner // addresses this node starts announcing
 	dropped []netip.Addr       // addresses it stops announcing
-	// recheck is when a release's grace period ends (zero: none pending).
+	// recheck is when a release's grace period ends, or claims may be
+	// made again (zero: none pending).
 	recheck time.Time
 }
 
@@ -71,9 +72,14 @@ type planOptions struct {
 	held bool
 	// keep: this node is cut off from every other member; it keeps the
 	// addresses it announced before that still have an owner somewhere.
-	keep  bool
-	now   time.Time
-	grace time.Duration
+	keep bool
+	// claimFrom: claim no address that is neither owned nor being
+	// released here before then (the member list reaches the other
+	// members again, and they come back one at a time: a partial view
+	// would claim what still belongs to a member not heard yet).
+	claimFrom time.Time
+	now       time.Time
+	grace     time.Duration
 }
 
 // plan decides, from the owners everyone computes, what this node
@@ -97,6 +103,10 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 				}
 				ow = announce.L2Owner{IP: ip, Node: me, Interfaces: prev.Interfaces, Services: ow.Services}
 			}
+			if !had && l.releasing[ip] == nil && now.Before(o.claimFrom) {
+				p.recheck = earliest(p.recheck, o.claimFrom)
+				continue
+			}
 			mine[ip] = ow
 			if !had {
 				p.claimed = append(p.claimed, ow)
@@ -118,9 +128,7 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 		default:
 			r.newOwner = next.Node
 			p.want = append(p.want, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
-			if end := r.since.Add(grace); p.recheck.IsZero() || end.Before(p.recheck) {
-				p.recheck = end
-			}
+			p.recheck = earliest(p.recheck, r.since.Add(grace))
 		}
 	}
 	for _, ow := range mine {
@@ -131,6 +139,14 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
 	slices.SortFunc(p.dropped, netip.Addr.Compare)
 	return p
+}
+
+// earliest is the earlier of a and b, zero meaning none.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // ownerOf finds ip's owner in owners, sorted by address.

@@ -119,3 +119,31 @@ func TestPlanKeepWhileIsolated(t *testing.T) {
 	p = l.plan("node1", both("node2", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
 	wantAnnouncements(t, p.want, true) // reachable again: handed over
 }
+
+// TestPlanClaimFrom: before claimFrom nothing new is claimed (the decision
+// is recomputed then: recheck), what is owned is kept, an address being
+// handed over is claimed back, and handing over is not delayed.
+func TestPlanClaimFrom(t *testing.T) {
+	l := newL2State()
+	t0 := time.Unix(1000, 0)
+	other := netip.MustParseAddr("198.51.100.71")
+	owners := func(a, b string) announce.L2Result {
+		return announce.L2Result{Owners: []announce.L2Owner{{IP: vip, Node: a}, {IP: other, Node: b}}}
+	}
+	l.plan("node1", owners("node1", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	from := t0.Add(200 * time.Millisecond)
+	p := l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: t0, grace: time.Second})
+	if len(p.want) != 1 || p.want[0].IP != vip || len(p.claimed) != 0 || p.recheck != from {
+		t.Errorf("before claimFrom: want %+v, claimed %v, recheck %v; want %s kept, nothing claimed, recheck at %v", p.want, p.claimed, p.recheck, vip, from)
+	}
+	p = l.plan("node1", owners("node2", "node1"), planOptions{settled: true, claimFrom: from, now: t0, grace: time.Second})
+	wantAnnouncements(t, p.want, true) // vip handed over at once, other not claimed yet
+	p = l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: t0.Add(time.Millisecond), grace: time.Second})
+	if len(p.claimed) != 1 || p.claimed[0].IP != vip {
+		t.Errorf("an address being handed over must be claimed back at once: claimed %v", p.claimed)
+	}
+	p = l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: from, grace: time.Second})
+	if len(p.claimed) != 1 || p.claimed[0].IP != other {
+		t.Errorf("from claimFrom on: claimed %v, want %s", p.claimed, other)
+	}
+}

@@ -1,6 +1,8 @@
 package speaker
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/internal/members"
@@ -41,7 +43,7 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 			unknown = append(unknown, n.Name)
 		}
 	}
-	s.liftFencesOnRejoin(ml, dead)
+	s.noteRejoins(ml, dead)
 	isolated := ml != nil && ml.Settled() && others > 0 && up == 0 && len(dead) > 0
 	want := unknown
 	if isolated {
@@ -52,29 +54,59 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 		if isolated {
 			s.log.Warn("cut off from every other member: the Leases decide which dead members are alive; keeping the addresses announced so far", "dead", dead)
 		} else {
-			s.log.Info("member list reaches other members again")
+			s.log.Info("member list reaches other members again; claiming nothing new for a moment", "for", healSettle)
+			s.claimFrom.Store(time.Now().Add(healSettle).UnixNano()) // the clock of reconcile's plan
 		}
 	}
 	return isolated
 }
 
-// liftFencesOnRejoin lifts the L2 fences this node lost when a node the
-// member list saw dead at the last reconcile is up again (a partition
-// healed; see layer2.Announcer.LiftFences). dead is the nodes dead now.
-func (s *Speaker) liftFencesOnRejoin(ml Liveness, dead []string) {
+// healSettle is how long a node that was cut off from every other member
+// claims no new address once the member list reaches them again: they
+// come back one at a time (15 ms apart in the lab), and a view with some
+// of them still dead would claim their addresses, answered by them, for
+// that moment. Handing addresses over is not delayed; the owners of the
+// addresses claimed late keep answering them until then (make-before-
+// break).
+const healSettle = 200 * time.Millisecond
+
+// noteRejoins records, for liftFences, that a node the member list saw
+// dead at the last reconcile is up again (a partition healed). dead is
+// the nodes dead now.
+func (s *Speaker) noteRejoins(ml Liveness, dead []string) {
 	s.deadMu.Lock()
+	defer s.deadMu.Unlock()
 	before := s.deadBefore
 	s.deadBefore = dead
-	s.deadMu.Unlock()
-	f, ok := s.opts.L2.(Fences)
-	if !ok || ml == nil {
+	if ml == nil {
 		return
 	}
 	for _, n := range before {
 		if st := ml.State(n); st == members.Alive || st == members.Suspect {
 			s.log.Info("a node seen dead is a member again", "node", n)
-			f.LiftFences()
+			s.rejoined = true
 			return
 		}
+	}
+}
+
+// liftFences lifts the L2 fences this node lost, once a node seen dead is
+// a member again (see layer2.Announcer.LiftFences). It runs after this
+// reconcile's announcements are set, so that only the addresses this node
+// still owns in the healed view are lifted and announced: those it now
+// hands over are released, not claimed back for a moment.
+//
+// Lifting a fence claims the address again, so, like a new claim, it waits
+// for claimFrom (healSettle): the reconcile planned at claimFrom lifts.
+func (s *Speaker) liftFences() {
+	if time.Now().UnixNano() < s.claimFrom.Load() {
+		return
+	}
+	s.deadMu.Lock()
+	rejoined := s.rejoined
+	s.rejoined = false
+	s.deadMu.Unlock()
+	if f, ok := s.opts.L2.(Fences); ok && rejoined {
+		f.LiftFences()
 	}
 }

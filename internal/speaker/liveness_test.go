@@ -126,6 +126,14 @@ func TestLiveDeadAndIsolated(t *testing.T) {
 	if !s.live("node2") || s.live("node3") || s.live("node4") {
 		t.Errorf("isolated: node2 (fresh Lease) %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
 	}
+	ml.states["node3"] = members.Alive // the partition heals
+	before := time.Now()
+	if s.observeLiveness(nodes) {
+		t.Fatal("isolated with node3 alive again")
+	}
+	if from := time.Unix(0, s.claimFrom.Load()); from.Before(before.Add(healSettle)) {
+		t.Errorf("healed: claims allowed from %v, want no new claim for %v", from, healSettle)
+	}
 }
 
 // TestLiveSelfOnlyOnceSynced: this node counts itself alive only once its

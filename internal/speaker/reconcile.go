@@ -49,8 +49,10 @@ func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated, held b
 	if !held {
 		res = s.l2Memo.Decide(st) // held, nothing is announced: no decision to take
 	}
-	p := s.l2.plan(s.opts.NodeName, res, planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(), now: now, grace: s.opts.ReleaseGrace})
+	p := s.l2.plan(s.opts.NodeName, res, planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(),
+		claimFrom: time.Unix(0, s.claimFrom.Load()), now: now, grace: s.opts.ReleaseGrace})
 	s.opts.L2.SetAnnouncements(p.want)
+	s.liftFences()
 	claimed := make([]netip.Addr, 0, len(p.claimed))
 	for _, o := range p.claimed {
 		claimed = append(claimed, o.IP)
@@ -63,6 +65,9 @@ func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated, held b
 	}
 	for _, ip := range p.dropped {
 		s.log.Info("stopped announcing", "ip", ip, "protocol", "l2")
+	}
+	if from := time.Unix(0, s.claimFrom.Load()); now.Before(from) {
+		p.recheck = earliest(p.recheck, from) // claims and fence lifts wait until then
 	}
 	if !p.recheck.IsZero() {
 		s.queue.AddAfter(reconcileKey, time.Until(p.recheck)+5*time.Millisecond)

@@ -103,10 +103,14 @@ type Speaker struct {
 	members atomic.Pointer[memberHolder]
 	// isolated: the member list sees no other node alive (observeLiveness).
 	isolated atomic.Bool
+	// claimFrom (unix ns): no new L2 claims before then (healSettle).
+	claimFrom atomic.Int64
 	// deadBefore: the nodes the member list saw dead at the last
-	// reconcile (liftFencesOnRejoin).
+	// reconcile; rejoined: one of them is a member again since the last
+	// liftFences (noteRejoins).
 	deadMu     sync.Mutex
 	deadBefore []string
+	rejoined   bool
 	renewer    *leaseRenewer
 	leases     *leaseBook
 
