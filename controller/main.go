@@ -23,7 +23,7 @@ import (
 
 type flags struct {
 	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass string
-	lbClassOnly, leaderElect, metallbAnnotations, ignoreExcludeLB                                            bool
+	lbClassOnly, leaderElect, metallbAnnotations, ignoreExcludeLB, profiling                                 bool
 	workers, burst, eventBurst                                                                               int
 	qps, eventQPS                                                                                            float64
 	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                   time.Duration
@@ -46,6 +46,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.renewDeadline, "renew-deadline", 10*time.Second, "how long the leader retries renewing before it gives up leadership")
 	fs.DurationVar(&f.retryPeriod, "retry-period", 2*time.Second, "interval between leader-election attempts")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
+	fs.BoolVar(&f.profiling, "profiling", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
 	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&f.memberlistSecret, "memberlist-secret", "herald-memberlist", "Secret in --namespace holding the speakers' member-list key; created with a random key when missing (empty: never create it)")
@@ -113,7 +114,7 @@ func run(f flags) error {
 		Help: "1 while this replica is the active (leader) controller."})
 	reg.MustRegister(leader)
 	health := &daemon.Health{}
-	if err := daemon.Serve(ctx, log, reg, health, f.metricsAddr, f.healthAddr); err != nil {
+	if err := daemon.Serve(ctx, log, reg, health, f.metricsAddr, f.healthAddr, f.profiling); err != nil {
 		return err
 	}
 	// Events go through their own client and rate limit, so that a burst of

@@ -16,6 +16,7 @@ type flags struct {
 	nodeName, kubeconfig, namespace, metricsAddr, healthAddr, logLevel string
 	lbClass                                                            string
 	lbClassOnly                                                        bool
+	profiling                                                          bool
 	memberlist                                                         bool
 	memberlistBindAddr, memberlistKeyFile                              string
 	memberlistPort                                                     int
@@ -40,6 +41,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass --lb-class (must match the controller)")
 	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); two installations with different classes can share a cluster")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
+	fs.BoolVar(&f.profiling, "profiling", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
 	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&f.memberlist, "memberlist", true, "detect dead speakers with the member list (disable only for tests: failover then waits for a dead speaker's Lease to expire)")

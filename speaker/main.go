@@ -72,7 +72,7 @@ func run(f flags) error {
 	kube := clients.Kube
 	reg := daemon.NewRegistry()
 	health := &daemon.Health{}
-	if err := daemon.Serve(sigCtx, log, reg, health, f.metricsAddr, f.healthAddr); err != nil {
+	if err := daemon.Serve(sigCtx, log, reg, health, f.metricsAddr, f.healthAddr, f.profiling); err != nil {
 		return err
 	}
 	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, clients.Scheme, "herald-speaker")

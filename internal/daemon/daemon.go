@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -50,8 +51,10 @@ func (h *Health) SetReady(ready bool) { h.ready.Store(ready) }
 
 // Serve serves /metrics from reg on metricsAddr and /healthz, /readyz on
 // healthAddr (the same server when the addresses are equal; an empty
-// address disables that endpoint) until ctx ends.
-func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *Health, metricsAddr, healthAddr string) error {
+// address disables that endpoint) until ctx ends. With profiling, Go's
+// profiles (net/http/pprof) are served under /debug/pprof/ on metricsAddr
+// too.
+func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *Health, metricsAddr, healthAddr string, profiling bool) error {
 	muxes := map[string]*http.ServeMux{}
 	mux := func(addr string) *http.ServeMux {
 		if muxes[addr] == nil {
@@ -61,6 +64,14 @@ func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *H
 	}
 	if metricsAddr != "" {
 		mux(metricsAddr).Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, ErrorHandling: promhttp.ContinueOnError}))
+		if profiling {
+			m := mux(metricsAddr)
+			m.HandleFunc("/debug/pprof/", pprof.Index)
+			m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 	}
 	if healthAddr != "" {
 		m := mux(healthAddr)
