@@ -63,9 +63,16 @@ func New(cfg Config) (*Members, error) {
 	}
 	m.hooks = &hooks{book: m.book, observe: m.observe}
 	mlLog := newMemberlistLogger(cfg.Logger.With("component", "memberlist"), m.hooks.suspectedByProbe)
-	m.ml, err = memberlist.Create(cfg.memberlistConfig(m.hooks, mlLog))
+	tr, err := newTransport(cfg.BindAddr, cfg.BindPort, m.log)
 	if err != nil {
-		return nil, fmt.Errorf("members %s: start memberlist on %s:%d: %w", cfg.NodeName, cfg.BindAddr, cfg.BindPort, err)
+		return nil, fmt.Errorf("members %s: start memberlist: %w", cfg.NodeName, err)
+	}
+	mc := cfg.memberlistConfig(m.hooks, mlLog)
+	mc.Transport, mc.BindPort, mc.AdvertisePort = tr, tr.port(), tr.port()
+	m.ml, err = memberlist.Create(mc)
+	if err != nil {
+		_ = tr.Shutdown()
+		return nil, fmt.Errorf("members %s: start memberlist on %s:%d: %w", cfg.NodeName, cfg.BindAddr, tr.port(), err)
 	}
 	port := m.ml.LocalNode().Port
 	m.joiner = newJoiner(m.ml, m.log, port, cfg.Timing.RejoinInterval, settleSpread(cfg.Timing), m.changed)
