@@ -49,7 +49,7 @@ func stopAll(t *testing.T, vips []netip.Addr, mons []*lab.Monitor, from time.Tim
 
 // services creates n dual-stack Services with endpoints on every node and
 // returns all their addresses.
-func services(t *testing.T, l *lab.Lab, prefix string, n int) []netip.Addr {
+func services(t testing.TB, l *lab.Lab, prefix string, n int) []netip.Addr {
 	t.Helper()
 	var vips []netip.Addr
 	for i := range n {

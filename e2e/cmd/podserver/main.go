@@ -6,7 +6,8 @@
 //
 // It is the lab's backend image: e2e/lab runs it in a Deployment per node
 // (ports 8080 and 8443 and any extra ports the lab's options give), all
-// plain HTTP; its readiness probe is GET /. `make images` also packs it as
+// plain HTTP; its readiness probe is GET /. With -burn N it serves nothing
+// and keeps N threads busy instead: the lab's CPU load. `make images` also packs it as
 // ghcr.io/herald-lb/podserver for a real cluster, where it reports the
 // pod's name ($POD_NAME or the host name) and the client address.
 package main
@@ -22,7 +23,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -37,8 +40,13 @@ func main() {
 	name := flag.String("name", defaultName(), "pod name to report (default: $POD_NAME, else the host name, which is the pod's name in a pod)")
 	node := flag.String("node", os.Getenv("NODE_NAME"), "node name to report (default: $NODE_NAME)")
 	ports := flag.String("ports", "8080,8443", "comma-separated TCP ports to serve on (all addresses)")
+	burn := flag.Int("burn", 0, "instead of serving, keep this many threads busy until SIGTERM (a CPU load for tests)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if *burn > 0 {
+		burnCPU(*burn, log)
+		return
+	}
 	if err := run(*name, *node, strings.Split(*ports, ","), log); err != nil {
 		log.Error("podserver failed", "err", err)
 		os.Exit(1)
@@ -89,4 +97,24 @@ func run(name, node string, ports []string, log *slog.Logger) error {
 		_ = s.Close()
 	}
 	return nil
+}
+
+// burnCPU keeps n threads spinning until SIGTERM or an interrupt.
+func burnCPU(n int, log *slog.Logger) {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	var spins atomic.Uint64
+	for range n {
+		go func() {
+			runtime.LockOSThread()
+			for x := uint64(0); ; x++ {
+				if x%(1<<20) == 0 {
+					spins.Add(1)
+				}
+			}
+		}()
+	}
+	log.Info("burning CPU", "threads", n)
+	<-ctx.Done()
+	log.Info("stopped burning", "spins", spins.Load())
 }
