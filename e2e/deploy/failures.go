@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,4 +99,35 @@ func (h *Herald) DeleteLeader(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return leader, h.Lab.Client().CoreV1().Pods(Namespace).Delete(ctx, leader, metav1.DeleteOptions{})
+}
+
+// CrashLoop makes node's speaker crash at every start, as one that fails
+// after a bad upgrade or a broken node does, while the node stays Ready:
+// every speaker process in the node's cgroups is SIGKILLed as soon as it
+// appears (looked for every 5 ms, long before it could sync and join),
+// and the kubelet restarts it with its CrashLoopBackOff delays. stop ends
+// that and returns how many processes were killed; StartSpeaker then
+// brings a Ready speaker back.
+func (h *Herald) CrashLoop(node string) (stop func() int) {
+	done, finished := make(chan struct{}), make(chan int)
+	go func() {
+		kills := 0
+		for {
+			for _, pid := range h.Lab.NodeProcesses(node) {
+				if isSpeaker(pid) && syscall.Kill(pid, syscall.SIGKILL) == nil {
+					kills++
+				}
+			}
+			select {
+			case <-done:
+				finished <- kills
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-finished
+	}
 }

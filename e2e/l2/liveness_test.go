@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/internal/labkit"
 )
 
 // The liveness scenarios of a cluster that misbehaves in ordinary ways,
@@ -216,4 +218,74 @@ func sum(m map[string]float64) float64 {
 		s += v
 	}
 	return s
+}
+
+// TestCrashloopingSpeakerThenAnotherRestarts: node3's speaker crashes at
+// every start (CrashLoopBackOff) while node3 stays Ready, and its liveness
+// Lease, renewed until the crash, stays fresh for up to 15 s. The others
+// take its addresses (an abrupt failover). Then node1's speaker restarts
+// (SIGTERM, the kubelet starts it again) within that window: the new
+// speaker never saw node3 alive, and memberlist drops news of members it
+// never knew, so it learns of node3's death from the others' push-pull
+// state (internal/members' reports), not from node3's fresh Lease. From
+// node1's restart on, no address may go dark (longer than maxGap) and none
+// may be answered by node3 or two nodes side by side beyond a hand-over.
+func TestCrashloopingSpeakerThenAnotherRestarts(t *testing.T) {
+	l, h := herald(t)
+	ctx := context.Background()
+	vips := services(t, l, "crashloop", 3)
+	const crashing, restarting = "node3", "node1"
+	mons := monitorAll(t, l, vips)
+	stop := h.CrashLoop(crashing)
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			stop()
+		}
+	})
+	crashed := time.Now()
+	for _, vip := range vips {
+		labkit.EventuallyWhy(t, 10*time.Second, fmt.Sprintf("%s answered by another node than %s", vip, crashing), func() (bool, string) {
+			// the monitors' answers are read too
+			var nodes []string
+			for _, a := range probe(t, l, vip) {
+				nodes = append(nodes, a.Node)
+			}
+			return len(nodes) > 0 && !slices.Contains(nodes, crashing), fmt.Sprintf("answered by %v", slices.Compact(slices.Sorted(slices.Values(nodes))))
+		})
+	}
+	t.Logf("the crashing speaker's addresses moved within %v", time.Since(crashed).Round(time.Millisecond))
+	restart := time.Now()
+	if err := h.Speakers[restarting].Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.StartSpeaker(restarting); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s's speaker restarted %v after %s's crash, while %s's Lease was still fresh", restarting, restart.Sub(crashed).Round(time.Millisecond), crashing, crashing)
+	if time.Since(crashed) > 15*time.Second {
+		t.Logf("(the restart took longer than the Lease's 15 s: the window under test was missed)")
+	}
+	// and a while after, with node3 still crashing
+	_, _ = mons[0].Wait(ctx, time.Now().Add(5*time.Second), func(lab.Probe) bool { return true })
+	kills := stop()
+	stopped = true
+	t.Logf("%s's speaker was killed %d times at start", crashing, kills)
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		after := probes.After(restart)
+		checkServedOverlap(t, fmt.Sprintf("%s crashlooping, %s restarted, %s", crashing, restarting, vips[i]), after, rollingOverlap)
+		for _, p := range after {
+			if slices.Contains(p.Nodes(), crashing) {
+				t.Errorf("%s answered by the crashlooping %s at +%v after %s's restart", vips[i], crashing, p.Sent.Sub(restart).Round(time.Millisecond), restarting)
+				break
+			}
+		}
+	}
+	if _, err := h.StartSpeaker(crashing); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -148,3 +148,9 @@ func removeProcsCgroup(id string) []string {
 	}
 	return nil
 }
+
+// NodeProcesses are the PIDs of the processes in a node's cgroup tree: its
+// pods' containers (found by cgroup, not by name).
+func (l *Lab) NodeProcesses(node string) []int {
+	return cgroupPIDs(filepath.Join(cgroupMount, "pids", nsPrefix+l.id+"-"+node))
+}

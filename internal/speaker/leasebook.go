@@ -23,17 +23,27 @@ import (
 // interval while they are still wanted; a node whose Lease it has not read
 // yet is not alive. A Get per wanted node, or one List when many are
 // wanted (a node cut off from every other member).
+//
+// It also tells whether a node's speaker renewed its Lease since the book
+// began reading it (renewed): a change of the Lease seen here, so no clock
+// of another node is compared with this one's.
 type leaseBook struct {
 	leases coordinationclient.LeaseInterface
 	now    func() time.Time
-	// onChange is called when a wanted node's freshness changed.
+	// onChange is called when a wanted node's freshness, or whether it
+	// renewed, changed.
 	onChange func()
 
 	mu     sync.Mutex
 	wanted map[string]bool
 	read   map[string]*coordinationv1.Lease
 	fresh  map[string]bool
-	poke   chan struct{}
+	// first is the renew time of a node's Lease at the first read since it
+	// is wanted ("" when it had none); renewedAt whether a later read
+	// showed another.
+	first     map[string]string
+	renewedAt map[string]bool
+	poke      chan struct{}
 }
 
 // listAbove is the number of wanted Leases above which one List replaces
@@ -42,7 +52,8 @@ const listAbove = 8
 
 func newLeaseBook(leases coordinationclient.LeaseInterface, now func() time.Time, onChange func()) *leaseBook {
 	return &leaseBook{leases: leases, now: now, onChange: onChange,
-		wanted: map[string]bool{}, read: map[string]*coordinationv1.Lease{}, fresh: map[string]bool{}, poke: make(chan struct{}, 1)}
+		wanted: map[string]bool{}, read: map[string]*coordinationv1.Lease{}, fresh: map[string]bool{},
+		first: map[string]string{}, renewedAt: map[string]bool{}, poke: make(chan struct{}, 1)}
 }
 
 // alive says whether node's Lease was fresh when last read and still is.
@@ -50,6 +61,22 @@ func (b *leaseBook) alive(node string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return k8s.LeaseFresh(b.read[node], b.now())
+}
+
+// renewed says whether node's Lease was renewed since the book began
+// reading it (its first read while wanted), and is fresh.
+func (b *leaseBook) renewed(node string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.renewedAt[node] && k8s.LeaseFresh(b.read[node], b.now())
+}
+
+// renewTime is a Lease's renew time as the book compares it ("" for none).
+func renewTime(l *coordinationv1.Lease) string {
+	if l == nil || l.Spec.RenewTime == nil {
+		return ""
+	}
+	return l.Spec.RenewTime.UTC().Format(time.RFC3339Nano)
 }
 
 // unread says whether node is wanted and its Lease has not been read
@@ -74,6 +101,8 @@ func (b *leaseBook) want(nodes []string) {
 	b.wanted = next
 	maps.DeleteFunc(b.read, func(n string, _ *coordinationv1.Lease) bool { return !next[n] })
 	maps.DeleteFunc(b.fresh, func(n string, _ bool) bool { return !next[n] })
+	maps.DeleteFunc(b.first, func(n string, _ string) bool { return !next[n] })
+	maps.DeleteFunc(b.renewedAt, func(n string, _ bool) bool { return !next[n] })
 	b.mu.Unlock()
 	if added {
 		select {
@@ -142,6 +171,11 @@ func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease, 
 		if was, ok := b.fresh[n]; !ok || was != f {
 			changed = changed || f || ok
 			b.fresh[n] = f
+		}
+		if first, ok := b.first[n]; !ok {
+			b.first[n] = renewTime(got[n])
+		} else if !b.renewedAt[n] && renewTime(got[n]) != first {
+			b.renewedAt[n], changed = true, true
 		}
 	}
 	return changed

@@ -99,12 +99,13 @@ func TestLiveWithoutMemberList(t *testing.T) {
 }
 
 // TestLiveDeadAndIsolated: a member seen dead is down although its Lease
-// is fresh, unless this node sees no other member alive: then the Lease
-// decides. A member that left is down whatever its Lease says.
+// is fresh, unless this node sees no other member alive: then it is up
+// until its Lease is read, and afterwards only once the Lease was renewed
+// since. A member that left is down whatever its Lease says.
 func TestLiveDeadAndIsolated(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Dead, "node3": members.Alive, "node4": members.Left}}
-	s, _ := livenessSpeaker(t, &now, ml, lease("node2", now, 15), lease("node4", now, 15))
+	s, kube := livenessSpeaker(t, &now, ml, lease("node2", now, 15), lease("node4", now, 15))
 	nodes := nodeList("node1", "node2", "node3", "node4")
 	if s.observeLiveness(nodes) {
 		t.Fatal("isolated while node3 is alive")
@@ -123,8 +124,28 @@ func TestLiveDeadAndIsolated(t *testing.T) {
 		t.Errorf("isolated, Leases not read yet: node2 %v, node3 %v (both want up), node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
 	}
 	s.leases.poll(context.Background())
+	// Read once, a fresh Lease does not tell a speaker that died a moment
+	// ago from one on the other side of a partition: down until renewed.
+	if s.live("node2") || s.live("node3") || s.live("node4") {
+		t.Errorf("isolated, Leases read once: node2 (fresh, not renewed since) %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	}
+	s.leases.poll(context.Background()) // read again, unchanged
+	if s.live("node2") {
+		t.Error("isolated: node2 up although its Lease was not renewed")
+	}
+	now = now.Add(DefaultLeaseRenew)
+	if _, err := kube.CoordinationV1().Leases(testNS).Update(context.Background(), lease("node2", now, 15), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.leases.poll(context.Background()) {
+		t.Error("a renewal seen is not reported as a change")
+	}
 	if !s.live("node2") || s.live("node3") || s.live("node4") {
-		t.Errorf("isolated: node2 (fresh Lease) %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+		t.Errorf("isolated, node2 renewed: node2 %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	}
+	now = now.Add(16 * time.Second) // renewed once, then stopped: expires
+	if s.live("node2") {
+		t.Error("isolated: node2 up after its renewed Lease expired")
 	}
 	ml.states["node3"] = members.Alive // the partition heals
 	before := time.Now()

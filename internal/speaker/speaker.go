@@ -382,8 +382,10 @@ func (s *Speaker) memberList() Liveness {
 //   - alive (or suspect) in the member list: up; left: down (it said so);
 //   - seen dead in the member list (by this speaker, or by a member that
 //     reported it: internal/members' reports): down, unless this node is
-//     cut off from every other member (see isolated), then its Lease
-//     decides, and until the Lease has been read it counts as up;
+//     cut off from every other member (see isolated): then up until its
+//     Lease has been read, and afterwards only once the Lease has been
+//     renewed since (its speaker is alive on the other side of a
+//     partition);
 //   - never seen by the member list (or no member list): its Lease
 //     decides: renewed within its duration. A node whose Lease was never
 //     read is down: never "alive because never heard of".
@@ -406,12 +408,13 @@ func (s *Speaker) live(node string) bool {
 			return false
 		}
 		// Cut off from every other member, this node cannot tell a
-		// dead member from one it no longer hears: until that member's
+		// dead member from one it no longer hears. Until that member's
 		// Lease has been read it keeps its addresses (taking them would
-		// claim every address the moment the member list went quiet).
-		if s.leases.unread(node) {
-			return true
-		}
+		// claim every address the moment the member list went quiet);
+		// then it is up only if its speaker renews the Lease: one that
+		// died stopped renewing it, though the Lease stays fresh for its
+		// duration (15 s), and its addresses must not stay dark so long.
+		return s.leases.unread(node) || s.leases.renewed(node)
 	}
 	return s.leases.alive(node)
 }
