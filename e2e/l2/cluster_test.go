@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/deploy"
@@ -205,4 +207,120 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 	if err := l.WaitNodesReady(ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestSpeakerCannotSyncStopsRollout: an upgrade whose speakers cannot
+// sync (here the speaker's ClusterRole lost EndpointSlices, as after an
+// RBAC regression or a partial upgrade) must stop at the first node: the
+// new speaker is neither Ready nor a member the others hand addresses to,
+// so the DaemonSet rollout waits on it, and no address goes dark. Once the
+// RBAC is restored, the speaker syncs and the rollout completes, again
+// without a gap.
+func TestSpeakerCannotSyncStopsRollout(t *testing.T) {
+	l, h := herald(t)
+	ctx := context.Background()
+	vips := services(t, l, "cannot-sync", 2)
+	for _, vip := range vips {
+		owner(t, l, vip)
+	}
+	roles := l.Client().RbacV1().ClusterRoles()
+	orig, err := roles.Get(ctx, "herald-speaker", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := func() error {
+		cr, err := roles.Get(ctx, orig.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cr.Rules = orig.Rules
+		_, err = roles.Update(ctx, cr, metav1.UpdateOptions{})
+		return err
+	}
+	restored := false
+	t.Cleanup(func() {
+		if !restored {
+			_ = restore()
+		}
+		_ = h.Heal(context.Background())
+	})
+	broken := orig.DeepCopy()
+	broken.Rules = slices.DeleteFunc(broken.Rules, func(r rbacv1.PolicyRule) bool {
+		return slices.Contains(r.Resources, "endpointslices")
+	})
+	if len(broken.Rules) == len(orig.Rules) {
+		t.Fatal("the herald-speaker ClusterRole has no EndpointSlices rule to remove")
+	}
+	if _, err := roles.Update(ctx, broken, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mons := monitorAll(t, l, vips)
+	start := time.Now()
+	if _, err := l.Kubectl(ctx, "-n", deploy.Namespace, "rollout", "restart", "daemonset/"+deploy.SpeakerDaemonSet); err != nil {
+		t.Fatal(err)
+	}
+	var stuck corev1.Pod
+	lab.Poll(t, "a new speaker Pod running but not Ready", 2*time.Minute, func() bool {
+		pods, err := h.Pods(ctx, "speaker")
+		if err != nil {
+			return false
+		}
+		for _, p := range pods {
+			if p.CreationTimestamp.After(start.Add(-time.Second)) && p.Status.Phase == corev1.PodRunning && !podReady(&p) {
+				stuck = p
+				return true
+			}
+		}
+		return false
+	})
+	// The rollout must wait on it: for longer than the DaemonSet's
+	// minReadySeconds plus the readiness probe's period, no second
+	// new Pod, and the stuck one still not Ready.
+	const watch = 30 * time.Second
+	deadline := time.Now().Add(watch)
+	for time.Now().Before(deadline) {
+		ds, err := l.Client().AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.SpeakerDaemonSet, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds.Status.UpdatedNumberScheduled > 1 {
+			t.Fatalf("the rollout went on to a second node (%d updated) while %s on %s cannot sync", ds.Status.UpdatedNumberScheduled, stuck.Name, stuck.Spec.NodeName)
+		}
+		p, err := l.Client().CoreV1().Pods(deploy.Namespace).Get(ctx, stuck.Name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if podReady(p) {
+			t.Fatalf("%s on %s turned Ready without EndpointSlices access", stuck.Name, stuck.Spec.NodeName)
+		}
+		_, _ = mons[0].Wait(ctx, time.Now().Add(500*time.Millisecond), func(lab.Probe) bool { return true }) // half a second of probes
+	}
+	for _, vip := range vips {
+		for _, a := range probe(t, l, vip) {
+			if a.Node == stuck.Spec.NodeName {
+				t.Errorf("%s answered by %s, whose speaker cannot sync", vip, a.Node)
+			}
+		}
+	}
+	t.Logf("rollout stopped at %s on %s for %v", stuck.Name, stuck.Spec.NodeName, watch)
+	if err := restore(); err != nil {
+		t.Fatal(err)
+	}
+	restored = true
+	healing := time.Now()
+	if _, err := l.Kubectl(ctx, "-n", deploy.Namespace, "rollout", "status", "daemonset/"+deploy.SpeakerDaemonSet, "--timeout=300s"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("RBAC restored: the rollout completed %v later", time.Since(healing).Round(100*time.Millisecond))
+	_, _ = mons[0].Wait(ctx, time.Now().Add(2*time.Second), func(lab.Probe) bool { return true })
+	stopAll(t, vips, mons, start, "speaker rollout that cannot sync, then RBAC restored", rollingOverlap)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
