@@ -168,7 +168,9 @@ func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
 // TestKubeletStoppedOwnerKeepsAnnouncing stops the owner's kubelet: the
 // node lifecycle controller marks the node NotReady, but its speaker is
 // alive and the node forwards, so the address stays where it is and
-// answered (KEP-3458: readiness is not a reason to withdraw).
+// answered (KEP-3458: readiness is not a reason to withdraw). Then the
+// Node object is deleted: the address moves to another node, without a
+// gap; the kubelet, started again, registers the node anew.
 func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 	l, h := herald(t)
 	ctx := context.Background()
@@ -188,23 +190,47 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 	notReady := time.Now()
 	// well past the speakers' reaction to the Node change
 	_, _ = mons[0].Wait(ctx, notReady.Add(5*time.Second), func(lab.Probe) bool { return true })
-	probes, err := mons[0].Stop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	after := probes.After(start)
 	t.Logf("kubelet on the owner %s stopped: NotReady after %v", own, notReady.Sub(start).Round(100*time.Millisecond))
-	checkServed(t, "owner's kubelet stopped", after)
-	for _, p := range after.After(notReady) {
+	for _, p := range mons[0].Probes().After(notReady) {
 		if p.Answered() && p.Nodes()[0] != own {
 			t.Errorf("the address moved to %s although %s's speaker is alive", p.Nodes()[0], own)
 			break
 		}
 	}
+	// The Node object deleted (the node is gone for the cluster; its
+	// speaker still runs): the address moves, make-before-break.
+	deleted := time.Now()
+	if err := l.Client().CoreV1().Nodes().Delete(ctx, own, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := mons[0].Wait(ctx, deleted, func(p lab.Probe) bool { return p.Answered() && !slices.Contains(p.Nodes(), own) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Node %s deleted: the address answered by %s alone %v later", own, moved.Nodes()[0], moved.Sent.Sub(deleted).Round(time.Millisecond))
+	_, _ = mons[0].Wait(ctx, moved.Sent.Add(2*time.Second), func(lab.Probe) bool { return true })
+	probes, err := mons[0].Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkServedOverlap(t, "owner's kubelet stopped, then its Node deleted", probes.After(start), rollingOverlap)
+	for _, p := range probes.After(moved.Sent) {
+		if slices.Contains(p.Nodes(), own) {
+			t.Errorf("the deleted node %s answered again at +%v", own, p.Sent.Sub(moved.Sent).Round(time.Millisecond))
+			break
+		}
+	}
+	// The kubelet, started again, registers the node anew.
 	if err := l.StartKubelet(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitNodesReady(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitBackendsReady(ctx, testNS, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -276,7 +302,7 @@ func TestSpeakerCannotSyncStopsRollout(t *testing.T) {
 	// The rollout must wait on it: for longer than the DaemonSet's
 	// minReadySeconds plus the readiness probe's period, no second
 	// new Pod, and the stuck one still not Ready.
-	const watch = 30 * time.Second
+	const watch = 15 * time.Second
 	deadline := time.Now().Add(watch)
 	for time.Now().Before(deadline) {
 		ds, err := l.Client().AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.SpeakerDaemonSet, metav1.GetOptions{})
