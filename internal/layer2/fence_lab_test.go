@@ -41,12 +41,7 @@ func TestLabFenceSplitBrain(t *testing.T) {
 		f := h.cli.framesSince(m)
 		return len(f) > 0 && f[len(f)-1].time().After(settled.Add(refresh+2*time.Second))
 	})
-	var probes []*probeResult
-	for _, p := range h.stopProbing() {
-		if p.t.After(settled.Add(refresh)) {
-			probes = append(probes, p)
-		}
-	}
+	probes := h.stopProbingAfter(settled.Add(refresh))
 	c := countProbes(probes)
 	t.Logf("after the fence: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
 	for i, p := range c.unansweredProbes {
@@ -227,12 +222,7 @@ func TestLabFenceWinnerLeaves(t *testing.T) {
 		f := h.cli.framesSince(m)
 		return len(f) > 0 && f[len(f)-1].time().After(left.Add(3*time.Second))
 	})
-	var after []*probeResult
-	for _, p := range h.stopProbing() {
-		if p.t.After(left) {
-			after = append(after, p)
-		}
-	}
+	after := h.stopProbingAfter(left)
 	for _, proto := range []string{protoARP, protoNDP} {
 		gap, last := time.Duration(0), time.Time{}
 		var answeredBy string
@@ -347,12 +337,7 @@ func TestLabFenceHealNoGap(t *testing.T) {
 		f := h.cli.framesSince(m)
 		return len(f) > 0 && f[len(f)-1].time().After(released.Add(time.Second))
 	})
-	var after []*probeResult
-	for _, p := range h.stopProbing() {
-		if p.t.After(time.Time(healed)) {
-			after = append(after, p)
-		}
-	}
+	after := h.stopProbingAfter(time.Time(healed))
 	c := countProbes(after)
 	t.Logf("from the heal on: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
 	for i, p := range c.unansweredProbes {

@@ -83,6 +83,17 @@ func (h *handoverLab) waitAnswers(m frameMark, i, n int) {
 	})
 }
 
+// stopProbingAfter is stopProbing, keeping the probes sent after from.
+func (h *handoverLab) stopProbingAfter(from time.Time) []*probeResult {
+	var after []*probeResult
+	for _, p := range h.stopProbing() {
+		if p.t.After(from) {
+			after = append(after, p)
+		}
+	}
+	return after
+}
+
 // stopProbing stops the probes and returns them with their answers, once
 // every probe is answered or 5 s have passed.
 func (h *handoverLab) stopProbing() []*probeResult {
