@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,10 +21,11 @@ import (
 // dead ones: a node whose speaker still renews its Lease keeps its
 // addresses, and this node keeps what it announced before (see
 // l2State.plan) plus what the Leases say is orphaned. It never claims
-// every address because it hears nobody.
+// every address because it hears nobody. A node whose last live members
+// left gracefully is not isolated (noteAlone): it heard them go.
 func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 	ml := s.memberList()
-	var unknown, dead []string
+	var unknown, dead, upNodes []string
 	others, up := 0, 0
 	for _, n := range nodes {
 		if n.Name == s.opts.NodeName {
@@ -37,6 +39,7 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 		switch state {
 		case members.Alive, members.Suspect:
 			up++
+			upNodes = append(upNodes, n.Name)
 		case members.Dead:
 			dead = append(dead, n.Name)
 		case members.Unknown:
@@ -44,7 +47,8 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 		}
 	}
 	s.noteRejoins(ml, dead)
-	isolated := ml != nil && ml.Settled() && others > 0 && up == 0 && len(dead) > 0
+	byLeave := s.noteAlone(ml, upNodes)
+	isolated := ml != nil && ml.Settled() && others > 0 && up == 0 && len(dead) > 0 && !byLeave
 	want := unknown
 	if isolated {
 		want = append(want, dead...)
@@ -69,6 +73,28 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 // addresses claimed late keep answering them until then (make-before-
 // break).
 const healSettle = 200 * time.Millisecond
+
+// noteAlone tracks how this node came to see no other member alive, and
+// returns whether the last ones alive all left (said goodbye: their
+// speakers stopped or restart) rather than died. A node that heard them
+// leave is not cut off: the deaths it saw while they were alive stand,
+// and it is not isolated. Otherwise a crashlooping speaker's addresses
+// would go back to it, by its Lease still fresh for up to 15 s, whenever
+// the only other live speaker restarts (the rolling update of a 3-node
+// cluster with one node broken).
+func (s *Speaker) noteAlone(ml Liveness, up []string) bool {
+	s.deadMu.Lock()
+	defer s.deadMu.Unlock()
+	before := s.upBefore
+	s.upBefore = up
+	switch {
+	case ml == nil || len(up) > 0:
+		s.aloneByLeave = false
+	case len(before) > 0:
+		s.aloneByLeave = !slices.ContainsFunc(before, func(n string) bool { return ml.State(n) != members.Left })
+	}
+	return s.aloneByLeave
+}
 
 // noteRejoins records, for liftFences, that a node the member list saw
 // dead at the last reconcile is up again (a partition healed). dead is

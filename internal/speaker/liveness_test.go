@@ -157,6 +157,40 @@ func TestLiveDeadAndIsolated(t *testing.T) {
 	}
 }
 
+// TestLiveAloneAfterTheLastMemberLeft: node3 died while node2 was alive;
+// then node2 leaves gracefully (its speaker restarts). node1 heard it go,
+// so it is not cut off: node3 stays down although its Lease is fresh (its
+// speaker crashloops), and node1 keeps node3's addresses. Had node2 died
+// instead, node1 could be the one cut off: isolated.
+func TestLiveAloneAfterTheLastMemberLeft(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Alive, "node3": members.Dead}}
+	s, _ := livenessSpeaker(t, &now, ml, lease("node2", now, 15), lease("node3", now, 15))
+	nodes := nodeList("node1", "node2", "node3")
+	if s.observeLiveness(nodes) {
+		t.Fatal("isolated while node2 is alive")
+	}
+	ml.states["node2"] = members.Left
+	if s.observeLiveness(nodes) {
+		t.Fatal("isolated after node2 left gracefully")
+	}
+	s.leases.poll(context.Background())
+	if s.live("node2") || s.live("node3") {
+		t.Errorf("node2 (left) %v, node3 (dead, fresh Lease) %v: want both down", s.live("node2"), s.live("node3"))
+	}
+	if s.observeLiveness(nodes) {
+		t.Fatal("isolated at the next reconcile, with nothing changed")
+	}
+	ml.states["node2"] = members.Alive // back after its restart
+	if s.observeLiveness(nodes) || !s.live("node2") || s.live("node3") {
+		t.Errorf("node2 back: node2 %v, node3 %v", s.live("node2"), s.live("node3"))
+	}
+	ml.states["node2"] = members.Dead // now it dies: this node may be the one cut off
+	if !s.observeLiveness(nodes) {
+		t.Error("not isolated after the last live member died")
+	}
+}
+
 // TestLiveSelfOnlyOnceSynced: this node counts itself alive only once its
 // caches synced, and not while leaving.
 func TestLiveSelfOnlyOnceSynced(t *testing.T) {

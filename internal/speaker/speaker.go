@@ -111,8 +111,12 @@ type Speaker struct {
 	deadMu     sync.Mutex
 	deadBefore []string
 	rejoined   bool
-	renewer    *leaseRenewer
-	leases     *leaseBook
+	// upBefore: the other nodes up at the last reconcile; aloneByLeave:
+	// none is up since the last of them left gracefully (noteAlone).
+	upBefore     []string
+	aloneByLeave bool
+	renewer      *leaseRenewer
+	leases       *leaseBook
 
 	mu        sync.Mutex // guards the reconcile state below
 	l2        l2State
