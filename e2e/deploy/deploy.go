@@ -247,9 +247,9 @@ func (h *Herald) ServeService(ctx context.Context, svc *corev1.Service, nodes ..
 	return ips, nil
 }
 
-// Heal brings every node's link and kubelet up and waits until every node
-// has a Ready speaker and the controller is rolled out, so that the next
-// test starts with all of Herald up.
+// Heal brings every node's link, kubelet and kube-proxy up and waits until
+// every node has a Ready speaker and the controller is rolled out, so that
+// the next test starts with all of Herald up.
 func (h *Herald) Heal(ctx context.Context) error {
 	for _, n := range h.Lab.Nodes() {
 		if err := h.Lab.SetLink(ctx, n.Name, true); err != nil {
@@ -260,6 +260,9 @@ func (h *Herald) Heal(ctx context.Context) error {
 		}
 	}
 	for _, n := range h.Lab.Nodes() {
+		if err := h.Lab.EnsureKubeProxy(ctx, n.Name); err != nil {
+			return err
+		}
 		if _, err := h.StartSpeaker(n.Name); err != nil {
 			return err
 		}

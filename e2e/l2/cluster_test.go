@@ -220,11 +220,16 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 			break
 		}
 	}
-	// The kubelet, started again, registers the node anew.
+	// The kubelet, started again, registers the node anew; kube-proxy
+	// exited when its Node was deleted, and starts again (its DaemonSet
+	// would restart it on a real cluster).
 	if err := l.StartKubelet(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitNodesReady(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.EnsureKubeProxy(ctx, own); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.WaitBackendsReady(ctx, testNS, 2*time.Minute); err != nil {

@@ -13,31 +13,49 @@ import (
 // each reports healthy (it has synced its rules).
 func (l *Lab) startKubeProxies(ctx context.Context) error {
 	start := time.Now()
-	bin, err := testenv.Binary("kube-proxy")
-	if err != nil {
-		return err
-	}
-	procs := make([]*Process, len(l.nodes))
-	for i, n := range l.nodes {
-		argv := []string{bin,
-			"--kubeconfig=" + l.proxyKubeconfig, "--hostname-override=" + n.Name,
-			"--proxy-mode=" + string(l.opts.ProxyMode), "--cluster-cidr=" + ClusterCIDRs,
-			// leave the machine-wide conntrack settings alone
-			"--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
-			"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=2",
-		}
-		if procs[i], err = l.spawn(procOptions{name: "kube-proxy-" + n.Name, ns: n.NS, argv: argv}); err != nil {
-			return err
-		}
-	}
-	err = parallel(len(l.nodes), func(i int) error {
-		return l.waitHTTP(ctx, l.nodes[i].NS, "http://127.0.0.1:10256/healthz", procs[i], time.Minute)
-	})
+	err := parallel(len(l.nodes), func(i int) error { return l.startKubeProxy(ctx, l.nodes[i]) })
 	if err != nil {
 		return fmt.Errorf("kube-proxy: %w", err)
 	}
 	l.addTiming("kube-proxy synced", start)
 	return nil
+}
+
+// startKubeProxy runs kube-proxy in n's namespace and waits until it
+// reports healthy.
+func (l *Lab) startKubeProxy(ctx context.Context, n Node) error {
+	bin, err := testenv.Binary("kube-proxy")
+	if err != nil {
+		return err
+	}
+	argv := []string{bin,
+		"--kubeconfig=" + l.proxyKubeconfig, "--hostname-override=" + n.Name,
+		"--proxy-mode=" + string(l.opts.ProxyMode), "--cluster-cidr=" + ClusterCIDRs,
+		// leave the machine-wide conntrack settings alone
+		"--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
+		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=2",
+	}
+	proc, err := l.spawn(procOptions{name: "kube-proxy-" + n.Name, ns: n.NS, argv: argv})
+	if err != nil {
+		return err
+	}
+	return l.waitHTTP(ctx, n.NS, "http://127.0.0.1:10256/healthz", proc, time.Minute)
+}
+
+// EnsureKubeProxy starts the node's kube-proxy again when it is not
+// running, as its DaemonSet would on a real cluster: kube-proxy exits
+// when its Node object is deleted ("Node is being deleted"), and nothing
+// else restarts a lab's kube-proxy. Without it the node keeps the rules
+// of that moment, stale Services and endpoints included.
+func (l *Lab) EnsureKubeProxy(ctx context.Context, node string) error {
+	if l.opts.NoKubeProxy || l.process("kube-proxy-"+node) != nil {
+		return nil
+	}
+	n, err := l.Node(node)
+	if err != nil {
+		return err
+	}
+	return l.startKubeProxy(ctx, n)
 }
 
 // waitHTTP polls url from inside ns until it answers 200, proc exits or
