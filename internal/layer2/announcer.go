@@ -49,8 +49,13 @@ type Announcer struct {
 	assigned   map[netip.Addr][]string // VIP -> interfaces announced on
 	net        netState
 	responders map[responderKey]*responderEntry
-	warned     map[warning]bool // problems already logged
-	runCtx     context.Context  // non-nil while Run runs
+	// running is a copy of responders for readers that must not take mu:
+	// a responder's own read loop (the fence tells the winner, reasserts)
+	// while reconcileLocked, holding mu, closes that responder and waits
+	// for its read loop to end (a deadlock, seen in CI).
+	running atomic.Pointer[map[responderKey]*responder]
+	warned  map[warning]bool // problems already logged
+	runCtx  context.Context  // non-nil while Run runs
 }
 
 type responderKey struct {

@@ -209,14 +209,11 @@ func (a *Announcer) LiftFences() int {
 // responderOf returns the running responder of a protocol on an
 // interface, nil when there is none (or it is not a real one).
 func (a *Announcer) responderOf(iface, proto string) *responder {
-	a.mu.Lock()
-	e := a.responders[responderKey{iface, proto}]
-	a.mu.Unlock()
-	if e == nil {
+	running := a.running.Load()
+	if running == nil {
 		return nil
 	}
-	r, _ := e.h.(*responder)
-	return r
+	return (*running)[responderKey{iface, proto}]
 }
 
 // reassert sends one gratuitous packet for vip on iface now.

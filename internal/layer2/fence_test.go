@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
@@ -85,6 +86,45 @@ func TestNAAnswer(t *testing.T) {
 		vip, ok := naAnswer(tc.na, ourMAC)
 		if ok != tc.want || ok && vip != vip6 {
 			t.Errorf("%s: got %v %v, want %v", tc.name, vip, ok, tc.want)
+		}
+	}
+}
+
+// TestFenceTakesNoAnnouncerLock: a responder's read loop runs the fence
+// (the winner reasserts, the loser tells the winner) while SetAnnouncements
+// may hold the announcer's lock and be closing that very responder, which
+// waits for its read loop to end. So the fence must never take that lock:
+// in CI a speaker deadlocked there for good (no announcement, no status)
+// when its Node was deleted and its addresses withdrawn.
+func TestFenceTakesNoAnnouncerLock(t *testing.T) {
+	a, _, _ := testAnnouncer(t, Config{FenceSettle: time.Nanosecond})
+	a.publish(node(true).snapshot())
+	a.SetAnnouncements([]Announcement{{IP: vip4}})
+	mac := net.HardwareAddr{0x02, 0, 0, 0, 0, 0x11} // eth0's in node()
+	var winner, loser net.HardwareAddr              // another host that wins, one that loses
+	for i := 1; i < 1<<16 && (winner == nil || loser == nil); i++ {
+		by := net.HardwareAddr{0x02, byte(i >> 8), byte(i), byte(i * 31), byte(i * 17), byte(i * 7)}
+		if fenceWins(vip4, mac, by) {
+			loser = by
+		} else {
+			winner = by
+		}
+	}
+	if winner == nil || loser == nil {
+		t.Fatalf("no MAC wins (%v) or loses (%v) against %s for %s", winner, loser, mac, vip4)
+	}
+	a.mu.Lock() // as SetAnnouncements does while it closes responders
+	defer a.mu.Unlock()
+	for _, by := range []net.HardwareAddr{loser, winner} {
+		done := make(chan struct{})
+		go func() {
+			a.foreignAnnouncement("eth0", "arp", vip4, mac, by)
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the fence against %s blocks on the announcer's lock", by)
 		}
 	}
 }

@@ -102,12 +102,17 @@ func (a *Announcer) syncRespondersLocked(assigned map[netip.Addr][]string) map[r
 			need[k] = append(need[k], vip)
 		}
 	}
+	var closing []responderHandle
 	for _, k := range sortedKeys(a.responders) {
 		e := a.responders[k]
 		if _, ok := need[k]; !ok || e.ident != a.net.ident[k.iface] {
-			e.h.close()
+			closing = append(closing, e.h)
 			delete(a.responders, k)
 		}
+	}
+	a.publishRespondersLocked() // before closing: their read loops may look
+	for _, h := range closing {
+		h.close()
 	}
 	opened := map[responderKey]bool{}
 	for _, k := range sortedKeys(need) {
@@ -122,7 +127,19 @@ func (a *Announcer) syncRespondersLocked(assigned map[netip.Addr][]string) map[r
 		e.h.setVIPs(vips)
 		e.h.nudge()
 	}
+	a.publishRespondersLocked()
 	return opened
+}
+
+// publishRespondersLocked copies the running responders for responderOf.
+func (a *Announcer) publishRespondersLocked() {
+	running := make(map[responderKey]*responder, len(a.responders))
+	for k, e := range a.responders {
+		if r, ok := e.h.(*responder); ok {
+			running[k] = r
+		}
+	}
+	a.running.Store(&running)
 }
 
 func (a *Announcer) openLocked(k responderKey) *responderEntry {
