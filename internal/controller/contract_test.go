@@ -205,6 +205,7 @@ func TestPoolChoice(t *testing.T) {
 	e.waitCondition("missing-pool", v1beta1.ConditionAllocated, metav1.ConditionFalse, "PoolNotFound")
 	// a pool's priority changing moves nothing
 	e.updatePool("low-priority", func(p *v1beta1.IPAddressPool) { p.Spec.ServiceAllocation.Priority = ptr(int32(1)) })
+	e.waitPoolObserved("low-priority") // else "after" may be allocated by the old priorities (CI)
 	e.svc("after", nil)
 	e.waitIPs("after", "198.51.100.64")
 	if got := ips(e.get("plain")); !slices.Equal(got, []string{"198.51.100.68"}) {

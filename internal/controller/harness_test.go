@@ -191,6 +191,25 @@ func (e *env) updatePool(name string, mutate func(*v1beta1.IPAddressPool)) {
 	}
 }
 
+// waitPoolObserved waits until the running controller has taken in the
+// pool's current spec (its status's observedGeneration), so that what
+// the test does next sees the new version.
+func (e *env) waitPoolObserved(name string) {
+	e.t.Helper()
+	var gen, observed int64
+	err := wait.PollUntilContextTimeout(e.ctx, 20*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		p, err := e.herald.HeraldV1beta1().IPAddressPools().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		gen, observed = p.Generation, p.Status.ObservedGeneration
+		return observed == gen, nil
+	})
+	if err != nil {
+		e.t.Fatalf("pool %s: the controller observed generation %d, want %d: %v", name, observed, gen, err)
+	}
+}
+
 // svc creates a LoadBalancer Service with one TCP port.
 func (e *env) svc(name string, mutate func(*corev1.Service)) *corev1.Service {
 	e.t.Helper()
