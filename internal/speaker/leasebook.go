@@ -39,11 +39,10 @@ type leaseBook struct {
 	read   map[string]*coordinationv1.Lease
 	fresh  map[string]bool
 	// first is the renew time of a node's Lease at the first read since it
-	// is wanted ("" when it had none); renewedAt whether a later read
-	// showed another.
-	first     map[string]string
-	renewedAt map[string]bool
-	poke      chan struct{}
+	// is wanted ("" when it had none): a later read showing another means
+	// its speaker renewed it since.
+	first map[string]string
+	poke  chan struct{}
 }
 
 // listAbove is the number of wanted Leases above which one List replaces
@@ -53,7 +52,7 @@ const listAbove = 8
 func newLeaseBook(leases coordinationclient.LeaseInterface, now func() time.Time, onChange func()) *leaseBook {
 	return &leaseBook{leases: leases, now: now, onChange: onChange,
 		wanted: map[string]bool{}, read: map[string]*coordinationv1.Lease{}, fresh: map[string]bool{},
-		first: map[string]string{}, renewedAt: map[string]bool{}, poke: make(chan struct{}, 1)}
+		first: map[string]string{}, poke: make(chan struct{}, 1)}
 }
 
 // alive says whether node's Lease was fresh when last read and still is.
@@ -68,7 +67,14 @@ func (b *leaseBook) alive(node string) bool {
 func (b *leaseBook) renewed(node string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.renewedAt[node] && k8s.LeaseFresh(b.read[node], b.now())
+	return b.renewedLocked(node) && k8s.LeaseFresh(b.read[node], b.now())
+}
+
+// renewedLocked: the Lease last read shows another renew time than the
+// first read.
+func (b *leaseBook) renewedLocked(node string) bool {
+	first, ok := b.first[node]
+	return ok && renewTime(b.read[node]) != first
 }
 
 // renewTime is a Lease's renew time as the book compares it ("" for none).
@@ -102,7 +108,6 @@ func (b *leaseBook) want(nodes []string) {
 	maps.DeleteFunc(b.read, func(n string, _ *coordinationv1.Lease) bool { return !next[n] })
 	maps.DeleteFunc(b.fresh, func(n string, _ bool) bool { return !next[n] })
 	maps.DeleteFunc(b.first, func(n string, _ string) bool { return !next[n] })
-	maps.DeleteFunc(b.renewedAt, func(n string, _ bool) bool { return !next[n] })
 	b.mu.Unlock()
 	if added {
 		select {
@@ -166,17 +171,17 @@ func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease, 
 		if !b.wanted[n] || failed[n] {
 			continue
 		}
+		wasRenewed := b.renewedLocked(n)
 		b.read[n] = got[n]
 		f := k8s.LeaseFresh(got[n], now)
 		if was, ok := b.fresh[n]; !ok || was != f {
 			changed = changed || f || ok
 			b.fresh[n] = f
 		}
-		if first, ok := b.first[n]; !ok {
+		if _, ok := b.first[n]; !ok {
 			b.first[n] = renewTime(got[n])
-		} else if !b.renewedAt[n] && renewTime(got[n]) != first {
-			b.renewedAt[n], changed = true, true
 		}
+		changed = changed || b.renewedLocked(n) != wasRenewed
 	}
 	return changed
 }

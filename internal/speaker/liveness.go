@@ -25,8 +25,8 @@ import (
 // left gracefully is not isolated (noteAlone): it heard them go.
 func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 	ml := s.memberList()
-	var unknown, dead, upNodes []string
-	others, up := 0, 0
+	var unknown, dead, up []string
+	others := 0
 	for _, n := range nodes {
 		if n.Name == s.opts.NodeName {
 			continue
@@ -38,8 +38,7 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 		}
 		switch state {
 		case members.Alive, members.Suspect:
-			up++
-			upNodes = append(upNodes, n.Name)
+			up = append(up, n.Name)
 		case members.Dead:
 			dead = append(dead, n.Name)
 		case members.Unknown:
@@ -47,8 +46,8 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 		}
 	}
 	s.noteRejoins(ml, dead)
-	byLeave := s.noteAlone(ml, upNodes)
-	isolated := ml != nil && ml.Settled() && others > 0 && up == 0 && len(dead) > 0 && !byLeave
+	byLeave := s.noteAlone(ml, up)
+	isolated := ml != nil && ml.Settled() && others > 0 && len(up) == 0 && len(dead) > 0 && !byLeave
 	want := unknown
 	if isolated {
 		want = append(want, dead...)
