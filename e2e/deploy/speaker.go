@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/e2e/lab"
 )
 
 // Speaker is a handle on the speaker Pod of one node. Kill and Stop act on
@@ -46,15 +48,6 @@ func running(p *corev1.Pod, container string) string {
 		}
 	}
 	return ""
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // PID is the speaker process's PID (looked up when not known or gone).
@@ -122,7 +115,7 @@ func (h *Herald) StartSpeaker(node string) (*Speaker, error) {
 	replaceAfter := time.Now().Add(3 * time.Second)
 	for {
 		p, err := h.speakerPod(ctx, node)
-		if err == nil && p != nil && ready(p) && running(p, speakerContainer) != "" {
+		if err == nil && p != nil && lab.PodReady(p) && running(p, speakerContainer) != "" {
 			if _, err := s.PID(); err == nil {
 				return s, nil
 			}

@@ -297,7 +297,7 @@ func TestSpeakerCannotSyncStopsRollout(t *testing.T) {
 			return false
 		}
 		for _, p := range pods {
-			if p.CreationTimestamp.After(start.Add(-time.Second)) && p.Status.Phase == corev1.PodRunning && !podReady(&p) {
+			if p.CreationTimestamp.After(start.Add(-time.Second)) && p.Status.Phase == corev1.PodRunning && !lab.PodReady(&p) {
 				stuck = p
 				return true
 			}
@@ -321,7 +321,7 @@ func TestSpeakerCannotSyncStopsRollout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if podReady(p) {
+		if lab.PodReady(p) {
 			t.Fatalf("%s on %s turned Ready without EndpointSlices access", stuck.Name, stuck.Spec.NodeName)
 		}
 		_, _ = mons[0].Wait(ctx, time.Now().Add(500*time.Millisecond), func(lab.Probe) bool { return true }) // half a second of probes
@@ -345,13 +345,4 @@ func TestSpeakerCannotSyncStopsRollout(t *testing.T) {
 	t.Logf("RBAC restored: the rollout completed %v later", time.Since(healing).Round(100*time.Millisecond))
 	_, _ = mons[0].Wait(ctx, time.Now().Add(2*time.Second), func(lab.Probe) bool { return true })
 	stopAll(t, vips, mons, start, "speaker rollout that cannot sync, then RBAC restored", rollingOverlap)
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

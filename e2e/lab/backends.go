@@ -247,7 +247,7 @@ func (l *Lab) Backend(ctx context.Context, namespace, node string) (BackendPod, 
 		return BackendPod{}, err
 	}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || !podReady(&p) {
+		if p.DeletionTimestamp != nil || !PodReady(&p) {
 			continue
 		}
 		b := BackendPod{Name: p.Name}
@@ -265,7 +265,8 @@ func (l *Lab) Backend(ctx context.Context, namespace, node string) (BackendPod, 
 	return BackendPod{}, fmt.Errorf("no Ready backend pod on %s in %s", node, namespace)
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady says whether the Pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue
