@@ -23,7 +23,14 @@ func TestWaitForKeyAppearsLater(t *testing.T) {
 		_, err := waitForKey(context.Background(), path, 10*time.Millisecond, 30*time.Second, quiet)
 		done <- result{err}
 	}()
-	if err := os.WriteFile(path, []byte("0123456789abcdef0123456789abcdef"), 0o400); err != nil {
+	// Atomically, as the kubelet updates a Secret volume: os.WriteFile
+	// creates the file empty first, and a poll in between read 0 bytes,
+	// a malformed key (failed under -race in a busy run).
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte("0123456789abcdef0123456789abcdef"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		t.Fatal(err)
 	}
 	select {
