@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/allocator"
 	"github.com/herald-lb/herald/internal/config"
 )
@@ -24,6 +25,7 @@ func (c *Controller) rebuildConfig(ctx context.Context) error {
 	c.mu.Lock()
 	err = c.alloc.SetPools(allocatorPools(cfg))
 	c.cfg = cfg
+	c.poolGens = poolGenerations(in.Pools)
 	old := c.problems
 	c.problems = problems
 	c.mu.Unlock()
@@ -36,6 +38,15 @@ func (c *Controller) rebuildConfig(ctx context.Context) error {
 	c.enqueueAllServices()
 	c.enqueueAllPools()
 	return statusErr
+}
+
+// poolGenerations maps each pool's name to its generation.
+func poolGenerations(pools []*v1beta1.IPAddressPool) map[string]int64 {
+	out := make(map[string]int64, len(pools))
+	for _, p := range pools {
+		out[p.Name] = p.Generation
+	}
+	return out
 }
 
 // allocatorPools converts the snapshot's pools, sorted by name.

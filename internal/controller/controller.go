@@ -103,10 +103,13 @@ type Controller struct {
 	firstStatus sync.Once
 	syncedAt    time.Time // set before any worker starts
 
-	mu         sync.Mutex // guards the fields below
-	alloc      *allocator.Allocator
-	cfg        *config.Config
-	problems   []config.Problem
+	mu       sync.Mutex // guards the fields below
+	alloc    *allocator.Allocator
+	cfg      *config.Config
+	problems []config.Problem
+	// poolGens is each pool's generation in the input cfg was built from:
+	// a pool's status reports it as observed only once the allocator uses it.
+	poolGens   map[string]int64
 	pending    map[cache.ObjectName]bool // Services waiting for an address
 	tombstones map[cache.ObjectName]*corev1.Service
 	moved      map[cache.ObjectName][]netip.Addr // given up in a move, quarantined until the new status is written

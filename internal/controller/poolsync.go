@@ -16,6 +16,11 @@ import (
 )
 
 // syncPool keeps a pool's finalizer, usage counts and conditions in step.
+// Its status names as observed the generation the allocator's configuration
+// was built from, which may be older than the pool in the cache: a client
+// that waits for observedGeneration then knows its edit is in force. A pool
+// the configuration has not seen yet waits for the rebuild, which enqueues
+// every pool.
 func (c *Controller) syncPool(ctx context.Context, name string) error {
 	pool, err := c.listers.Pools.Get(name)
 	if apierrors.IsNotFound(err) {
@@ -29,7 +34,11 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	usage := c.alloc.Usage(name)
 	holders := c.alloc.Holders(name)
 	problems := config.ProblemsOf(c.problems, "IPAddressPool", name)
+	gen, built := c.poolGens[name]
 	c.mu.Unlock()
+	if !built {
+		return nil
+	}
 	c.metrics.setPool(name, usage)
 	rv, err := c.syncFinalizer(ctx, pool, holders)
 	if err != nil || rv == "" {
@@ -38,20 +47,20 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	st := v1beta1.IPAddressPoolStatus{
 		AssignedIPv4: sat(usage.IPv4.Assigned), AvailableIPv4: sat(usage.IPv4.Available),
 		AssignedIPv6: sat(usage.IPv6.Assigned), AvailableIPv6: sat(usage.IPv6.Available),
-		OutsideRanges: sat(usage.OutsideRanges), ObservedGeneration: pool.Generation,
+		OutsideRanges: sat(usage.OutsideRanges), ObservedGeneration: gen,
 	}
 	conds := poolConditions(problems, usage.OutsideRanges, pool.DeletionTimestamp != nil, holders)
 	cur := pool.Status
 	if cur.AssignedIPv4 == st.AssignedIPv4 && cur.AvailableIPv4 == st.AvailableIPv4 && cur.AssignedIPv6 == st.AssignedIPv6 &&
 		cur.AvailableIPv6 == st.AvailableIPv6 && cur.OutsideRanges == st.OutsideRanges && cur.ObservedGeneration == st.ObservedGeneration &&
-		sameConditions(cur.Conditions, conds, pool.Generation) {
+		sameConditions(cur.Conditions, conds, gen) {
 		return nil
 	}
 	ac := heraldac.IPAddressPool(name).WithResourceVersion(rv).WithStatus(heraldac.IPAddressPoolStatus().
 		WithAssignedIPv4(st.AssignedIPv4).WithAvailableIPv4(st.AvailableIPv4).
 		WithAssignedIPv6(st.AssignedIPv6).WithAvailableIPv6(st.AvailableIPv6).
 		WithOutsideRanges(st.OutsideRanges).WithObservedGeneration(st.ObservedGeneration).
-		WithConditions(applyConditions(cur.Conditions, conds, pool.Generation, time.Now())...))
+		WithConditions(applyConditions(cur.Conditions, conds, gen, time.Now())...))
 	wctx, cancel, err := c.writeCtx(ctx)
 	if err != nil {
 		return err
