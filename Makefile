@@ -17,7 +17,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images release demo test unit e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
+.PHONY: all build images release demo test unit unit-lab unit-api e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -96,22 +96,29 @@ generate:
 verify:
 	hack/verify.sh
 
-# The end-to-end tests run alone with the unit tests (both use
-# 198.51.100.0/24 in namespaces) but beside verify and the fuzzers, which
-# assert nothing about time and yield the CPU: the lab's processes run at
-# the highest CPU weight (see e2e/lab/cgroups.go). Each target's output is
+# The unit packages that build network namespaces run first, alone: their
+# timing assertions would compete with the lab's processes. Then the
+# end-to-end tests run beside everything else (the API-only unit and race
+# tests, verify, the fuzzers), none of which asserts anything about time
+# within a deadline the lab could starve: the lab's processes run at the
+# highest CPU weight (see e2e/lab/cgroups.go). Each target's output is
 # printed in one piece when it ends.
 test: deps control-plane tools
-	$(MAKE) --no-print-directory unit
-	$(MAKE) --no-print-directory -j3 --output-sync=target e2e verify fuzz
+	$(MAKE) --no-print-directory unit-lab
+	$(MAKE) --no-print-directory -j4 --output-sync=target e2e unit-api verify fuzz
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
-# the L2/BGP/member-list packages). Packages run two at a time.
-# The controller and speaker packages run with the race detector.
-RACE_PKGS := ./internal/controller/... ./internal/speaker/... ./controller/... ./speaker/...
-unit:
-	$(GO) test -count=1 -timeout 30m ./api/... $$($(GO) list ./internal/... | grep -v -e /internal/controller -e /internal/speaker) ./hack/... ./kubectl-herald/...
-	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $(RACE_PKGS)
+# the L2/BGP/member-list packages; hack/unit-packages.sh says which is
+# which). Packages run two at a time. The controller and speaker packages
+# run with the race detector.
+unit: unit-lab unit-api
+
+unit-lab:
+	$(GO) test -count=1 -timeout 30m $$(hack/unit-packages.sh lab)
+
+unit-api:
+	$(GO) test -count=1 -timeout 30m $$(hack/unit-packages.sh api)
+	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $$(hack/unit-packages.sh race)
 
 # End-to-end tests in the network lab, one package at a time (each brings
 # up its own lab on 198.51.100.0/24).
