@@ -22,7 +22,7 @@ const objectBatch = 30 * time.Millisecond
 
 func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Interface) error {
 	strip := k8s.WithoutManagedFields()
-	s.kubeInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, strip)
+	s.kubeInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, slimObjects())
 	s.secretInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.opts.Namespace), strip)
 	s.heraldInformers = heraldinformers.NewSharedInformerFactory(herald, 0)
 	s.holdInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.opts.Namespace), strip,

@@ -1,0 +1,176 @@
+package speaker
+
+import (
+	"reflect"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/service"
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
+// fullService is a Service with every field the API fills in, and some
+// that users add.
+func fullService(class *string, etp corev1.ServiceExternalTrafficPolicy) *corev1.Service {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "web", Namespace: "shop", UID: "u1", ResourceVersion: "42", Labels: map[string]string{"tier": "front"},
+			Annotations: map[string]string{
+				v1beta1.AnnotationAllocatedFromPool:                "main",
+				"kubectl.kubernetes.io/last-applied-configuration": `{"a very long":"json"}`,
+			},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		},
+		Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, LoadBalancerClass: class, ExternalTrafficPolicy: etp,
+			Ports:     []corev1.ServicePort{{Name: "http", Port: 80}},
+			ClusterIP: "10.0.0.1", ClusterIPs: []string{"10.0.0.1"}, Selector: map[string]string{"app": "web"},
+		},
+		Status: corev1.ServiceStatus{
+			LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{
+				{IP: "198.51.100.10", IPMode: ptrTo(corev1.LoadBalancerIPModeVIP)}, {IP: "2001:db8::10"}, {Hostname: "lb.example"},
+			}},
+			Conditions: []metav1.Condition{{Type: "herald.dev/Announced", Status: metav1.ConditionTrue, Message: "long"}},
+		},
+	}
+}
+
+func fullSlice(node string, ready, serving, terminating *bool) *discoveryv1.EndpointSlice {
+	return &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: "web-abc", Namespace: "shop", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints: []discoveryv1.Endpoint{{
+			Addresses: []string{"10.1.0.5"}, NodeName: &node, Zone: ptrTo("a"), Hostname: ptrTo("web-0"),
+			TargetRef:  &corev1.ObjectReference{Kind: "Pod", Name: "web-0", Namespace: "shop", UID: "p1"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ready, Serving: serving, Terminating: terminating},
+		}},
+		Ports: []discoveryv1.EndpointPort{{Port: ptrTo(int32(8080))}},
+	}
+}
+
+// TestSlimServiceKeepsWhatTheSpeakerReads: for every class and traffic
+// policy, and every endpoint state, what announce and the class check
+// read of a slimmed Service and EndpointSlice equals what they read of the
+// full objects; the rest is gone.
+func TestSlimServiceKeepsWhatTheSpeakerReads(t *testing.T) {
+	classes := []Class{{}, {OwnClassOnly: true}, {Name: "other.example/lb"}}
+	bools := []*bool{nil, ptrTo(true), ptrTo(false)}
+	for _, class := range []*string{nil, ptrTo(v1beta1.LoadBalancerClass), ptrTo("other.example/lb")} {
+		for _, etp := range []corev1.ServiceExternalTrafficPolicy{"", corev1.ServiceExternalTrafficPolicyCluster, corev1.ServiceExternalTrafficPolicyLocal} {
+			for _, ready := range bools {
+				for _, serving := range bools {
+					for _, term := range bools {
+						svc, es := fullService(class, etp), fullSlice("node2", ready, serving, term)
+						slim, slimES := slimService(svc), slimSlice(es)
+						want := announce.ServiceFrom(svc, []*discoveryv1.EndpointSlice{es})
+						if got := announce.ServiceFrom(slim, []*discoveryv1.EndpointSlice{slimES}); !reflect.DeepEqual(got, want) {
+							t.Fatalf("class %v etp %q: slimmed %+v, full %+v", class, etp, got, want)
+						}
+						for _, c := range classes {
+							if service.Class(c).IsOurs(slim) != service.Class(c).IsOurs(svc) {
+								t.Fatalf("class %v, %+v: IsOurs differs", class, c)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	slim := slimService(fullService(nil, ""))
+	if len(slim.Annotations) != 1 || slim.ManagedFields != nil || slim.Spec.Ports != nil || slim.Status.Conditions != nil || slim.Spec.Selector != nil {
+		t.Errorf("slimmed Service keeps more than the speaker reads: %+v", slim)
+	}
+	if slim.UID != "u1" || slim.ResourceVersion != "42" {
+		t.Errorf("slimmed Service lost its identity (events name it): %+v", slim.ObjectMeta)
+	}
+	es := slimSlice(fullSlice("node2", nil, nil, nil))
+	if ep := es.Endpoints[0]; ep.TargetRef != nil || ep.Addresses != nil || ep.Zone != nil || es.Ports != nil {
+		t.Errorf("slimmed EndpointSlice keeps more than the speaker reads: %+v", es)
+	}
+	if es.Labels[discoveryv1.LabelServiceName] != "web" {
+		t.Errorf("slimmed EndpointSlice lost its Service label: %v", es.Labels)
+	}
+}
+
+// Class is service.Class, named here for the table above.
+type Class = service.Class
+
+// TestSlimNodeKeepsWhatTheSpeakerReads: eligibility (every exclusion and
+// taint case of the exhaustive test's inputs), addresses and labels read
+// the same of a slimmed Node; images and annotations are gone.
+func TestSlimNodeKeepsWhatTheSpeakerReads(t *testing.T) {
+	now := metav1.Now()
+	for _, label := range []map[string]string{nil, {corev1.LabelNodeExcludeBalancers: "true"}, {corev1.LabelNodeExcludeBalancers: "False"}} {
+		for _, taints := range [][]corev1.Taint{nil, {{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule}}} {
+			for _, deleting := range []*metav1.Time{nil, &now} {
+				for _, cond := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse} {
+					n := &corev1.Node{
+						ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: "n1", Labels: label, DeletionTimestamp: deleting,
+							Annotations: map[string]string{"csi.volume.kubernetes.io/nodeid": "{}"}},
+						Spec: corev1.NodeSpec{Taints: taints, PodCIDR: "10.1.0.0/24"},
+						Status: corev1.NodeStatus{
+							Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: cond}, {Type: corev1.NodeNetworkUnavailable, Status: cond}},
+							Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.11"}, {Type: corev1.NodeInternalIP, Address: "2001:db8:1::11"}},
+							Images:     []corev1.ContainerImage{{Names: []string{"registry.example/big:1"}, SizeBytes: 1 << 30}},
+						},
+					}
+					slim := slimNode(n)
+					for _, e := range []announce.Eligibility{{}, {IgnoreExcludeLabel: true}} {
+						ok1, why1 := announce.NodeEligibleWith(n, e)
+						ok2, why2 := announce.NodeEligibleWith(slim, e)
+						if ok1 != ok2 || why1 != why2 {
+							t.Fatalf("%+v: eligible %v %q slimmed, %v %q full", n.ObjectMeta, ok2, why2, ok1, why1)
+						}
+					}
+					v4a, v6a := nodeAddresses(n)
+					v4b, v6b := nodeAddresses(slim)
+					if v4a != v4b || v6a != v6b || !reflect.DeepEqual(slim.Labels, n.Labels) || slim.UID != n.UID {
+						t.Fatalf("slimmed Node reads differently: %+v", slim)
+					}
+					if slim.Status.Images != nil || slim.Annotations != nil {
+						t.Fatalf("slimmed Node keeps images or annotations: %+v", slim)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSlimObjectsInTheInformers: the speaker's informer factory stores the
+// slimmed objects, and strips managedFields from the other kinds.
+func TestSlimObjectsInTheInformers(t *testing.T) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "shop", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
+	kube := fake.NewClientset(fullService(nil, ""), fullSlice("node2", nil, nil, nil), secret)
+	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, slimObjects())
+	svcs := f.Core().V1().Services().Lister()
+	slices := f.Discovery().V1().EndpointSlices().Lister()
+	secrets := f.Core().V1().Secrets().Lister()
+	stop := make(chan struct{})
+	defer close(stop)
+	f.Start(stop)
+	for typ, ok := range f.WaitForCacheSync(stop) {
+		if !ok {
+			t.Fatalf("%v did not sync", typ)
+		}
+	}
+	svc, err := svcs.Services("shop").Get("web")
+	if err != nil || svc.Spec.Ports != nil || svc.Status.LoadBalancer.Ingress[0].IP != "198.51.100.10" {
+		t.Errorf("cached Service %+v, %v: want the slimmed one", svc, err)
+	}
+	es, err := slices.EndpointSlices("shop").Get("web-abc")
+	if err != nil || es.Endpoints[0].TargetRef != nil || *es.Endpoints[0].NodeName != "node2" {
+		t.Errorf("cached EndpointSlice %+v, %v: want the slimmed one", es, err)
+	}
+	sec, err := secrets.Secrets("shop").Get("s")
+	if err != nil || sec.ManagedFields != nil {
+		t.Errorf("cached Secret %+v, %v: want it without managedFields", sec, err)
+	}
+}
