@@ -153,7 +153,7 @@ bench-bgp:
 # every CPU.
 bench-scale:
 	@mkdir -p $(BIN)
-	@$(GO) test -count=1 -run '^$$' -bench 'Controller(StartWith(1000|10000)Pending|Steady10000)$$' -benchtime 1x -timeout 60m ./internal/controller/ | tee $(BIN)/bench-scale.txt
+	@$(GO) test -count=1 -run '^$$' -bench '(Controller(StartWith(1000|10000)Pending|Steady10000)|SpeakerWith10000Services)$$' -benchtime 1x -timeout 60m ./internal/controller/ | tee $(BIN)/bench-scale.txt
 	@$(GO) test -count=1 -run '^$$' -bench 'Reconcile' -benchmem -benchtime 20x ./internal/speaker/ | tee -a $(BIN)/bench-scale.txt
 	@$(GO) test -count=1 -run '^$$' -bench 'ServiceToAnnouncement' -benchtime 100x ./internal/speaker/ | tee -a $(BIN)/bench-scale.txt
 	@$(GO) test -count=1 -run '^$$' -bench 'MemberListSim' -benchtime 1x -timeout 20m ./internal/members/ | tee -a $(BIN)/bench-scale.txt
