@@ -1,14 +1,12 @@
 package controller_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
-	"sync"
+	"strconv"
 	"testing"
 	"time"
 
@@ -28,17 +26,24 @@ import (
 // sent on this machine's network: the speaker decides and tracks all
 // 10,000 addresses and announces them on no link. It reports, once the
 // speaker (GOGC=50, as the manifests run it) is Ready and quiet:
+//
 //   - rss-MiB, heap-anon-MiB: resident memory, and its anonymous part
 //     (the rest is the mapped binary);
+//
 //   - idle-cpu-%: CPU over 10 s, as a share of one core;
+//
 //   - ready-s: process start to /readyz 200 (caches synced, decision
 //     applied).
 //
-//	go test -run '^$' -bench SpeakerWith10000Services -benchtime 1x -timeout 60m ./internal/controller/
+//     go test -run '^$' -bench SpeakerWith10000Services -benchtime 1x -timeout 60m ./internal/controller/
 //
-// $HERALD_BENCH_HEAP_PROFILE names a file for the speaker's heap profile.
+// $HERALD_BENCH_HEAP_PROFILE names a file for the speaker's heap profile;
+// $HERALD_BENCH_SERVICES changes the number of Services.
 func BenchmarkSpeakerWith10000Services(b *testing.B) {
-	const n = 10000
+	n := 10000
+	if v, err := strconv.Atoi(os.Getenv("HERALD_BENCH_SERVICES")); err == nil && v > 0 {
+		n = v // a quick check of the benchmark itself
+	}
 	for range b.N {
 		e := newEnv(b)
 		e.nodes("n1", "n2", "n3")
@@ -83,29 +88,10 @@ func BenchmarkSpeakerWith10000Services(b *testing.B) {
 // Services svc-00000 ... in parallel.
 func (e *env) createSlices(n int) {
 	e.t.Helper()
-	var wg sync.WaitGroup
-	work := make(chan int)
-	errs := make(chan error, n)
-	for range 16 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				if _, err := e.kube.DiscoveryV1().EndpointSlices(e.ns).Create(e.ctx, benchSlice(e.ns, i), metav1.CreateOptions{}); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		e.t.Fatal(err)
-	}
+	e.inParallel(n, func(i int) error {
+		_, err := e.kube.DiscoveryV1().EndpointSlices(e.ns).Create(e.ctx, benchSlice(e.ns, i), metav1.CreateOptions{})
+		return err
+	})
 }
 
 // saveURL writes what url serves to path (a profile, for pprof).
@@ -126,38 +112,15 @@ func saveURL(t testing.TB, url, path string) {
 	t.Logf("%s saved in %s", url, path)
 }
 
-// speakerBuild builds the speaker binary once per test process.
-var speakerBuild = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "herald-speaker-bin-")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "speaker")
-	return out, testenv.GoBuild(context.Background(), out, "./speaker")
-})
-
 // startSpeaker runs the speaker binary for node with the admin
-// kubeconfig (metrics off unless args set --metrics-addr); it is stopped (by PID) when the test ends.
+// kubeconfig (metrics off unless args set --metrics-addr); it is stopped
+// (by PID) when the test ends.
 func (e *env) startSpeaker(node string, args ...string) *testenv.Process {
 	e.t.Helper()
-	bin, err := speakerBuild()
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	cp := testenv.Shared(e.t)
 	all := append([]string{"--kubeconfig=" + cp.AdminKubeconfig, "--namespace=" + heraldNS, "--node-name=" + node,
 		"--pod-name=bench-speaker", "--metrics-addr=", "--log-level=info"}, args...)
-	p, err := testenv.StartProcess("speaker-"+node, filepath.Join(e.t.TempDir(), "speaker-"+node+".log"), bin, all...)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		p.Stop(15 * time.Second)
-		if e.t.Failed() {
-			e.t.Logf("speaker %s log tail:\n%s", node, p.Tail(40))
-		}
-	})
-	return p
+	return e.runBinary(speakerBuild, "speaker-"+node, 15*time.Second, all...)
 }
 
 // freeLocalAddr is a 127.0.0.1 address with a port free a moment ago.

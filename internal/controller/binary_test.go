@@ -18,33 +18,49 @@ import (
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
-// binaryPath builds the controller binary once per test process.
-var buildOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "herald-controller-bin-")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "controller")
-	return out, testenv.GoBuild(context.Background(), out, "./controller")
-})
+// buildBinary returns a function that builds ./<pkg> (a Herald binary)
+// once per test process and returns its path.
+func buildBinary(pkg string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "herald-"+pkg+"-bin-")
+		if err != nil {
+			return "", err
+		}
+		out := filepath.Join(dir, pkg)
+		return out, testenv.GoBuild(context.Background(), out, "./"+pkg)
+	})
+}
+
+var (
+	buildOnce    = buildBinary("controller")
+	speakerBuild = buildBinary("speaker")
+)
 
 // startBinary runs the controller binary with the admin kubeconfig; it is
 // stopped (by PID) when the test ends.
 func (e *env) startBinary(name string, args ...string) *testenv.Process {
 	e.t.Helper()
-	bin, err := buildOnce()
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	cp := testenv.Shared(e.t)
 	all := append([]string{"--kubeconfig=" + cp.AdminKubeconfig, "--namespace=" + heraldNS,
 		"--metrics-addr=", "--health-addr=", "--log-level=info", "--identity=" + name}, args...)
-	p, err := testenv.StartProcess(name, filepath.Join(e.t.TempDir(), name+".log"), bin, all...)
+	return e.runBinary(buildOnce, name, 5*time.Second, all...)
+}
+
+// runBinary starts what build built as process name, logging to a file of
+// the test's; it is stopped (by PID, SIGTERM then, after stop, SIGKILL)
+// when the test ends, and its log's tail printed when the test failed.
+func (e *env) runBinary(build func() (string, error), name string, stop time.Duration, args ...string) *testenv.Process {
+	e.t.Helper()
+	bin, err := build()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p, err := testenv.StartProcess(name, filepath.Join(e.t.TempDir(), name+".log"), bin, args...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() {
-		p.Stop(5 * time.Second)
+		p.Stop(stop)
 		if e.t.Failed() {
 			e.t.Logf("%s log tail:\n%s", name, p.Tail(40))
 		}
@@ -56,29 +72,39 @@ func (e *env) startBinary(name string, args ...string) *testenv.Process {
 // each one.
 func (e *env) createMany(n int, name func(int) string, mutate func(int, *corev1.Service)) {
 	e.t.Helper()
+	e.inParallel(n, func(i int) error {
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: e.ns, Annotations: map[string]string{}},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr(false),
+				Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+		}
+		if mutate != nil {
+			mutate(i, s)
+		}
+		_, err := e.kube.CoreV1().Services(e.ns).Create(context.Background(), s, metav1.CreateOptions{})
+		return err
+	})
+}
+
+// inParallel runs do(0) ... do(n-1) on 16 goroutines (as many API
+// requests in flight) and fails the test on the first error.
+func (e *env) inParallel(n int, do func(i int) error) {
+	e.t.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	work := make(chan int)
-	for w := 0; w < 16; w++ {
+	for range 16 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				s := &corev1.Service{
-					ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: e.ns, Annotations: map[string]string{}},
-					Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, AllocateLoadBalancerNodePorts: ptr(false),
-						Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
-				}
-				if mutate != nil {
-					mutate(i, s)
-				}
-				if _, err := e.kube.CoreV1().Services(e.ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
+				if err := do(i); err != nil {
 					errs <- err
 				}
 			}
 		}()
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		work <- i
 	}
 	close(work)
