@@ -114,11 +114,11 @@ test: deps control-plane tools
 unit: unit-lab unit-api
 
 unit-lab:
-	$(GO) test -count=1 -timeout 30m $$(hack/unit-packages.sh lab)
+	$(GO) test -count=1 -timeout 30m $$(GO=$(GO) hack/unit-packages.sh lab)
 
 unit-api:
-	$(GO) test -count=1 -timeout 30m $$(hack/unit-packages.sh api)
-	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $$(hack/unit-packages.sh race)
+	$(GO) test -count=1 -timeout 30m $$(GO=$(GO) hack/unit-packages.sh api)
+	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $$(GO=$(GO) hack/unit-packages.sh race)
 
 # End-to-end tests in the network lab, one package at a time (each brings
 # up its own lab on 198.51.100.0/24).

@@ -24,7 +24,7 @@ var goals = map[string]string{
 
 // shown are the units printed, in this order.
 var shown = []string{"all-assigned-s", "floor-s", "x-floor", "sync-ms", "first-write-ms", "writes-s", "rss-MiB",
-	"peak-rss-MiB", "heap-anon-MiB", "ready-s", "ns/op", "B/op", "detect-p50-ms", "detect-p99-ms", "false-deaths", "suspicions",
+	"peak-rss-MiB", "anon-MiB", "ready-s", "ns/op", "B/op", "detect-p50-ms", "detect-p99-ms", "false-deaths", "suspicions",
 	"first-decision-ms", "first-status-ms", "idle-cpu-%", "churn-cpu-%", "cpu-ms/update", "announce-p50-ms", "announce-p99-ms",
 	"s-apply", "s-to-frr-bgp", "s-to-frr-fib", "s-withdrawn-fib"}
 

@@ -3,7 +3,6 @@ package controller_test
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -27,7 +26,7 @@ import (
 // 10,000 addresses and announces them on no link. It reports, once the
 // speaker (GOGC=50, as the manifests run it) is Ready and quiet:
 //
-//   - rss-MiB, heap-anon-MiB: resident memory, and its anonymous part
+//   - rss-MiB, anon-MiB: resident memory, and its anonymous part
 //     (the rest is the mapped binary);
 //
 //   - idle-cpu-%: CPU over 10 s, as a share of one core;
@@ -60,7 +59,8 @@ func BenchmarkSpeakerWith10000Services(b *testing.B) {
 		e.startBinary("controller", "--leader-elect=false")
 		w.waitAll(e, n, 20*time.Minute)
 
-		health, metrics := freeLocalAddr(b), freeLocalAddr(b)
+		healthPort, metricsPort := testenv.FreePorts2()
+		health, metrics := fmt.Sprintf("127.0.0.1:%d", healthPort), fmt.Sprintf("127.0.0.1:%d", metricsPort)
 		b.Setenv("GOGC", "50") // as the manifests run it
 		start := time.Now()
 		proc := e.startSpeaker("n1", "--memberlist=false", "--health-addr="+health, "--metrics-addr="+metrics, "--profiling")
@@ -76,7 +76,7 @@ func BenchmarkSpeakerWith10000Services(b *testing.B) {
 			saveURL(b, "http://"+metrics+"/debug/pprof/heap", path)
 		}
 		b.ReportMetric(float64(mem.RSS)/(1<<20), "rss-MiB")
-		b.ReportMetric(float64(mem.Anon)/(1<<20), "heap-anon-MiB")
+		b.ReportMetric(float64(mem.Anon)/(1<<20), "anon-MiB")
 		b.ReportMetric(100*idle.Seconds()/10, "idle-cpu-%")
 		b.ReportMetric(ready.Sub(start).Seconds(), "ready-s")
 		b.Logf("speaker of n1 with %d Services and EndpointSlices, owning every address: Ready %v after start; idle %v CPU in 10 s; %s",
@@ -121,17 +121,6 @@ func (e *env) startSpeaker(node string, args ...string) *testenv.Process {
 	all := append([]string{"--kubeconfig=" + cp.AdminKubeconfig, "--namespace=" + heraldNS, "--node-name=" + node,
 		"--pod-name=bench-speaker", "--metrics-addr=", "--log-level=info"}, args...)
 	return e.runBinary(speakerBuild, "speaker-"+node, 15*time.Second, all...)
-}
-
-// freeLocalAddr is a 127.0.0.1 address with a port free a moment ago.
-func freeLocalAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // waitReady polls url until it answers 200 and returns when it did.

@@ -73,12 +73,13 @@ func BenchmarkControllerSteady10000(b *testing.B) {
 	}
 }
 
-// quiet waits until the controller used under 5% of a core for 2 s.
+// quiet waits until the process (the controller, the speaker) used under
+// 5% of a core for 2 s.
 func quiet(b *testing.B, cpuOf func() time.Duration) {
 	deadline := time.Now().Add(5 * time.Minute)
 	for cpuOver(cpuOf, 2*time.Second, nil) > 100*time.Millisecond {
 		if time.Now().After(deadline) {
-			b.Fatal("the controller did not go quiet within 5 minutes")
+			b.Fatal("the process did not go quiet within 5 minutes")
 		}
 	}
 }

@@ -111,7 +111,7 @@ const portAttempts = 3
 
 func (cp *ControlPlane) startEtcd(ctx context.Context, bin string, detached bool) (string, error) {
 	for attempt := 1; ; attempt++ {
-		clientPort, peerPort := freePorts2()
+		clientPort, peerPort := FreePorts2()
 		client, err := cp.startEtcdOn(ctx, bin, detached, clientPort, peerPort)
 		if err == nil || attempt == portAttempts || !lostItsPort(cp.Etcd, err) {
 			return client, err
@@ -349,9 +349,10 @@ func poll(ctx context.Context, timeout time.Duration, proc *Process, ok func() b
 	}
 }
 
-// freePorts2 returns two distinct free ports (two freePort calls can
-// return the same one: the first is closed before the second is chosen).
-func freePorts2() (int, int) {
+// FreePorts2 returns two distinct TCP ports on 127.0.0.1 that were free a
+// moment ago (two freePort calls can return the same one: the first is
+// closed before the second is chosen).
+func FreePorts2() (int, int) {
 	a, b := freePort(), freePort()
 	for b == a && a != 0 {
 		b = freePort()

@@ -28,7 +28,7 @@ func TestLostPortIsRecognised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, other := freePorts2()
+	_, other := FreePorts2()
 	if _, err := cp.startEtcdOn(ctx, etcd, false, port, other); !lostItsPort(cp.Etcd, err) {
 		t.Errorf("etcd on a held client port: %v, not recognised as a lost port", err)
 	}
