@@ -120,6 +120,12 @@ func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
 		}
 		return
 	}
+	if vip, by, ok := arpGaveUp(pkt, frame.Destination, p.spec.mac); ok {
+		if p.spec.gaveUp != nil {
+			p.spec.gaveUp(vip, by)
+		}
+		return
+	}
 	if vip, ok := arpAnswerFor(pkt, frame.Destination, p.spec.mac); ok {
 		if p.spec.heard != nil {
 			p.spec.heard(vip)
@@ -204,6 +210,37 @@ func (p *arpProto) solicit(vip netip.Addr) error {
 		return fmt.Errorf("ARP probe for %s: %w", vip, err)
 	}
 	return nil
+}
+
+// giveUp sends an ARP probe for vip (sender address 0.0.0.0) to the MAC
+// to alone: this node gave vip up (see tellBeaten).
+func (p *arpProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
+	pkt, err := arp.NewPacket(arp.OperationRequest, p.spec.mac, netip.IPv4Unspecified(), to, vip)
+	if err != nil {
+		return fmt.Errorf("ARP probe for %s to %s: %w", vip, to, err)
+	}
+	if err := p.client.WriteTo(pkt, to); err != nil {
+		return fmt.Errorf("ARP probe for %s to %s: %w", vip, to, err)
+	}
+	return nil
+}
+
+// arpGaveUp decides whether pkt, received in a frame sent to dst, is
+// another host's ARP probe (sender address 0.0.0.0) sent to this node's
+// MAC alone: that host gave up the VIP it asks for (giveUp). It returns the
+// VIP and the host's MAC.
+func arpGaveUp(pkt *arp.Packet, dst, ourMAC net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
+	if pkt == nil || pkt.Operation != arp.OperationRequest || !bytes.Equal(dst, ourMAC) {
+		return netip.Addr{}, nil, false
+	}
+	if !isOtherHost(pkt.SenderHardwareAddr, ourMAC) || pkt.SenderIP != netip.IPv4Unspecified() {
+		return netip.Addr{}, nil, false
+	}
+	vip := pkt.TargetIP
+	if !vip.Is4() || vip.IsUnspecified() || vip.IsMulticast() {
+		return netip.Addr{}, nil, false
+	}
+	return vip, pkt.SenderHardwareAddr, true
 }
 
 // arpAnswerFor decides whether pkt, received in a frame sent to dst, is

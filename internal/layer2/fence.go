@@ -72,6 +72,8 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 		s.fencedUntil.Store(now.Add(hold).UnixNano())
 		a.verifyFence(iface, proto, vip, s)
 	} else {
+		b := slices.Clone(by)
+		s.beaten.Store(&b)
 		a.reassert(iface, proto, vip)
 	}
 	if last := s.conflictAt.Load(); last != 0 && now.Sub(time.Unix(0, last)) < hold {

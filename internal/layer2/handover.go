@@ -51,16 +51,21 @@ type contested struct {
 
 // turnedVIP is a VIP on an interface that turned from owned to
 // releasing; fencedBy is the MAC of the host it was fenced for then (nil:
-// it was not fenced).
+// it was not fenced), beaten the MAC of the last host this node won the
+// fence against (nil: none).
 type turnedVIP struct {
 	vipOnLink
 	fencedBy net.HardwareAddr
+	beaten   net.HardwareAddr
 }
 
 // yieldContestedLocked yields at once the VIPs that just turned releasing
 // on an interface where their new owner was already heard announcing them,
 // and reports as handed over those that were fenced (silent already: the
-// host that won the fence answers them; see nextVIPState).
+// host that won the fence answers them; see nextVIPState). A host this
+// node beat in the fence was silent since, whatever it announced before:
+// the VIP is answered here until that host, told (tellBeaten), announces
+// it again.
 func (a *Announcer) yieldContestedLocked(turned []turnedVIP, now time.Time) {
 	for _, t := range turned {
 		k := t.vipOnLink
@@ -73,7 +78,7 @@ func (a *Announcer) yieldContestedLocked(turned []turnedVIP, now time.Time) {
 			continue
 		}
 		c := v.(contested)
-		if now.Sub(c.at) > contestedMemory {
+		if now.Sub(c.at) > contestedMemory || bytes.Equal(c.by, t.beaten) {
 			continue
 		}
 		a.yield(k.iface, protocolOf(k.vip), k.vip, c.by)

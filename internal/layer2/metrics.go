@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		malformed: counter("malformed_frames_total",
 			"ARP and NDP frames read that did not parse (truncated, bad lengths, bad checksum); each is skipped."),
 		fenceLifted: counter("fence_lifted_total",
-			"VIPs this node had lost the split-brain fence for and answers again because the winner no longer answered for them (it handed them over or stopped)."),
+			"VIPs this node had lost the split-brain fence for and answers again: the winner said it gave them up, no longer answered for them, or the member list healed."),
 	}
 	m.conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "herald", Subsystem: "l2", Name: "conflicts_total",

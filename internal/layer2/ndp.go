@@ -198,6 +198,12 @@ func (p *ndpProto) handle(ctx context.Context, b []byte, received time.Time) {
 		}
 		return
 	}
+	if vip, ok := nsGaveUp(f, p.spec.mac); ok {
+		if p.spec.gaveUp != nil {
+			p.spec.gaveUp(vip, f.srcMAC)
+		}
+		return
+	}
 	if vip, kind, ok := nsFor(f, p.spec.mac, p.spec.owns); ok {
 		p.answer(ctx, vip, f.src, kind, received)
 	}
@@ -238,6 +244,24 @@ func (p *ndpProto) solicit(vip netip.Addr) error {
 		Options: []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: p.spec.mac}}}
 	if err := p.conn.WriteTo(ns, nil, group); err != nil {
 		return fmt.Errorf("neighbour solicitation for %s: %w", vip, err)
+	}
+	return nil
+}
+
+// giveUp sends a neighbour solicitation for vip from the unspecified
+// address (as for DAD) to vip's solicited-node group, in a frame to the MAC
+// to alone: this node gave vip up (see tellBeaten).
+func (p *ndpProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
+	group, err := ndp.SolicitedNodeMulticast(vip)
+	if err != nil {
+		return fmt.Errorf("neighbour solicitation for %s to %s: %w", vip, to, err)
+	}
+	b, err := marshalNDPFrame(p.spec.mac, to, netip.IPv6Unspecified(), group, &ndp.NeighborSolicitation{TargetAddress: vip})
+	if err != nil {
+		return fmt.Errorf("neighbour solicitation for %s to %s: %w", vip, to, err)
+	}
+	if _, err := p.raw.WriteTo(b, &packet.Addr{HardwareAddr: to}); err != nil {
+		return fmt.Errorf("neighbour solicitation for %s to %s: %w", vip, to, err)
 	}
 	return nil
 }

@@ -175,6 +175,21 @@ func icmpv6Checksum(src, dst netip.Addr, msg []byte) uint16 {
 	return uint16(sum)
 }
 
+// nsGaveUp decides whether a frame from the packet socket is another
+// host's neighbour solicitation from the unspecified address sent to this
+// node's MAC alone: that host gave up the VIP it asks for (giveUp). It
+// returns the VIP.
+func nsGaveUp(f ndpFrame, ourMAC net.HardwareAddr) (netip.Addr, bool) {
+	if f.ns == nil || !f.toUs(ourMAC) || !f.src.IsUnspecified() || !isOtherHost(f.srcMAC, ourMAC) {
+		return netip.Addr{}, false
+	}
+	vip := f.ns.TargetAddress.WithZone("")
+	if !vip.Is6() || vip.IsMulticast() || vip.IsUnspecified() || vip.IsLinkLocalUnicast() {
+		return netip.Addr{}, false
+	}
+	return vip, true
+}
+
 // nsFor decides whether a frame from the packet socket is a solicitation
 // this node must answer, for which VIP, and what kind it is: "unicast"
 // (neighbour unreachability detection, sent to the VIP itself) or

@@ -50,6 +50,25 @@ type vipState struct {
 	// verifyFence).
 	heardAt   atomic.Int64
 	verifying atomic.Bool
+	// beaten is the MAC of the last host this node won the fence against
+	// for the VIP while owning it (nil: none). That host is silent for the
+	// VIP, and is told when this node gives the VIP up (tellBeaten).
+	beaten atomic.Pointer[net.HardwareAddr]
+	// gaveUpAt (unix ns) is when a host last told this node, unfenced, that
+	// it gave the VIP up (see Announcer.gaveUp).
+	gaveUpAt atomic.Int64
+}
+
+// beatenHost is the MAC of the last host this node won the fence against
+// for the VIP, nil when there is none.
+func (s *vipState) beatenHost() net.HardwareAddr {
+	if s == nil {
+		return nil
+	}
+	if b := s.beaten.Load(); b != nil {
+		return *b
+	}
+	return nil
 }
 
 // fenced reports whether the VIP is fenced at now.

@@ -15,11 +15,12 @@ import (
 // then gratuitous announcements.
 func (a *Announcer) reconcileLocked() {
 	assigned := a.assignLocked()
-	turned := a.syncStatesLocked(assigned)
+	turned, beaten := a.syncStatesLocked(assigned)
 	prev := a.owned.Load()
 	o := newOwnership(assigned, a.states)
 	a.owned.Store(&o)
 	a.yieldContestedLocked(turned, time.Now())
+	a.tellBeaten(beaten)
 	recreated := a.syncRespondersLocked(assigned)
 	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated)
 	a.assigned = assigned
@@ -30,10 +31,13 @@ func (a *Announcer) reconcileLocked() {
 // the interface choice, so that a link going down and up again does not
 // undo a takeover; only SetAnnouncements listing the VIP as owned, or not
 // at all, does.
-// It returns the VIPs on interfaces that turned from owned to releasing.
-func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) []turnedVIP {
+// It returns the VIPs on interfaces that turned from owned to releasing,
+// and those this node stopped advertising (turned releasing, or no longer
+// announced there) after it won the fence for them.
+func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) ([]turnedVIP, []beatenVIP) {
 	next := map[vipOnLink]*vipState{}
 	var turned []turnedVIP
+	var beaten []beatenVIP
 	now := time.Now()
 	for vip, names := range assigned {
 		for _, name := range names {
@@ -41,17 +45,25 @@ func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) []turnedV
 			old := a.states[k]
 			next[k] = nextVIPState(old, a.releasing[vip], now)
 			if old != nil && !old.releasing && a.releasing[vip] {
-				turned = append(turned, turnedVIP{k, old.fenceWinner(now)})
+				turned = append(turned, turnedVIP{k, old.fenceWinner(now), old.beatenHost()})
+				if b := old.beatenHost(); b != nil {
+					beaten = append(beaten, beatenVIP{k, b})
+				}
 			}
 		}
 	}
 	for k, s := range a.states {
-		if _, ok := next[k]; !ok && s.releasing && a.releasing[k.vip] {
+		if _, ok := next[k]; ok {
+			continue
+		}
+		if s.releasing && a.releasing[k.vip] {
 			next[k] = s
+		} else if b := s.beatenHost(); b != nil && !s.releasing {
+			beaten = append(beaten, beatenVIP{k, b})
 		}
 	}
 	a.states = next
-	return turned
+	return turned, beaten
 }
 
 // assignLocked runs ChooseInterfaces for every wanted VIP, keeping only
@@ -160,6 +172,7 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 		releasing:  func(vip netip.Addr) bool { return a.owned.Load().releasing(iface, vip) },
 		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.foreignAnnouncement(iface, proto, vip, mac, by) },
 		notice:     func(vip netip.Addr, by net.HardwareAddr) { a.noticeConflict(iface, proto, vip, mac, by) },
+		gaveUp:     func(vip netip.Addr, by net.HardwareAddr) { a.gaveUp(iface, proto, vip, by) },
 		heard:      func(vip netip.Addr) { a.owned.Load().state(iface, vip).markHeard() },
 		vips:       func() []netip.Addr { return a.owned.Load().advertised(iface) },
 		refresh:    a.cfg.Refresh,

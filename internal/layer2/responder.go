@@ -30,6 +30,10 @@ type protocol interface {
 	// notify sends one gratuitous ARP / unsolicited NA for vip to the host
 	// with MAC to only (see Announcer.noticeConflict).
 	notify(vip netip.Addr, to net.HardwareAddr) error
+	// giveUp sends one ARP probe / neighbour solicitation from the
+	// unspecified address for vip to the host with MAC to only: this node
+	// gave up vip, which that host lost the fence for (see tellBeaten).
+	giveUp(vip netip.Addr, to net.HardwareAddr) error
 	// setVIPs tells which VIPs are announced on the interface.
 	setVIPs(vips []netip.Addr)
 }
@@ -71,6 +75,10 @@ type responderSpec struct {
 	// announcement sent to its MAC, that it announces vip too: the loser
 	// of a fence telling the winner (see Announcer.noticeConflict).
 	notice func(vip netip.Addr, by net.HardwareAddr)
+	// gaveUp records that another host (by) told this node alone, in a
+	// probe sent to its MAC, that it gave vip up: the winner of a fence
+	// telling the loser (see Announcer.gaveUp).
+	gaveUp func(vip netip.Addr, by net.HardwareAddr)
 	// heard records that another host answered for vip (a reply to
 	// solicit).
 	heard func(vip netip.Addr)
@@ -193,6 +201,17 @@ func (r *responder) open() error {
 }
 
 func (r *responder) setVIPs(vips []netip.Addr) { r.p.setVIPs(vips) }
+
+// opened reports whether the responder's sockets are open (they stay open
+// until it is closed).
+func (r *responder) opened() bool {
+	select {
+	case <-r.ready:
+		return r.ctx.Err() == nil
+	default:
+		return false
+	}
+}
 
 // nudge asks a responder that is still opening to retry now.
 func (r *responder) nudge() {

@@ -29,6 +29,7 @@ func (p *fakeProto) solicit(netip.Addr) error               { return nil }
 func (p *fakeProto) notify(netip.Addr, net.HardwareAddr) error {
 	return nil
 }
+func (p *fakeProto) giveUp(netip.Addr, net.HardwareAddr) error { return nil }
 
 func (p *fakeProto) gratuitous(vip netip.Addr) error {
 	p.mu.Lock()
