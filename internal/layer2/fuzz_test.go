@@ -37,6 +37,7 @@ func FuzzParseNDPFrame(f *testing.F) {
 	f.Add(unsolicitedNABytes(f, ourMAC, vip6))
 	f.Add([]byte{})
 	f.Add(make([]byte, offICMP+nsMinLen))
+	f.Add(ndpBytes(f, otherMAC, ourMAC, netip.IPv6Unspecified(), snm, &ndp.NeighborSolicitation{TargetAddress: vip6}, 255))
 	owns := ownsOnly(vip6)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := parseNDPFrame(b)
@@ -60,6 +61,9 @@ func FuzzParseNDPFrame(f *testing.F) {
 		if !fr.ns.TargetAddress.Is6() {
 			t.Fatalf("accepted malformed solicitation: %+v", fr)
 		}
+		if vip, ok := nsGaveUp(fr, ourMAC); ok && (!vip.Is6() || !fr.src.IsUnspecified() || !fr.toUs(ourMAC) || bytes.Equal(fr.srcMAC, ourMAC)) {
+			t.Fatalf("read as giving up %v: %+v", vip, fr)
+		}
 		vip, kind, ok := nsFor(fr, ourMAC, owns)
 		if ok && (vip != vip6 || bytes.Equal(fr.srcMAC, ourMAC) ||
 			(kind == "unicast") != (fr.dst == vip6) || (kind == "multicast") != fr.dst.IsLinkLocalMulticast()) {
@@ -77,6 +81,7 @@ func FuzzARPRequestFor(f *testing.F) {
 		arpPacket(f, arp.OperationRequest, ourMAC, client4, zero, vip4),
 		arpPacket(f, arp.OperationReply, clientMAC, client4, ourMAC, vip4),
 		arpPacket(f, arp.OperationRequest, otherMAC, vip4, ethernet.Broadcast, vip4),
+		arpPacket(f, arp.OperationRequest, otherMAC, netip.IPv4Unspecified(), ourMAC, vip4),
 	} {
 		for _, dst := range []net.HardwareAddr{ethernet.Broadcast, ourMAC, otherMAC} {
 			f.Add(arpFrame(f, p, dst))
@@ -88,6 +93,10 @@ func FuzzARPRequestFor(f *testing.F) {
 		p, fr, ok := decodeARP(b)
 		if !ok {
 			return
+		}
+		if vip, by, ok := arpGaveUp(p, fr.Destination, ourMAC); ok &&
+			(!vip.Is4() || p.SenderIP != netip.IPv4Unspecified() || !bytes.Equal(fr.Destination, ourMAC) || !isOtherHost(by, ourMAC)) {
+			t.Fatalf("read as giving up %v by %v: %+v in %+v", vip, by, p, fr)
 		}
 		vip, ok := arpRequestFor(p, fr.Destination, ourMAC, owns)
 		if !ok {
