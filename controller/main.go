@@ -52,8 +52,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.memberlistSecret, "memberlist-secret", "herald-memberlist", "Secret in --namespace holding the speakers' member-list key; created with a random key when missing (empty: never create it)")
 	fs.IntVar(&f.workers, "workers", 16, "Services synced in parallel")
 	fs.DurationVar(&f.releaseHold, "release-hold", 5*time.Second, "how long an address a Service gave up (deleted, moved, let go) is held back before another Service may get it, so that clients' ARP caches and DNS answers do not send one tenant's traffic to another (0: as soon as the old status is gone)")
-	fs.Float64Var(&f.qps, "kube-api-qps", 500, "queries per second to the API server (client-go's default of 5 takes minutes for 1,000 Services)")
-	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst of queries to the API server")
+	fs.Float64Var(&f.qps, "kube-api-qps", -1, "queries per second to the API server at most; negative (the default): no client-side limit, --workers bounds the requests in flight and the API server's Priority and Fairness queues them")
+	fs.IntVar(&f.burst, "kube-api-burst", 1000, "burst of queries to the API server above a positive --kube-api-qps")
 	fs.Float64Var(&f.eventQPS, "event-qps", 50, "Events written per second at most, on a client of their own so that they never delay status writes (a burst beyond --event-burst plus the recorder's queue of 1,000 drops Events, never a status write)")
 	fs.IntVar(&f.eventBurst, "event-burst", 200, "burst of Event writes")
 	if err := fs.Parse(args); err != nil {
@@ -61,6 +61,9 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if f.qps == 0 || (f.qps > 0 && f.burst < 1) {
+		return f, fmt.Errorf("--kube-api-qps must be positive with --kube-api-burst at least 1, or negative for no client-side limit (got %g and %d)", f.qps, f.burst)
 	}
 	if f.eventQPS <= 0 || f.eventBurst < 1 {
 		return f, fmt.Errorf("--event-qps must be above 0 and --event-burst at least 1 (got %g and %d)", f.eventQPS, f.eventBurst)

@@ -15,8 +15,11 @@ import (
 type ClientOptions struct {
 	// Kubeconfig path; empty means in-cluster configuration.
 	Kubeconfig string
-	// QPS and Burst of the client. client-go's defaults (5/10) would take
-	// minutes to serve 1,000 Services.
+	// QPS and Burst of the client's rate limiter. Zero means 200/400
+	// (client-go's defaults, 5/10, would take minutes to serve 1,000
+	// Services); a negative QPS means no client-side limit: the caller
+	// bounds its requests in flight and the API server's Priority and
+	// Fairness queues them.
 	QPS   float32
 	Burst int
 	// UserAgent names the component in the API server's logs.
