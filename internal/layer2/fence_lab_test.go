@@ -336,27 +336,36 @@ func TestLabFenceHealNoGap(t *testing.T) {
 		return len(f) > 0 && f[len(f)-1].time().After(released.Add(time.Second))
 	})
 	after := h.stopProbingAfter(time.Time(healed))
+	expectHandedToLosers(t, after, "the heal", released, func(vip string) string { return h.macs[loser(vip)] })
+}
+
+// expectHandedToLosers checks the probes from since on (described as
+// from): at least 100, every one answered, and from 100 ms after released
+// on answered by the loser of each VIP alone (the winner yields when it
+// reads the loser's announcement).
+func expectHandedToLosers(t *testing.T, after []*probeResult, from string, released time.Time, loser func(vip string) string) {
+	t.Helper()
 	c := countProbes(after)
-	t.Logf("from the heal on: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
+	t.Logf("from %s on: %d probes, %d unanswered, %d answered by both", from, c.probes, c.unanswered, c.double)
 	for i, p := range c.unansweredProbes {
 		if i < 5 {
 			t.Logf("unanswered: %s probe at %+v after the release", p.proto, p.t.Sub(released).Round(time.Millisecond))
 		}
 	}
 	if c.probes < 100 || c.unanswered > 0 {
-		t.Errorf("from the heal on: %d probes, %d unanswered; want every probe answered", c.probes, c.unanswered)
+		t.Errorf("from %s on: %d probes, %d unanswered; want every probe answered", from, c.probes, c.unanswered)
 	}
 	for _, p := range after {
 		if p.t.Before(released.Add(100 * time.Millisecond)) {
-			continue // the winner yields when it reads the loser's announcement
+			continue
 		}
 		vip := labVIP4
 		if p.proto == protoNDP {
 			vip = labVIP6
 		}
 		for by := range p.by {
-			if by != h.macs[loser(vip)] {
-				t.Fatalf("%s probe %v after the release answered by %s; want the former loser %s alone", vip, p.t.Sub(released).Round(time.Millisecond), by, h.macs[loser(vip)])
+			if by != loser(vip) {
+				t.Fatalf("%s probe %v after the release answered by %s; want the loser %s alone", vip, p.t.Sub(released).Round(time.Millisecond), by, loser(vip))
 			}
 		}
 	}
@@ -413,28 +422,5 @@ func TestLabFenceWinnerReleasesToFencedLoser(t *testing.T) {
 		return len(f) > 0 && f[len(f)-1].time().After(released.Add(time.Second))
 	})
 	after := h.stopProbingAfter(released.Add(-200 * time.Millisecond))
-	c := countProbes(after)
-	t.Logf("from 200 ms before the hand-over on: %d probes, %d unanswered, %d answered by both", c.probes, c.unanswered, c.double)
-	for i, p := range c.unansweredProbes {
-		if i < 5 {
-			t.Logf("unanswered: %s probe at %+v after the hand-over", p.proto, p.t.Sub(released).Round(time.Millisecond))
-		}
-	}
-	if c.probes < 100 || c.unanswered > 0 {
-		t.Errorf("%d probes, %d unanswered; want every probe answered", c.probes, c.unanswered)
-	}
-	for _, p := range after {
-		if p.t.Before(released.Add(100 * time.Millisecond)) {
-			continue // the winner yields when it reads the loser's announcement
-		}
-		vip := labVIP4
-		if p.proto == protoNDP {
-			vip = labVIP6
-		}
-		for by := range p.by {
-			if by != loserMAC(vip) {
-				t.Fatalf("%s probe %v after the hand-over answered by %s; want the loser %s alone", vip, p.t.Sub(released).Round(time.Millisecond), by, loserMAC(vip))
-			}
-		}
-	}
+	expectHandedToLosers(t, after, "200 ms before the hand-over", released, loserMAC)
 }
