@@ -201,20 +201,14 @@ func (p *arpProto) notify(vip netip.Addr, to net.HardwareAddr) error {
 // solicit broadcasts an ARP probe for vip (sender address 0.0.0.0, as in
 // RFC 5227, so that no host learns a mapping from it): the owner answers
 // it with a reply to this node's MAC.
-func (p *arpProto) solicit(vip netip.Addr) error {
-	pkt, err := arp.NewPacket(arp.OperationRequest, p.spec.mac, netip.IPv4Unspecified(), ethernet.Broadcast, vip)
-	if err != nil {
-		return fmt.Errorf("ARP probe for %s: %w", vip, err)
-	}
-	if err := p.client.WriteTo(pkt, ethernet.Broadcast); err != nil {
-		return fmt.Errorf("ARP probe for %s: %w", vip, err)
-	}
-	return nil
-}
+func (p *arpProto) solicit(vip netip.Addr) error { return p.probe(vip, ethernet.Broadcast) }
 
-// giveUp sends an ARP probe for vip (sender address 0.0.0.0) to the MAC
-// to alone: this node gave vip up (see tellBeaten).
-func (p *arpProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
+// giveUp sends an ARP probe for vip to the MAC to alone: this node gave
+// vip up (see tellBeaten).
+func (p *arpProto) giveUp(vip netip.Addr, to net.HardwareAddr) error { return p.probe(vip, to) }
+
+// probe sends an ARP probe for vip (sender address 0.0.0.0) to the MAC to.
+func (p *arpProto) probe(vip netip.Addr, to net.HardwareAddr) error {
 	pkt, err := arp.NewPacket(arp.OperationRequest, p.spec.mac, netip.IPv4Unspecified(), to, vip)
 	if err != nil {
 		return fmt.Errorf("ARP probe for %s to %s: %w", vip, to, err)

@@ -256,11 +256,7 @@ func (p *ndpProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
 	if err != nil {
 		return fmt.Errorf("neighbour solicitation for %s to %s: %w", vip, to, err)
 	}
-	b, err := marshalNDPFrame(p.spec.mac, to, netip.IPv6Unspecified(), group, &ndp.NeighborSolicitation{TargetAddress: vip})
-	if err != nil {
-		return fmt.Errorf("neighbour solicitation for %s to %s: %w", vip, to, err)
-	}
-	if _, err := p.raw.WriteTo(b, &packet.Addr{HardwareAddr: to}); err != nil {
+	if err := p.writeFrame(to, netip.IPv6Unspecified(), group, &ndp.NeighborSolicitation{TargetAddress: vip}); err != nil {
 		return fmt.Errorf("neighbour solicitation for %s to %s: %w", vip, to, err)
 	}
 	return nil
@@ -297,14 +293,21 @@ func (p *ndpProto) gratuitous(vip netip.Addr) error {
 // MAC to alone: no other host's kernel reads a frame sent to another MAC,
 // even when a switch floods it.
 func (p *ndpProto) notify(vip netip.Addr, to net.HardwareAddr) error {
-	b, err := marshalNDPFrame(p.spec.mac, to, p.addr.WithZone(""), netip.IPv6LinkLocalAllNodes(), p.advertisement(vip, false))
-	if err != nil {
-		return fmt.Errorf("unsolicited NA for %s to %s: %w", vip, to, err)
-	}
-	if _, err := p.raw.WriteTo(b, &packet.Addr{HardwareAddr: to}); err != nil {
+	if err := p.writeFrame(to, p.addr.WithZone(""), netip.IPv6LinkLocalAllNodes(), p.advertisement(vip, false)); err != nil {
 		return fmt.Errorf("unsolicited NA for %s to %s: %w", vip, to, err)
 	}
 	return nil
+}
+
+// writeFrame sends m from src to dst in an Ethernet frame to the MAC to
+// alone, through the packet socket.
+func (p *ndpProto) writeFrame(to net.HardwareAddr, src, dst netip.Addr, m ndp.Message) error {
+	b, err := marshalNDPFrame(p.spec.mac, to, src, dst, m)
+	if err != nil {
+		return err
+	}
+	_, err = p.raw.WriteTo(b, &packet.Addr{HardwareAddr: to})
+	return err
 }
 
 func (p *ndpProto) advertisement(vip netip.Addr, solicited bool) *ndp.NeighborAdvertisement {

@@ -45,8 +45,9 @@ func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) ([]turned
 			old := a.states[k]
 			next[k] = nextVIPState(old, a.releasing[vip], now)
 			if old != nil && !old.releasing && a.releasing[vip] {
-				turned = append(turned, turnedVIP{k, old.fenceWinner(now), old.beatenHost()})
-				if b := old.beatenHost(); b != nil {
+				b := old.beatenHost()
+				turned = append(turned, turnedVIP{k, old.fenceWinner(now), b})
+				if b != nil {
 					beaten = append(beaten, beatenVIP{k, b})
 				}
 			}
