@@ -17,7 +17,9 @@ import (
 	"github.com/herald-lb/herald/internal/controller"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/clientset"
 	"github.com/herald-lb/herald/internal/kubeversion"
+	"github.com/herald-lb/herald/internal/leader"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -102,7 +104,7 @@ func run(f flags) error {
 	k8s.RouteKlog(log)
 	ctx, stop := daemon.SignalContext()
 	defer stop()
-	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: float32(f.qps), Burst: f.burst, UserAgent: "herald-controller"})
+	clients, err := clientset.New(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: float32(f.qps), Burst: f.burst, UserAgent: "herald-controller"})
 	if err != nil {
 		return err
 	}
@@ -113,9 +115,9 @@ func run(f flags) error {
 		return err
 	}
 	reg := daemon.NewRegistry()
-	leader := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "leader",
+	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "leader",
 		Help: "1 while this replica is the active (leader) controller."})
-	reg.MustRegister(leader)
+	reg.MustRegister(isLeader)
 	health := &daemon.Health{}
 	if err := daemon.Serve(ctx, log, reg, health, f.metricsAddr, f.healthAddr, f.profiling); err != nil {
 		return err
@@ -128,7 +130,7 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(ctx, eventKube, clients.Scheme, "herald-controller")
+	rec, stopEvents := k8s.NewRecorder(ctx, clientset.EventSink(eventKube), clients.Scheme, "herald-controller")
 	defer stopEvents()
 	c, err := controller.New(kube, clients.Herald, controller.Options{
 		Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass}, Namespace: f.namespace, Workers: f.workers, ReleaseHold: f.releaseHold,
@@ -144,15 +146,15 @@ func run(f flags) error {
 	// Every replica keeps the speakers' member-list Secret, leader or not.
 	go controller.KeepMemberlistSecret(ctx, kube, f.namespace, f.memberlistSecret, log)
 	if !f.leaderElect {
-		leader.Set(1)
+		isLeader.Set(1)
 		return c.Run(ctx)
 	}
-	// RunAsLeader returns only after the controller's workers stopped, and
+	// leader.Run returns only after the controller's workers stopped, and
 	// hands back its error (no shared variable between goroutines).
-	err = k8s.RunAsLeader(ctx, kube, k8s.LeaderOptions{
+	err = leader.Run(ctx, kube, leader.Options{
 		Namespace: f.namespace, Name: f.leaseName, Identity: f.identity,
 		LeaseDuration: f.leaseDuration, RenewDeadline: f.renewDeadline, RetryPeriod: f.retryPeriod,
-		OnLeading: func(b bool) { leader.Set(boolFloat(b)) },
+		OnLeading: func(b bool) { isLeader.Set(boolFloat(b)) },
 	}, log, c.RunFenced)
 	if err != nil {
 		return err

@@ -22,12 +22,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
@@ -65,17 +65,20 @@ func run(f flags) error {
 	k8s.RouteKlog(log)
 	sigCtx, stop := daemon.SignalContext()
 	defer stop()
-	clients, err := k8s.NewClients(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
+	cfg, err := k8s.RESTConfig(k8s.ClientOptions{Kubeconfig: f.kubeconfig, QPS: 50, Burst: 100, UserAgent: "herald-speaker"})
 	if err != nil {
 		return err
 	}
-	kube := clients.Kube
+	api, err := lean.New(cfg, f.namespace)
+	if err != nil {
+		return err
+	}
 	reg := daemon.NewRegistry()
 	health := &daemon.Health{}
 	if err := daemon.Serve(sigCtx, log, reg, health, f.metricsAddr, f.healthAddr, f.profiling); err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(sigCtx, kube, clients.Scheme, "herald-speaker")
+	rec, stopEvents := k8s.NewRecorder(sigCtx, api.Events, api.Scheme, "herald-speaker")
 	defer stopEvents()
 	// kube-proxy's IPVS mode without strict ARP: every node would answer.
 	ipvs, err := speaker.NewIPVSWatch(speaker.IPVSWatch{NodeName: f.nodeName, ProcSys: os.DirFS("/proc/sys"), Recorder: rec, Logger: log.With("component", "ipvs")}, reg)
@@ -128,7 +131,7 @@ func run(f flags) error {
 	if f.memberlist {
 		opts.StartMembers = func(ctx context.Context) (speaker.Liveness, error) {
 			var err error
-			ml, err = startMembers(ctx, kube, f, log, reg, trigger)
+			ml, err = startMembers(ctx, api.Nodes, f, log, reg, trigger)
 			return ml, err
 		}
 		defer func() {
@@ -139,7 +142,7 @@ func run(f flags) error {
 	} else {
 		log.Warn("member list disabled: node liveness comes from the speakers' Leases alone, so L2 failover waits for a dead speaker's Lease to expire")
 	}
-	s, err := speaker.New(kube, clients.Herald, opts)
+	s, err := speaker.New(api, opts)
 	if err != nil {
 		return err
 	}
@@ -174,7 +177,7 @@ func run(f flags) error {
 
 // startMembers starts the member list on the node's address, or returns
 // nil when it is disabled.
-func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
+func startMembers(ctx context.Context, nodes lean.NodeClient, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
 	// The Secret volume is optional: right after an install the key may
 	// not be there yet (the controller creates the Secret).
 	keys, err := waitForKey(ctx, f.memberlistKeyFile, 2*time.Second, 5*time.Minute, log)
@@ -183,7 +186,7 @@ func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *
 	}
 	bind := f.memberlistBindAddr
 	if bind == "" {
-		if bind, err = nodeAddress(ctx, kube, f.nodeName); err != nil {
+		if bind, err = nodeAddress(ctx, nodes, f.nodeName); err != nil {
 			return nil, err
 		}
 	}
@@ -195,10 +198,10 @@ func startMembers(ctx context.Context, kube kubernetes.Interface, f flags, log *
 
 // nodeAddress waits for the node's Node object and returns its first
 // InternalIP (IPv4 preferred).
-func nodeAddress(ctx context.Context, kube kubernetes.Interface, name string) (string, error) {
+func nodeAddress(ctx context.Context, nodes lean.NodeClient, name string) (string, error) {
 	var addr string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, err := kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/leader"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -97,7 +98,7 @@ type Controller struct {
 	leaseQueue workqueue.TypedRateLimitingInterface[string]
 	// servicesIdle is broadcast when the service queue runs empty.
 	servicesIdle *signal
-	fence        *k8s.Fence // nil without leader election
+	fence        *leader.Fence // nil without leader election
 	// firstStatus logs the first status write of this run (how soon after
 	// the caches synced the controller serves).
 	firstStatus sync.Once
@@ -171,9 +172,9 @@ func serviceRateLimiter() workqueue.TypedRateLimiter[cache.ObjectName] {
 func (c *Controller) Run(ctx context.Context) error { return c.RunFenced(ctx, nil) }
 
 // RunFenced is Run for the leader: every write first passes the fence (see
-// k8s.RunAsLeader), so that a leader paused past its lease writes nothing.
+// leader.Run), so that a leader paused past its lease writes nothing.
 // It returns only once every worker has stopped.
-func (c *Controller) RunFenced(ctx context.Context, fence *k8s.Fence) error {
+func (c *Controller) RunFenced(ctx context.Context, fence *leader.Fence) error {
 	c.fence = fence
 	defer c.serviceQueue.ShutDown()
 	defer c.annotationQueue.ShutDown()

@@ -22,6 +22,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/controller"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/clientset"
 	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/testenv"
 )
@@ -116,12 +117,12 @@ func (e *env) wipe() {
 func (e *env) startController(opts controller.Options) (stop func()) {
 	e.t.Helper()
 	cfg := testenv.Shared(e.t).AdminConfig
-	scheme, err := k8s.NewScheme()
+	scheme, err := clientset.NewScheme()
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	rec, stopEvents := k8s.NewRecorder(ctx, e.kube, scheme, "herald-controller")
+	rec, stopEvents := k8s.NewRecorder(ctx, clientset.EventSink(e.kube), scheme, "herald-controller")
 	opts.Namespace = heraldNS
 	opts.Recorder = rec
 	if opts.Logger == nil {

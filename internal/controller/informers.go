@@ -15,6 +15,7 @@ import (
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/clientset"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -40,7 +41,7 @@ func indexIngressIPs(obj any) ([]string, error) {
 
 func (c *Controller) setupInformers() error {
 	c.kubeInformers = informers.NewSharedInformerFactory(c.kube, 0)
-	c.lightInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, k8s.WithoutManagedFields())
+	c.lightInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithTransform(k8s.DropManagedFields))
 	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.opts.Namespace))
 	c.heraldInformers = heraldinformers.NewSharedInformerFactory(c.herald, 0)
 
@@ -59,7 +60,7 @@ func (c *Controller) setupInformers() error {
 	secretInf := c.secretInformers.Core().V1().Secrets()
 	h := c.heraldInformers.Herald().V1beta1()
 	c.services, c.namespaces, c.secrets = svcInf.Lister(), nsInf.Lister(), secretInf.Lister()
-	c.listers = k8s.NewConfigListers(h, c.secrets.Secrets(c.opts.Namespace))
+	c.listers = clientset.ConfigListers(h, c.secrets.Secrets(c.opts.Namespace))
 
 	if _, err := svcInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.onService(nil, obj) },

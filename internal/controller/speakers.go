@@ -55,7 +55,7 @@ func indexAnnounced(obj any) ([]string, error) {
 
 func (c *Controller) setupSpeakerInformers() error {
 	c.leaseInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.opts.Namespace),
-		k8s.WithoutManagedFields(), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		informers.WithTransform(k8s.DropManagedFields), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 			o.LabelSelector = v1beta1.LabelSpeakerLiveness + "=true"
 		}))
 	leaseInf := c.leaseInformers.Coordination().V1().Leases()

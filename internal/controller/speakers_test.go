@@ -8,10 +8,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/speaker"
 	"github.com/herald-lb/herald/internal/testenv"
@@ -71,7 +70,11 @@ func (e *env) startSpeakers(newBGP func() speaker.BGP, statusInterval time.Durat
 		if newBGP != nil {
 			opts.BGP = newBGP()
 		}
-		s, err := speaker.New(kubernetes.NewForConfigOrDie(cfg), versioned.NewForConfigOrDie(cfg), opts)
+		api, err := lean.New(cfg, heraldNS)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		s, err := speaker.New(api, opts)
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/leader"
 )
 
 // reported marks an error whose story is already told on the Service
@@ -71,7 +71,7 @@ func (c *Controller) handleError(ctx context.Context, queue string, key any, err
 // syncErrorReason is the metric label of a sync error.
 func syncErrorReason(err error) string {
 	switch {
-	case errors.Is(err, k8s.ErrNotLeader):
+	case errors.Is(err, leader.ErrNotLeader):
 		return "NotLeader"
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		return "Timeout"

@@ -3,12 +3,8 @@ package k8s
 import (
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 )
 
 // ClientOptions say how to reach the API server.
@@ -46,32 +42,4 @@ func RESTConfig(o ClientOptions) (*rest.Config, error) {
 		cfg.UserAgent = o.UserAgent
 	}
 	return cfg, nil
-}
-
-// Clients are the API clients a binary needs, built from one configuration.
-type Clients struct {
-	Config *rest.Config
-	Kube   kubernetes.Interface
-	Herald versioned.Interface
-	// Scheme knows the built-in kinds and Herald's, for events.
-	Scheme *runtime.Scheme
-}
-
-// NewClients builds the clients from the options.
-func NewClients(o ClientOptions) (*Clients, error) {
-	cfg, err := RESTConfig(o)
-	if err != nil {
-		return nil, err
-	}
-	c := &Clients{Config: cfg}
-	if c.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	if c.Herald, err = versioned.NewForConfig(cfg); err != nil {
-		return nil, err
-	}
-	if c.Scheme, err = NewScheme(); err != nil {
-		return nil, err
-	}
-	return c, nil
 }

@@ -7,24 +7,21 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	heraldv1beta1 "github.com/herald-lb/herald/api/generated/informers/externalversions/api/v1beta1"
 	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
 	"github.com/herald-lb/herald/internal/config"
 )
 
-// WithoutManagedFields is an informer option that drops managedFields,
-// which neither binary reads and which cost memory on every cached object.
-func WithoutManagedFields() informers.SharedInformerOption {
-	return informers.WithTransform(func(obj any) (any, error) {
-		if m, err := meta.Accessor(obj); err == nil {
-			m.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
+// DropManagedFields is an informer transform (cache.TransformFunc) that
+// drops managedFields, which neither binary reads and which cost memory on
+// every cached object.
+func DropManagedFields(obj any) (any, error) {
+	if m, err := meta.Accessor(obj); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
 }
 
 // ConfigListers read, from informer caches, what internal/config builds
@@ -38,17 +35,6 @@ type ConfigListers struct {
 	Communities heraldlisters.CommunityLister
 	BFDProfiles heraldlisters.BFDProfileLister
 	Secrets     corelisters.SecretNamespaceLister
-}
-
-// NewConfigListers takes the listers of Herald's informers and of the
-// Secret informer of Herald's namespace.
-func NewConfigListers(h heraldv1beta1.Interface, secrets corelisters.SecretNamespaceLister) ConfigListers {
-	return ConfigListers{
-		Pools: h.IPAddressPools().Lister(), L2Adverts: h.L2Advertisements().Lister(),
-		BGPAdverts: h.BGPAdvertisements().Lister(), Peers: h.BGPPeers().Lister(),
-		Communities: h.Communities().Lister(), BFDProfiles: h.BFDProfiles().Lister(),
-		Secrets: secrets,
-	}
 }
 
 // Input lists everything config.Build takes.

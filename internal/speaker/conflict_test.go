@@ -22,7 +22,7 @@ func TestConflictWarnsOnTheServices(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	s.rec = rec
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	if err := s.kubeInformers.Core().V1().Services().Informer().GetStore().Add(svc); err != nil {
+	if err := s.serviceIndex.Add(svc); err != nil {
 		t.Fatal(err)
 	}
 	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}

@@ -1,48 +1,107 @@
 package speaker
 
 import (
+	"errors"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
+	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
-	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 )
 
 // objectBatch is how long object changes wait to be reconciled together.
 const objectBatch = 30 * time.Millisecond
 
-func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Interface) error {
-	strip := k8s.WithoutManagedFields()
-	s.kubeInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, slimObjects())
-	s.secretInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.opts.Namespace), strip)
-	s.heraldInformers = heraldinformers.NewSharedInformerFactory(herald, 0)
-	s.holdInformers = informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(s.opts.Namespace), strip,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", heraldv1.AnnounceHoldLease).String()
-		}))
+// kindInformers are the speaker's informers, one per kind it reads.
+type kindInformers struct {
+	services, slices, nodes, secrets, hold                        cache.SharedIndexInformer
+	pools, l2Adverts, bgpAdverts, peers, communities, bfdProfiles cache.SharedIndexInformer
+	status                                                        cache.SharedIndexInformer // this node's SpeakerStatus
+}
 
-	svcInf := s.kubeInformers.Core().V1().Services()
-	sliceInf := s.kubeInformers.Discovery().V1().EndpointSlices()
-	nodeInf := s.kubeInformers.Core().V1().Nodes()
-	secretInf := s.secretInformers.Core().V1().Secrets()
-	holdInf := s.holdInformers.Coordination().V1().Leases()
-	h := s.heraldInformers.Herald().V1beta1()
-	if err := k8s.IndexSlicesByService(sliceInf.Informer()); err != nil {
+// newKindInformers builds the informers: Services, EndpointSlices and
+// Nodes slimmed (slimObject), the others without managedFields; the hold
+// Lease and this node's SpeakerStatus alone, by a field selector.
+func newKindInformers(api *lean.API, node string) (kindInformers, error) {
+	var errs error
+	check := func(i cache.SharedIndexInformer, err error) cache.SharedIndexInformer {
+		errs = errors.Join(errs, err)
+		return i
+	}
+	slim := lean.InformerOptions{Transform: slimObject, NoWatchList: api.NoWatchList}
+	strip := lean.InformerOptions{Transform: k8s.DropManagedFields, NoWatchList: api.NoWatchList}
+	named := func(name string) lean.InformerOptions {
+		o := strip
+		o.Tweak = func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}
+		return o
+	}
+	i := kindInformers{
+		services:    check(lean.NewInformer(api.Services, &corev1.Service{}, slim)),
+		slices:      check(lean.NewInformer(api.EndpointSlices, &discoveryv1.EndpointSlice{}, slim)),
+		nodes:       check(lean.NewInformer(api.Nodes, &corev1.Node{}, slim)),
+		secrets:     check(lean.NewInformer(api.Secrets, &corev1.Secret{}, strip)),
+		hold:        check(lean.NewInformer(api.Leases, &coordinationv1.Lease{}, named(heraldv1.AnnounceHoldLease))),
+		pools:       check(lean.NewInformer(api.Pools, &heraldv1.IPAddressPool{}, strip)),
+		l2Adverts:   check(lean.NewInformer(api.L2Advertisements, &heraldv1.L2Advertisement{}, strip)),
+		bgpAdverts:  check(lean.NewInformer(api.BGPAdvertisements, &heraldv1.BGPAdvertisement{}, strip)),
+		peers:       check(lean.NewInformer(api.BGPPeers, &heraldv1.BGPPeer{}, strip)),
+		communities: check(lean.NewInformer(api.Communities, &heraldv1.Community{}, strip)),
+		bfdProfiles: check(lean.NewInformer(api.BFDProfiles, &heraldv1.BFDProfile{}, strip)),
+		status:      check(lean.NewInformer(api.SpeakerStatuses, &heraldv1.SpeakerStatus{}, named(node))),
+	}
+	if errs != nil {
+		return i, errs
+	}
+	return i, k8s.IndexSlicesByService(i.slices)
+}
+
+// all lists every informer, to start them.
+func (i kindInformers) all() []cache.SharedIndexInformer {
+	return []cache.SharedIndexInformer{i.services, i.slices, i.nodes, i.secrets, i.hold,
+		i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles, i.status}
+}
+
+func (s *Speaker) setupInformers(api *lean.API) error {
+	ns := s.opts.Namespace
+	i, err := newKindInformers(api, s.opts.NodeName)
+	if err != nil {
 		return err
 	}
-	s.services, s.slices, s.nodes = svcInf.Lister(), sliceInf.Lister(), nodeInf.Lister()
-	s.sliceIndex = sliceInf.Informer().GetIndexer()
-	s.holdLeases = holdInf.Lister().Leases(s.opts.Namespace)
-	s.listers = k8s.NewConfigListers(h, secretInf.Lister().Secrets(s.opts.Namespace))
+	s.informers = i.all()
+	s.serviceIndex = i.services.GetIndexer()
+	s.services = corelisters.NewServiceLister(s.serviceIndex)
+	s.slices = discoverylisters.NewEndpointSliceLister(i.slices.GetIndexer())
+	s.nodes = corelisters.NewNodeLister(i.nodes.GetIndexer())
+	s.sliceIndex = i.slices.GetIndexer()
+	s.holdLeases = coordinationlisters.NewLeaseLister(i.hold.GetIndexer()).Leases(ns)
+	s.listers = k8s.ConfigListers{
+		Pools:       heraldlisters.NewIPAddressPoolLister(i.pools.GetIndexer()),
+		L2Adverts:   heraldlisters.NewL2AdvertisementLister(i.l2Adverts.GetIndexer()),
+		BGPAdverts:  heraldlisters.NewBGPAdvertisementLister(i.bgpAdverts.GetIndexer()),
+		Peers:       heraldlisters.NewBGPPeerLister(i.peers.GetIndexer()),
+		Communities: heraldlisters.NewCommunityLister(i.communities.GetIndexer()),
+		BFDProfiles: heraldlisters.NewBFDProfileLister(i.bfdProfiles.GetIndexer()),
+		Secrets:     corelisters.NewSecretLister(i.secrets.GetIndexer()).Secrets(ns),
+	}
+	return s.addHandlers(i)
+}
+
+// addHandlers queues a reconcile on every change, and the status write
+// when someone deletes this node's SpeakerStatus.
+func (s *Speaker) addHandlers(i kindInformers) error {
 	// Object changes are batched for a few milliseconds: a burst of
 	// Services, EndpointSlices and status writes costs one reconcile, not
 	// one each. Member changes and hand-over confirmations (Trigger) are not
@@ -53,25 +112,20 @@ func (s *Speaker) setupInformers(kube kubernetes.Interface, herald versioned.Int
 	// again (serviceCache), in the same handler, before the reconcile is
 	// queued.
 	touchAndTrigger := batchHandler(s.svcCache.touchObject, batch)
-	for _, inf := range []cache.SharedIndexInformer{svcInf.Informer(), sliceInf.Informer()} {
+	for _, inf := range []cache.SharedIndexInformer{i.services, i.slices} {
 		if _, err := inf.AddEventHandler(touchAndTrigger); err != nil {
 			return err
 		}
 		s.synced = append(s.synced, inf.HasSynced)
 	}
-	infs := []cache.SharedIndexInformer{
-		nodeInf.Informer(), secretInf.Informer(), holdInf.Informer(),
-		h.IPAddressPools().Informer(), h.L2Advertisements().Informer(), h.BGPAdvertisements().Informer(),
-		h.BGPPeers().Informer(), h.Communities().Informer(), h.BFDProfiles().Informer(),
-	}
-	for _, inf := range infs {
+	for _, inf := range []cache.SharedIndexInformer{i.nodes, i.secrets, i.hold, i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles} {
 		if _, err := inf.AddEventHandler(trigger); err != nil {
 			return err
 		}
 		s.synced = append(s.synced, inf.HasSynced)
 	}
 	// Not among synced: announcing never waits for the status object.
-	return s.watchOwnStatus(herald)
+	return s.watchOwnStatus(i.status)
 }
 
 // endpointSlicesOf returns the EndpointSlices of a Service.

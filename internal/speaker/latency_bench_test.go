@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 	"github.com/herald-lb/herald/internal/layer2"
 )
 
@@ -54,7 +55,7 @@ func BenchmarkServiceToAnnouncement(b *testing.B) {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			kube, herald := benchClients(n)
 			l2 := &signalL2{seen: make(chan time.Time, 1)}
-			s, err := New(kube, herald, Options{NodeName: "node1", Namespace: testNS, L2: l2})
+			s, err := New(leantest.FromClientsets(kube, herald, testNS), Options{NodeName: "node1", Namespace: testNS, L2: l2})
 			if err != nil {
 				b.Fatal(err)
 			}

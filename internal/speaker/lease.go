@@ -8,9 +8,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 )
 
 // The liveness Lease: every synced speaker renews a Lease named
@@ -37,7 +37,7 @@ func LeaseName(node string) string { return LeasePrefix + node }
 // the Lease it last wrote) per renewal, a Get or Create only at start or
 // after a failed write.
 type leaseRenewer struct {
-	leases   coordinationclient.LeaseInterface
+	leases   lean.LeaseClient
 	node     string
 	duration time.Duration
 	now      func() time.Time

@@ -10,9 +10,9 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 )
 
 // leaseBook reads the liveness Leases of the nodes it is asked about (the
@@ -28,7 +28,7 @@ import (
 // began reading it (renewed): a change of the Lease seen here, so no clock
 // of another node is compared with this one's.
 type leaseBook struct {
-	leases coordinationclient.LeaseInterface
+	leases lean.LeaseClient
 	now    func() time.Time
 	// onChange is called when a wanted node's freshness, or whether it
 	// renewed, changed.
@@ -49,7 +49,7 @@ type leaseBook struct {
 // the Gets.
 const listAbove = 8
 
-func newLeaseBook(leases coordinationclient.LeaseInterface, now func() time.Time, onChange func()) *leaseBook {
+func newLeaseBook(leases lean.LeaseClient, now func() time.Time, onChange func()) *leaseBook {
 	return &leaseBook{leases: leases, now: now, onChange: onChange,
 		wanted: map[string]bool{}, read: map[string]*coordinationv1.Lease{}, fresh: map[string]bool{},
 		first: map[string]string{}, poke: make(chan struct{}, 1)}

@@ -12,6 +12,7 @@ import (
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 	"github.com/herald-lb/herald/internal/members"
 )
 
@@ -39,7 +40,7 @@ func livenessSpeaker(t *testing.T, now *time.Time, ml Liveness, leases ...*coord
 			t.Fatal(err)
 		}
 	}
-	s, err := New(kube, heraldfake.NewClientset(), Options{NodeName: "node1", Namespace: testNS, Members: ml, Now: func() time.Time { return *now }})
+	s, err := New(leantest.FromClientsets(kube, heraldfake.NewClientset(), testNS), Options{NodeName: "node1", Namespace: testNS, Members: ml, Now: func() time.Time { return *now }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 	"github.com/herald-lb/herald/internal/layer2"
 )
 
@@ -118,21 +119,20 @@ func benchClients(n int) (*fake.Clientset, *heraldfake.Clientset) {
 // and hold n Services; it has reconciled once.
 func startedSpeaker(b testing.TB, kube *fake.Clientset, herald *heraldfake.Clientset, n int, opts Options) (*Speaker, cache.Store) {
 	b.Helper()
-	s, err := New(kube, herald, opts)
+	s, err := New(leantest.FromClientsets(kube, herald, testNS), opts)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	s.kubeInformers.Start(ctx.Done())
-	s.secretInformers.Start(ctx.Done())
-	s.heraldInformers.Start(ctx.Done())
-	s.holdInformers.Start(ctx.Done())
+	for _, inf := range s.informers {
+		go inf.RunWithContext(ctx)
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		b.Fatal("caches did not sync")
 	}
 	deadline := time.Now().Add(time.Minute)
-	for len(s.kubeInformers.Core().V1().Services().Informer().GetStore().ListKeys()) < n {
+	for len(s.serviceIndex.ListKeys()) < n {
 		if time.Now().After(deadline) {
 			b.Fatal("Services not in the cache")
 		}
@@ -141,7 +141,7 @@ func startedSpeaker(b testing.TB, kube *fake.Clientset, herald *heraldfake.Clien
 	if err := s.reconcile(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return s, s.kubeInformers.Core().V1().Services().Informer().GetStore()
+	return s, s.serviceIndex
 }
 
 // benchService is Service i of n with address 2001:db8:f::i.

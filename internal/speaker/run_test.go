@@ -16,6 +16,7 @@ import (
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 )
 
 // TestUnsyncedSpeakerNeverJoins: a speaker whose caches cannot sync (its
@@ -35,7 +36,7 @@ func TestUnsyncedSpeakerNeverJoins(t *testing.T) {
 	})
 	var started atomic.Bool
 	ml := &fakeMembers{settled: true}
-	s, err := New(kube, heraldfake.NewClientset(), Options{NodeName: "node1", Namespace: testNS,
+	s, err := New(leantest.FromClientsets(kube, heraldfake.NewClientset(), testNS), Options{NodeName: "node1", Namespace: testNS,
 		StartMembers: func(context.Context) (Liveness, error) { started.Store(true); return ml, nil }})
 	if err != nil {
 		t.Fatal(err)

@@ -5,34 +5,28 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s"
 )
 
-// slimObjects is the speaker's informer transform: every node runs a
+// slimObject is the speaker's informer transform: every node runs a
 // speaker that caches every Service, EndpointSlice and Node of the
 // cluster, so it keeps of them only what the speaker reads (slimService,
 // slimSlice, slimNode) and drops managedFields from everything else. The
 // speaker never writes these objects, so nothing it drops can be written
 // back.
-func slimObjects() informers.SharedInformerOption {
-	return informers.WithTransform(func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *corev1.Service:
-			return slimService(o), nil
-		case *discoveryv1.EndpointSlice:
-			return slimSlice(o), nil
-		case *corev1.Node:
-			return slimNode(o), nil
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			m.SetManagedFields(nil)
-		}
-		return obj, nil
-	})
+func slimObject(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Service:
+		return slimService(o), nil
+	case *discoveryv1.EndpointSlice:
+		return slimSlice(o), nil
+	case *corev1.Node:
+		return slimNode(o), nil
+	}
+	return k8s.DropManagedFields(obj)
 }
 
 // slimMeta keeps identity, labels and deletion; annotations only with

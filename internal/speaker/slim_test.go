@@ -1,17 +1,20 @@
 package speaker
 
 import (
+	"context"
 	"reflect"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 
+	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -144,32 +147,32 @@ func TestSlimNodeKeepsWhatTheSpeakerReads(t *testing.T) {
 	}
 }
 
-// TestSlimObjectsInTheInformers: the speaker's informer factory stores the
-// slimmed objects, and strips managedFields from the other kinds.
+// TestSlimObjectsInTheInformers: the speaker's informers store the
+// slimmed objects, and strip managedFields from the other kinds.
 func TestSlimObjectsInTheInformers(t *testing.T) {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "shop", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "x"}}}}
 	kube := fake.NewClientset(fullService(nil, ""), fullSlice("node2", nil, nil, nil), secret)
-	f := informers.NewSharedInformerFactoryWithOptions(kube, 0, slimObjects())
-	svcs := f.Core().V1().Services().Lister()
-	slices := f.Discovery().V1().EndpointSlices().Lister()
-	secrets := f.Core().V1().Secrets().Lister()
-	stop := make(chan struct{})
-	defer close(stop)
-	f.Start(stop)
-	for typ, ok := range f.WaitForCacheSync(stop) {
-		if !ok {
-			t.Fatalf("%v did not sync", typ)
-		}
+	s, err := New(leantest.FromClientsets(kube, heraldfake.NewClientset(), "shop"), Options{NodeName: "node1", Namespace: "shop"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	svc, err := svcs.Services("shop").Get("web")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, inf := range s.informers {
+		go inf.RunWithContext(ctx)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+		t.Fatal("caches did not sync")
+	}
+	svc, err := s.services.Services("shop").Get("web")
 	if err != nil || svc.Spec.Ports != nil || svc.Status.LoadBalancer.Ingress[0].IP != "198.51.100.10" {
 		t.Errorf("cached Service %+v, %v: want the slimmed one", svc, err)
 	}
-	es, err := slices.EndpointSlices("shop").Get("web-abc")
+	es, err := s.slices.EndpointSlices("shop").Get("web-abc")
 	if err != nil || es.Endpoints[0].TargetRef != nil || *es.Endpoints[0].NodeName != "node2" {
 		t.Errorf("cached EndpointSlice %+v, %v: want the slimmed one", es, err)
 	}
-	sec, err := secrets.Secrets("shop").Get("s")
+	sec, err := s.listers.Secrets.Get("s")
 	if err != nil || sec.ManagedFields != nil {
 		t.Errorf("cached Secret %+v, %v: want it without managedFields", sec, err)
 	}

@@ -12,8 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
@@ -21,11 +19,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
-	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
 )
@@ -77,20 +74,17 @@ type Speaker struct {
 	rec     record.EventRecorder
 	metrics *metrics
 
-	kubeInformers   informers.SharedInformerFactory
-	secretInformers informers.SharedInformerFactory
-	holdInformers   informers.SharedInformerFactory // the hold Lease only
-	heraldInformers heraldinformers.SharedInformerFactory
-	statusInformers heraldinformers.SharedInformerFactory // this node's SpeakerStatus only
-	services        corelisters.ServiceLister
-	slices          discoverylisters.EndpointSliceLister
-	sliceIndex      cache.Indexer
-	nodes           corelisters.NodeLister
-	holdLeases      coordinationlisters.LeaseNamespaceLister
-	listers         k8s.ConfigListers
-	lastGood        *config.LastGood // keeps refused edits' last valid versions in force
-	svcCache        *serviceCache    // Services converted for announce
-	synced          []cache.InformerSynced
+	informers    []cache.SharedIndexInformer // all of them, started by Run
+	serviceIndex cache.Indexer
+	services     corelisters.ServiceLister
+	slices       discoverylisters.EndpointSliceLister
+	sliceIndex   cache.Indexer
+	nodes        corelisters.NodeLister
+	holdLeases   coordinationlisters.LeaseNamespaceLister
+	listers      k8s.ConfigListers
+	lastGood     *config.LastGood // keeps refused edits' last valid versions in force
+	svcCache     *serviceCache    // Services converted for announce
+	synced       []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
 	// statusQueue publishes the SpeakerStatus, apart from the reconciles
@@ -137,7 +131,7 @@ const (
 )
 
 // New wires a speaker; Run starts it.
-func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*Speaker, error) {
+func New(api *lean.API, opts Options) (*Speaker, error) {
 	if opts.NodeName == "" {
 		return nil, fmt.Errorf("speaker: the node name is required (--node-name or $NODE_NAME)")
 	}
@@ -171,7 +165,7 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker-status"}),
-		status: &statusPublisher{client: herald.HeraldV1beta1().SpeakerStatuses(), node: opts.NodeName,
+		status: &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName,
 			interval: opts.StatusInterval, now: opts.Now},
 		l2:        newL2State(),
 		bgpAdvert: map[string][]string{},
@@ -184,10 +178,9 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 	if opts.Members != nil {
 		s.members.Store(&memberHolder{opts.Members})
 	}
-	leases := kube.CoordinationV1().Leases(opts.Namespace)
-	s.renewer = &leaseRenewer{leases: leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now}
-	s.leases = newLeaseBook(leases, opts.Now, s.Trigger)
-	if err := s.setupInformers(kube, herald); err != nil {
+	s.renewer = &leaseRenewer{leases: api.Leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now}
+	s.leases = newLeaseBook(api.Leases, opts.Now, s.Trigger)
+	if err := s.setupInformers(api); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -232,11 +225,9 @@ func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, wo
 // Run starts the informers and reconciles until ctx ends. It does not
 // hand over or withdraw anything: call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
-	s.kubeInformers.Start(ctx.Done())
-	s.secretInformers.Start(ctx.Done())
-	s.holdInformers.Start(ctx.Done())
-	s.heraldInformers.Start(ctx.Done())
-	s.statusInformers.Start(ctx.Done())
+	for _, inf := range s.informers {
+		go inf.RunWithContext(ctx)
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
 		if ctx.Err() != nil {
 			return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 )
 
 const nodeUID = types.UID("uid-node1")
@@ -185,7 +186,7 @@ func TestSpeakerPublishesWhatItAnnounces(t *testing.T) {
 	herald := heraldfake.NewSimpleClientset(
 		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.64/27"}}},
 		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}})
-	s, err := New(kube, herald, Options{NodeName: "node1", Namespace: testNS, PodName: "speaker-abc", L2: &nullL2{}, StatusInterval: 50 * time.Millisecond})
+	s, err := New(leantest.FromClientsets(kube, herald, testNS), Options{NodeName: "node1", Namespace: testNS, PodName: "speaker-abc", L2: &nullL2{}, StatusInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	heraldv1beta1 "github.com/herald-lb/herald/api/generated/clientset/versioned/typed/api/v1beta1"
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/k8s/lean"
 )
 
 // DefaultStatusInterval is the least time between two writes of a node's
@@ -26,7 +26,7 @@ const DefaultStatusInterval = time.Second
 // heartbeat. A Get (or a Create) happens only at start, after a failed
 // write, and after the object was deleted (forget).
 type statusPublisher struct {
-	client   heraldv1beta1.SpeakerStatusInterface
+	client   lean.SpeakerStatusClient
 	node     string
 	interval time.Duration
 	now      func() time.Time

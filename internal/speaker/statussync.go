@@ -7,12 +7,8 @@ import (
 	"net/netip"
 	"slices"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
-	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/bgp"
 )
@@ -80,14 +76,10 @@ func (s *Speaker) noteL2Since(claimed []netip.Addr) {
 	}
 }
 
-// watchOwnStatus watches this node's SpeakerStatus alone (a field
-// selector on its name): deleted by someone, it is written again.
-func (s *Speaker) watchOwnStatus(herald versioned.Interface) error {
-	s.statusInformers = heraldinformers.NewSharedInformerFactoryWithOptions(herald, 0,
-		heraldinformers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.opts.NodeName).String()
-		}))
-	_, err := s.statusInformers.Herald().V1beta1().SpeakerStatuses().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+// watchOwnStatus watches this node's SpeakerStatus alone (inf has a
+// field selector on its name): deleted by someone, it is written again.
+func (s *Speaker) watchOwnStatus(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		DeleteFunc: func(any) {
 			s.status.forget()
 			s.statusChanged()

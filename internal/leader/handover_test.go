@@ -1,4 +1,4 @@
-package k8s_test
+package leader_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/internal/k8s"
+	"github.com/herald-lb/herald/internal/leader"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -118,7 +118,7 @@ func TestLeaderHandOverGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	applied := watchWriters(ctx, t, admin, ns, "handover-writes")
-	opts := k8s.LeaderOptions{Namespace: ns, Name: "handover-gap", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
+	opts := leader.Options{Namespace: ns, Name: "handover-gap", LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
 	log := &writeLog{}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	started := 0
@@ -139,7 +139,7 @@ func TestLeaderHandOverGap(t *testing.T) {
 		o := opts
 		o.Identity = r.name
 		go func() {
-			r.done <- k8s.RunAsLeader(rctx, cs, o, quiet, func(ctx context.Context, f *k8s.Fence) error {
+			r.done <- leader.Run(rctx, cs, o, quiet, func(ctx context.Context, f *leader.Fence) error {
 				return writeUnderFence(ctx, cs, f, ns, r.name, log)
 			})
 		}()
@@ -225,7 +225,7 @@ func waitForWriter(t *testing.T, log *writeLog, replicas map[string]*replica, si
 
 // writeUnderFence writes to a ConfigMap as fast as it can, each write
 // under the fence, recording every write it sent, until ctx ends.
-func writeUnderFence(ctx context.Context, cs kubernetes.Interface, f *k8s.Fence, ns, name string, log *writeLog) error {
+func writeUnderFence(ctx context.Context, cs kubernetes.Interface, f *leader.Fence, ns, name string, log *writeLog) error {
 	for seq := 0; ctx.Err() == nil; seq++ {
 		// A new value every time: every applied write is a watch event.
 		patch := []byte(fmt.Sprintf(`{"data":{"writer":%q,"seq":"%d"}}`, name, seq))

@@ -1,4 +1,4 @@
-package k8s
+package leader
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 )
 
-// LeaderOptions configure Lease leader election.
-type LeaderOptions struct {
+// Options configure Lease leader election.
+type Options struct {
 	Namespace, Name, Identity string
 	// LeaseDuration, RenewDeadline, RetryPeriod: defaults 15 s, 10 s, 2 s
 	// (client-go's, used by kube-controller-manager).
@@ -96,14 +96,14 @@ func (l *fencedLock) Update(ctx context.Context, r resourcelock.LeaderElectionRe
 	return err
 }
 
-// RunAsLeader blocks until this process holds the Lease, then runs work
+// Run blocks until this process holds the Lease, then runs work
 // with a context that ends when leadership is lost or ctx ends, and a
 // Fence every write must pass. It returns work's error once work has
 // returned; when ctx ended (not when leadership was lost) it then releases
 // the Lease, so a successor takes over at once. It never releases the
 // Lease while work still runs. The caller should exit afterwards, as
 // kube-controller-manager does, rather than go on unguarded.
-func RunAsLeader(ctx context.Context, cs kubernetes.Interface, o LeaderOptions, log *slog.Logger, work func(context.Context, *Fence) error) error {
+func Run(ctx context.Context, cs kubernetes.Interface, o Options, log *slog.Logger, work func(context.Context, *Fence) error) error {
 	if o.LeaseDuration == 0 {
 		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
 	}
@@ -166,7 +166,7 @@ func RunAsLeader(ctx context.Context, cs kubernetes.Interface, o LeaderOptions, 
 
 // release hands the Lease over (as client-go's ReleaseOnCancel does) once
 // the work has stopped, if it is still ours and not expired.
-func release(lock *fencedLock, o LeaderOptions, fence *Fence, log *slog.Logger) {
+func release(lock *fencedLock, o Options, fence *Fence, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.RenewDeadline)
 	defer cancel()
 	rec, _, err := lock.Get(ctx)
