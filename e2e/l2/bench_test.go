@@ -3,11 +3,7 @@ package l2
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
-	"os"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -145,12 +141,5 @@ func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 		gm["go_memstats_heap_inuse_bytes"]/(1<<20), gm["go_memstats_heap_released_bytes"]/(1<<20), gm["go_memstats_stack_inuse_bytes"]/(1<<20),
 		(gm["go_memstats_mspan_inuse_bytes"]+gm["go_memstats_mcache_inuse_bytes"]+gm["go_memstats_buck_hash_sys_bytes"]+gm["go_memstats_gc_sys_bytes"]+gm["go_memstats_other_sys_bytes"])/(1<<20),
 		gm["go_goroutines"])
-	for _, u := range []string{"heap?gc=1", "goroutine?debug=1"} {
-		resp, err := http.Get(fmt.Sprintf("http://%s:7472/debug/pprof/%s", n1.IPv4, u))
-		if err == nil {
-			data, _ := io.ReadAll(resp.Body)
-			os.WriteFile("/tmp/sz/"+strings.Split(u, "?")[0], data, 0o644)
-		}
-	}
 	b.ReportMetric(float64(last["node1"].RSS)/(1<<20), "rss-MiB")
 }
