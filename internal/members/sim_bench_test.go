@@ -19,7 +19,10 @@ import (
 //
 //	go test -run XXX -bench MemberListSim -benchtime 1x -timeout 20m ./internal/members/
 //
-// $HERALD_SIM_MEMBERS and $HERALD_SIM_SECONDS change the size and length.
+// $HERALD_SIM_MEMBERS and $HERALD_SIM_SECONDS change the size and length;
+// $HERALD_SIM_PROBE_INTERVAL, ..._PROBE_TIMEOUT, ..._SUSPICION_MULT and
+// ..._GOSSIP_INTERVAL override the preset's fields as the speaker's
+// --memberlist-* flags do.
 func BenchmarkMemberListSim(b *testing.B) {
 	n := envInt("HERALD_SIM_MEMBERS", 200)
 	d := time.Duration(envInt("HERALD_SIM_SECONDS", 60)) * time.Second
@@ -40,7 +43,7 @@ func BenchmarkMemberListSim(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for range b.N {
-				r := runSim(b, simOptions{members: n, timing: tc.timing, load: tc.load, duration: d, kills: 12})
+				r := runSim(b, simOptions{members: n, timing: simTiming(b, tc.timing), load: tc.load, duration: d, kills: 12})
 				b.Log(r)
 				b.ReportMetric(ms(percentile(r.detection, 50)), "detect-p50-ms")
 				b.ReportMetric(ms(percentile(r.detection, 99)), "detect-p99-ms")
