@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 )
@@ -87,6 +88,7 @@ type API struct {
 
 // New builds the speaker's clients for the namespace Herald runs in.
 func New(cfg *rest.Config, namespace string) (*API, error) {
+	cfg = shared(cfg)
 	scheme, err := NewScheme()
 	if err != nil {
 		return nil, err
@@ -129,6 +131,17 @@ func New(cfg *rest.Config, namespace string) (*API, error) {
 		Events:            eventSink{core},
 		Scheme:            scheme,
 	}, nil
+}
+
+// shared returns a copy of cfg whose clients, one per API group, share
+// one rate limiter (QPS and Burst for the speaker as a whole, as
+// client-go's clientset shares one among its groups).
+func shared(cfg *rest.Config) *rest.Config {
+	c := *cfg
+	if c.RateLimiter == nil && c.QPS > 0 {
+		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(c.QPS, max(c.Burst, 1))
+	}
+	return &c
 }
 
 // NewScheme returns a scheme of the kinds the speaker reads, writes and
