@@ -125,10 +125,7 @@ func startedSpeaker(b testing.TB, kube *fake.Clientset, herald *heraldfake.Clien
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	for _, inf := range s.informers {
-		go inf.RunWithContext(ctx)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+	if !s.syncCaches(ctx) {
 		b.Fatal("caches did not sync")
 	}
 	deadline := time.Now().Add(time.Minute)

@@ -9,7 +9,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/cache"
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -158,10 +157,7 @@ func TestSlimObjectsInTheInformers(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, inf := range s.informers {
-		go inf.RunWithContext(ctx)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+	if !s.syncCaches(ctx) {
 		t.Fatal("caches did not sync")
 	}
 	svc, err := s.services.Services("shop").Get("web")

@@ -186,6 +186,15 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	return s, nil
 }
 
+// syncCaches starts the informers until ctx ends and waits for the ones
+// announcing needs to sync; false means ctx ended first.
+func (s *Speaker) syncCaches(ctx context.Context) bool {
+	for _, inf := range s.informers {
+		go inf.RunWithContext(ctx)
+	}
+	return cache.WaitForCacheSync(ctx.Done(), s.synced...)
+}
+
 // Trigger asks for a reconcile (member changes, hand-over confirmations).
 func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 
@@ -225,10 +234,7 @@ func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, wo
 // Run starts the informers and reconciles until ctx ends. It does not
 // hand over or withdraw anything: call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
-	for _, inf := range s.informers {
-		go inf.RunWithContext(ctx)
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
+	if !s.syncCaches(ctx) {
 		if ctx.Err() != nil {
 			return nil
 		}

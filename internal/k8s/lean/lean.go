@@ -116,18 +116,18 @@ func New(cfg *rest.Config, namespace string) (*API, error) {
 		return nil, err
 	}
 	return &API{
-		Services:          newClient[*corev1.Service, *corev1.ServiceList]("services", core, params, ""),
-		EndpointSlices:    newClient[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]("endpointslices", discovery, params, ""),
-		Nodes:             newClient[*corev1.Node, *corev1.NodeList]("nodes", core, params, ""),
-		Secrets:           newClient[*corev1.Secret, *corev1.SecretList]("secrets", core, params, namespace),
-		Leases:            newClient[*coordinationv1.Lease, *coordinationv1.LeaseList]("leases", coordination, params, namespace),
-		Pools:             newCRClient[*heraldv1.IPAddressPool, *heraldv1.IPAddressPoolList]("ipaddresspools", herald, params),
-		L2Advertisements:  newCRClient[*heraldv1.L2Advertisement, *heraldv1.L2AdvertisementList]("l2advertisements", herald, params),
-		BGPAdvertisements: newCRClient[*heraldv1.BGPAdvertisement, *heraldv1.BGPAdvertisementList]("bgpadvertisements", herald, params),
-		BGPPeers:          newCRClient[*heraldv1.BGPPeer, *heraldv1.BGPPeerList]("bgppeers", herald, params),
-		Communities:       newCRClient[*heraldv1.Community, *heraldv1.CommunityList]("communities", herald, params),
-		BFDProfiles:       newCRClient[*heraldv1.BFDProfile, *heraldv1.BFDProfileList]("bfdprofiles", herald, params),
-		SpeakerStatuses:   newCRClient[*heraldv1.SpeakerStatus, *heraldv1.SpeakerStatusList]("speakerstatuses", herald, params),
+		Services:          newClient[*corev1.Service, *corev1.ServiceList]("services", core, params, "", builtIn),
+		EndpointSlices:    newClient[*discoveryv1.EndpointSlice, *discoveryv1.EndpointSliceList]("endpointslices", discovery, params, "", builtIn),
+		Nodes:             newClient[*corev1.Node, *corev1.NodeList]("nodes", core, params, "", builtIn),
+		Secrets:           newClient[*corev1.Secret, *corev1.SecretList]("secrets", core, params, namespace, builtIn),
+		Leases:            newClient[*coordinationv1.Lease, *coordinationv1.LeaseList]("leases", coordination, params, namespace, builtIn),
+		Pools:             newClient[*heraldv1.IPAddressPool, *heraldv1.IPAddressPoolList]("ipaddresspools", herald, params, "", custom),
+		L2Advertisements:  newClient[*heraldv1.L2Advertisement, *heraldv1.L2AdvertisementList]("l2advertisements", herald, params, "", custom),
+		BGPAdvertisements: newClient[*heraldv1.BGPAdvertisement, *heraldv1.BGPAdvertisementList]("bgpadvertisements", herald, params, "", custom),
+		BGPPeers:          newClient[*heraldv1.BGPPeer, *heraldv1.BGPPeerList]("bgppeers", herald, params, "", custom),
+		Communities:       newClient[*heraldv1.Community, *heraldv1.CommunityList]("communities", herald, params, "", custom),
+		BFDProfiles:       newClient[*heraldv1.BFDProfile, *heraldv1.BFDProfileList]("bfdprofiles", herald, params, "", custom),
+		SpeakerStatuses:   newClient[*heraldv1.SpeakerStatus, *heraldv1.SpeakerStatusList]("speakerstatuses", herald, params, "", custom),
 		Events:            eventSink{core},
 		Scheme:            scheme,
 	}, nil
@@ -182,23 +182,23 @@ func groupClient(cfg *rest.Config, codecs runtime.NegotiatedSerializer, h *http.
 	return rc, nil
 }
 
-// newClient is a typed client of one built-in kind, as client-go's (which
-// prefer protobuf for built-in kinds).
+// The encodings of newClient's kinds, as client-go's generated clients
+// have them: built-in kinds prefer protobuf, custom resources speak JSON.
+const (
+	builtIn = true
+	custom  = false
+)
+
+// newClient is a typed client of one kind, namespaced or not ("").
 func newClient[T interface {
 	runtime.Object
 	metav1.Object
-}, L runtime.Object](resource string, rc rest.Interface, params runtime.ParameterCodec, namespace string) *gentype.ClientWithList[T, L] {
-	return gentype.NewClientWithList[T, L](resource, rc, params, namespace,
-		newObject[T], newObject[L], gentype.PrefersProtobuf[T]())
-}
-
-// newCRClient is a typed client of one of Herald's kinds (cluster-scoped,
-// JSON only, as its generated client).
-func newCRClient[T interface {
-	runtime.Object
-	metav1.Object
-}, L runtime.Object](resource string, rc rest.Interface, params runtime.ParameterCodec) *gentype.ClientWithList[T, L] {
-	return gentype.NewClientWithList[T, L](resource, rc, params, "", newObject[T], newObject[L])
+}, L runtime.Object](resource string, rc rest.Interface, params runtime.ParameterCodec, namespace string, preferProtobuf bool) *gentype.ClientWithList[T, L] {
+	var opts []gentype.Option[T]
+	if preferProtobuf {
+		opts = append(opts, gentype.PrefersProtobuf[T]())
+	}
+	return gentype.NewClientWithList[T, L](resource, rc, params, namespace, newObject[T], newObject[L], opts...)
 }
 
 // newObject returns a new zero object of the pointer type P.
