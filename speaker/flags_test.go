@@ -24,8 +24,12 @@ func TestTimingPresetAndOverrides(t *testing.T) {
 	if f.timing() != members.DefaultTiming() {
 		t.Error("default timing")
 	}
-	if _, err := parseFlags([]string{"--node-name=n1", "--memberlist-timing=huge"}); err == nil {
-		t.Error("unknown preset accepted")
+	f, _ = parseFlags([]string{"--node-name=n1", "--memberlist-timing=large-fast"})
+	if f.timing() != members.FastLargeClusterTiming() {
+		t.Error("large-fast timing")
+	}
+	if _, err := parseFlags([]string{"--node-name=n1", "--memberlist-timing=huge"}); err == nil || !strings.Contains(err.Error(), "--memberlist-timing") {
+		t.Errorf("unknown preset: %v, want an error naming the flag", err)
 	}
 }
 

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,8 +15,8 @@ import (
 	"github.com/herald-lb/herald/internal/labkit"
 )
 
-// The member-list simulation: hundreds of real memberlist instances in this
-// process on 127.0.0.1 (each on its own UDP and TCP port, encrypted as in
+// The member-list simulation: hundreds of real memberlist instances in a
+// few child processes (simproc_test.go) on 127.0.0.1 (each on its own UDP and TCP port, encrypted as in
 // production), a CPU load around them, members killed one at a time
 // (Shutdown without Leave: sockets close, as with SIGKILL), and two
 // figures: how long until every survivor sees a killed member Dead, and how
@@ -31,11 +31,12 @@ type simOptions struct {
 	load     func(tb testing.TB, d time.Duration, n int)
 	duration time.Duration // how long the load (and the run) lasts
 	kills    int           // members killed, evenly spread over the run
+	procs    int           // processes the members are spread over
 }
 
 // simResult is what a run measured.
 type simResult struct {
-	members, kills int
+	members, kills, procs int
 	// detection: per kill, crash until the last survivor saw it Dead;
 	// observations: per kill and survivor, crash until that survivor did.
 	detection, observations []time.Duration
@@ -44,9 +45,9 @@ type simResult struct {
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("%d members, %d kills: detection (all survivors) p50 %v p99 %v max %v; per observer p99 %v; "+
+	return fmt.Sprintf("%d members in %d process(es), %d kills: detection (all survivors) p50 %v p99 %v max %v; per observer p99 %v; "+
 		"%d false deaths, %d suspicions of healthy members; formed in %v",
-		r.members, r.kills, percentile(r.detection, 50).Round(time.Millisecond), percentile(r.detection, 99).Round(time.Millisecond),
+		r.members, r.procs, r.kills, percentile(r.detection, 50).Round(time.Millisecond), percentile(r.detection, 99).Round(time.Millisecond),
 		percentile(r.detection, 100).Round(time.Millisecond), percentile(r.observations, 99).Round(time.Millisecond),
 		r.falseDeaths, r.suspicions, r.formed.Round(time.Millisecond))
 }
@@ -104,22 +105,14 @@ func (l *simLog) WithGroup(string) slog.Handler      { return l }
 func runSim(tb testing.TB, o simOptions) simResult {
 	tb.Helper()
 	o.kills = min(o.kills, o.members-3) // two survivors at least, and a third to confirm
-	log := &simLog{killed: map[string]bool{}}
-	ms := make([]*Members, o.members)
+	o.procs = max(1, min(o.procs, o.members))
 	names := make([]string, o.members)
-	var addrs []string
-	start := time.Now()
-	for i := range ms {
+	for i := range names {
 		names[i] = fmt.Sprintf("node-%03d", i)
-		m, err := New(Config{NodeName: names[i], BindAddr: "127.0.0.1", AdvertiseAddr: "127.0.0.1",
-			SecretKey: testKey(), Logger: slog.New(log), Timing: o.timing})
-		if err != nil {
-			tb.Fatalf("start member %s: %v", names[i], err)
-		}
-		ms[i] = m
-		addrs = append(addrs, nodeAddrPort(m.ml.LocalNode()).String())
 	}
-	tb.Cleanup(func() { shutdownSim(ms) })
+	start := time.Now()
+	children := startSimChildren(tb, names, o.procs, o.timing)
+	owner := func(i int) *simChild { return children[i%o.procs] }
 	// Every member joins the same three seeds, and learns the others from
 	// them and from gossip. A speaker is given every Node's address, but
 	// 200 members each exchanging state with 199 others at once, on two
@@ -130,35 +123,40 @@ func runSim(tb testing.TB, o simOptions) simResult {
 	// once flooded the two cores with the news of 200 joins, probes timed
 	// out, suspicions added to the flood, and the cluster never formed
 	// (the member seeing fewest saw 148-194 of 200 after 5 minutes).
-	seeds := addrs[:min(3, len(addrs))]
+	var seeds []string
+	for i := range min(3, o.members) {
+		seeds = append(seeds, owner(i).addrs[names[i]])
+	}
 	wave := max(1, envInt("HERALD_SIM_JOIN_WAVE", 10))
-	for i, m := range ms {
+	for i, name := range names {
 		if i > 0 && i%wave == 0 {
 			time.Sleep(500 * time.Millisecond)
 		}
-		m.Join(seeds)
+		owner(i).call(tb, "JOIN %s %s", name, strings.Join(seeds, ","))
 	}
 	lastLog := time.Now()
 	formLimit := time.Duration(envInt("HERALD_SIM_FORM_SECONDS", 300)) * time.Second
 	labkit.Eventually(tb, formLimit, "every member to see every member alive", func() bool {
-		least, settled := o.members, 0
-		for _, m := range ms {
-			least = min(least, m.book.counts()[Alive])
-			if m.Settled() {
-				settled++
-			}
+		least := o.members
+		for _, c := range children {
+			var n int
+			fmt.Sscanf(c.call(tb, "ALIVE"), "ALIVE %d", &n)
+			least = min(least, n)
 		}
 		if time.Since(lastLog) > 10*time.Second {
-			tb.Logf("forming: after %v the member seeing fewest sees %d of %d alive; %d settled", time.Since(start).Round(time.Second), least, o.members, settled)
+			tb.Logf("forming: after %v the member seeing fewest sees %d of %d alive", time.Since(start).Round(time.Second), least, o.members)
 			lastLog = time.Now()
 		}
 		return least == o.members
 	})
-	res := simResult{members: o.members, kills: o.kills, formed: time.Since(start)}
+	res := simResult{members: o.members, kills: o.kills, procs: o.procs, formed: time.Since(start)}
 
 	loadDone := make(chan struct{})
 	if o.load != nil {
-		go func() { defer close(loadDone); o.load(tb, o.duration, 2*runtime.NumCPU()) }()
+		// Twice as many busy loops as the members have threads for Go
+		// code between them, whatever the number of processes: the
+		// members get a third of the CPU at equal priority.
+		go func() { defer close(loadDone); o.load(tb, o.duration, 2*o.procs*simChildProcs(o.procs)) }()
 	} else {
 		close(loadDone)
 	}
@@ -166,37 +164,51 @@ func runSim(tb testing.TB, o simOptions) simResult {
 	gap := o.duration / time.Duration(o.kills+1)
 	for k := range o.kills {
 		time.Sleep(time.Until(start.Add(res.formed).Add(time.Duration(k+1) * gap)))
-		victim := len(ms) - 1 - k
-		log.kill(names[victim])
-		crashed := time.Now()
-		if err := ms[victim].Shutdown(); err != nil {
-			tb.Fatal(err)
+		victim := o.members - 1 - k
+		for _, c := range children {
+			c.call(tb, "VICTIM %s", names[victim])
 		}
-		survivors := ms[:len(ms)-1-k]
+		var ns int64
+		fmt.Sscanf(owner(victim).call(tb, "KILL %s", names[victim]), "KILLED %d", &ns)
+		crashed := time.Unix(0, ns)
+		var seen []time.Duration
 		labkit.Eventually(tb, 30*time.Second, "every survivor to see "+names[victim]+" dead", func() bool {
-			for _, m := range survivors {
-				if m.State(names[victim]) != Dead {
+			seen = seen[:0]
+			for _, c := range children {
+				f := strings.Fields(c.call(tb, "DEAD %s", names[victim]))
+				if len(f) == 0 || f[0] != "DEAD" {
 					return false
+				}
+				for _, t := range f[1:] {
+					n, _ := strconv.ParseInt(t, 10, 64)
+					seen = append(seen, time.Unix(0, n).Sub(crashed))
 				}
 			}
 			return true
 		})
-		var last time.Duration
-		for _, m := range survivors {
-			d := m.book.since(names[victim]).Sub(crashed)
-			res.observations = append(res.observations, d)
-			last = max(last, d)
-		}
-		res.detection = append(res.detection, last)
+		res.observations = append(res.observations, seen...)
+		res.detection = append(res.detection, slices.Max(seen))
 	}
 	time.Sleep(time.Until(end))
 	<-loadDone
-	log.mu.Lock()
-	res.falseDeaths, res.suspicions = len(log.falseDeaths), log.suspicions
-	if len(log.falseDeaths) > 0 {
-		tb.Logf("false deaths (first 10): %v", log.falseDeaths[:min(10, len(log.falseDeaths))])
+	var falseDeaths []string
+	for _, c := range children {
+		var d, s int
+		f := strings.SplitN(c.call(tb, "STATS"), " ", 4)
+		if len(f) < 3 {
+			tb.Fatalf("simulation child %d: bad STATS answer %q", c.cmd.Process.Pid, f)
+		}
+		d, _ = strconv.Atoi(f[1])
+		s, _ = strconv.Atoi(f[2])
+		res.falseDeaths += d
+		res.suspicions += s
+		if len(f) == 4 && f[3] != "" {
+			falseDeaths = append(falseDeaths, strings.Split(f[3], ";")...)
+		}
 	}
-	log.mu.Unlock()
+	if len(falseDeaths) > 0 {
+		tb.Logf("false deaths (first 10 of each process): %v", falseDeaths)
+	}
 	slices.Sort(res.detection)
 	return res
 }

@@ -3,6 +3,7 @@ package members
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -91,6 +92,44 @@ func LargeClusterTiming() Timing {
 		StreamTimeout:           5 * time.Second,
 		RejoinInterval:          30 * time.Second,
 	}
+}
+
+// FastLargeClusterTiming is LargeClusterTiming with a 120 ms probe
+// interval, a 60 ms probe timeout and no wait for confirmations
+// (SuspicionMult 2): for hundreds of nodes whose speakers keep the CPU
+// they request (the manifests' CPU request and system-node-critical
+// priority). In the 200-member simulation with the CPU saturated by
+// lower-priority work, detection p50 0.9 s, p99 1.1-1.4 s, with no false
+// death and no suspicion of a healthy member. Where a speaker must share
+// the CPU equally with busy pods it is not safe: in the same simulation
+// with the load at the members' own priority the members fell behind on
+// their probes and the cluster collapsed into false deaths, where
+// LargeClusterTiming held. On a few nodes it is about as quick as
+// DefaultTiming to declare a stalled node dead.
+func FastLargeClusterTiming() Timing {
+	t := LargeClusterTiming()
+	t.ProbeInterval = 120 * time.Millisecond
+	t.ProbeTimeout = 60 * time.Millisecond
+	t.SuspicionMult = 2
+	return t
+}
+
+// PresetNames are the names Preset knows, in the order to list them.
+func PresetNames() []string { return []string{"default", "large", "large-fast"} }
+
+// Preset returns the timing of a preset by name: "default"
+// (DefaultTiming), "large" (LargeClusterTiming) or "large-fast"
+// (FastLargeClusterTiming).
+func Preset(name string) (Timing, error) {
+	switch name {
+	case "default":
+		return DefaultTiming(), nil
+	case "large":
+		return LargeClusterTiming(), nil
+	case "large-fast":
+		return FastLargeClusterTiming(), nil
+	}
+	return Timing{}, fmt.Errorf("unknown timing preset %q: want one of %s", name, strings.Join(PresetNames(), ", "))
 }
 
 // Validate reports every field that is out of range.

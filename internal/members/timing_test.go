@@ -7,10 +7,31 @@ import (
 )
 
 func TestTimingPresetsAreValid(t *testing.T) {
-	for name, tm := range map[string]Timing{"default": DefaultTiming(), "large": LargeClusterTiming()} {
+	want := map[string]Timing{"default": DefaultTiming(), "large": LargeClusterTiming(), "large-fast": FastLargeClusterTiming()}
+	for _, name := range PresetNames() {
+		tm, err := Preset(name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if tm != want[name] {
+			t.Errorf("Preset(%q) = %+v, want %+v", name, tm, want[name])
+		}
 		if err := tm.Validate(); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+		delete(want, name)
+	}
+	if len(want) > 0 {
+		t.Errorf("PresetNames leaves out %v", want)
+	}
+	if _, err := Preset("huge"); err == nil || !strings.Contains(err.Error(), "large-fast") {
+		t.Errorf("unknown preset: %v, want an error listing the presets", err)
+	}
+	// large-fast detects faster than large at any size: a shorter probe
+	// interval and a shorter suspicion.
+	f, l := FastLargeClusterTiming(), LargeClusterTiming()
+	if f.ProbeInterval >= l.ProbeInterval || f.SuspicionMult*int(f.ProbeInterval) >= l.SuspicionMult*int(l.ProbeInterval) {
+		t.Errorf("large-fast %+v is not faster than large %+v", f, l)
 	}
 }
 
