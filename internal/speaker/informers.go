@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"errors"
+	"reflect"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -118,7 +119,11 @@ func (s *Speaker) addHandlers(i kindInformers) error {
 		}
 		s.synced = append(s.synced, inf.HasSynced)
 	}
-	for _, inf := range []cache.SharedIndexInformer{i.nodes, i.secrets, i.hold, i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles} {
+	if _, err := i.nodes.AddEventHandler(nodeHandler(batch)); err != nil {
+		return err
+	}
+	s.synced = append(s.synced, i.nodes.HasSynced)
+	for _, inf := range []cache.SharedIndexInformer{i.secrets, i.hold, i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles} {
 		if _, err := inf.AddEventHandler(trigger); err != nil {
 			return err
 		}
@@ -131,6 +136,34 @@ func (s *Speaker) addHandlers(i kindInformers) error {
 // endpointSlicesOf returns the EndpointSlices of a Service.
 func (s *Speaker) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
 	return k8s.SlicesOf(s.sliceIndex, svc)
+}
+
+// nodeHandler queues a reconcile (batch) for a Node added, deleted, or
+// changed in what the speaker keeps of it (slimNode: labels, taints,
+// conditions' status, addresses, deletion). The kubelet's periodic status
+// reports change only what slimNode drops, and at 1,000 nodes they would
+// otherwise cost a few full reconciles a second.
+func nodeHandler(batch func()) cache.ResourceEventHandlerFuncs {
+	h := batchHandler(func(any) {}, batch)
+	h.UpdateFunc = func(old, obj any) {
+		if !sameNodeButVersion(old, obj) {
+			batch()
+		}
+	}
+	return h
+}
+
+// sameNodeButVersion reports whether two versions of a (slimmed) Node
+// differ only in their resourceVersion.
+func sameNodeButVersion(old, obj any) bool {
+	a, ok := old.(*corev1.Node)
+	b, ok2 := obj.(*corev1.Node)
+	if !ok || !ok2 {
+		return false
+	}
+	ac, bc := *a, *b // shallow copies: only the copies' versions are cleared
+	ac.ResourceVersion, bc.ResourceVersion = "", ""
+	return reflect.DeepEqual(&ac, &bc)
 }
 
 // batchHandler is an event handler that calls touch with every object an

@@ -76,12 +76,19 @@ func slimSlice(s *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
 }
 
 // slimNode keeps what eligibility and the member list read: labels,
-// taints, conditions and addresses (not the images, volumes or node
-// info, which are most of a Node).
+// taints, the conditions' type and status, and addresses (not the images,
+// volumes or node info, which are most of a Node, nor the conditions'
+// heartbeat times and messages, so that the kubelet's periodic status
+// report leaves the slimmed Node unchanged).
 func slimNode(n *corev1.Node) *corev1.Node {
 	out := &corev1.Node{TypeMeta: n.TypeMeta, ObjectMeta: slimMeta(n.ObjectMeta)}
 	out.Spec.Taints = n.Spec.Taints
-	out.Status.Conditions = n.Status.Conditions
+	if len(n.Status.Conditions) > 0 {
+		out.Status.Conditions = make([]corev1.NodeCondition, len(n.Status.Conditions))
+		for i, c := range n.Status.Conditions {
+			out.Status.Conditions[i] = corev1.NodeCondition{Type: c.Type, Status: c.Status}
+		}
+	}
 	out.Status.Addresses = n.Status.Addresses
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -171,5 +172,63 @@ func TestSlimObjectsInTheInformers(t *testing.T) {
 	sec, err := s.listers.Secrets.Get("s")
 	if err != nil || sec.ManagedFields != nil {
 		t.Errorf("cached Secret %+v, %v: want it without managedFields", sec, err)
+	}
+}
+
+// TestNodeStatusReportQueuesNoReconcile: the kubelet's periodic status
+// report (new heartbeat times, a new resourceVersion, images) leaves the
+// slimmed Node as it was and queues no reconcile; a change to anything
+// the speaker reads of a Node queues one, as do adds and deletes.
+func TestNodeStatusReportQueuesNoReconcile(t *testing.T) {
+	base := func() *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: "n1", ResourceVersion: "10", Labels: map[string]string{"zone": "a"}},
+			Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "dedicated", Value: "lb", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{
+				Conditions: []corev1.NodeCondition{
+					{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Unix(100, 0), Reason: "KubeletReady", Message: "kubelet is posting ready status"},
+					{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, LastHeartbeatTime: metav1.Unix(100, 0)},
+				},
+				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.11"}},
+			},
+		}
+	}
+	queued := 0
+	h := nodeHandler(func() { queued++ })
+	for _, tc := range []struct {
+		what   string
+		change func(*corev1.Node)
+		queue  bool
+	}{
+		{"status report", func(n *corev1.Node) {
+			n.ResourceVersion = "11"
+			for i := range n.Status.Conditions {
+				n.Status.Conditions[i].LastHeartbeatTime = metav1.Unix(400, 0)
+			}
+			n.Status.Images = []corev1.ContainerImage{{Names: []string{"registry.example/app:2"}}}
+		}, false},
+		{"label", func(n *corev1.Node) { n.Labels = map[string]string{"zone": "b"} }, true},
+		{"exclusion label", func(n *corev1.Node) { n.Labels[corev1.LabelNodeExcludeBalancers] = "true" }, true},
+		{"taint", func(n *corev1.Node) {
+			n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "ToBeDeletedByClusterAutoscaler"})
+		}, true},
+		{"network unavailable", func(n *corev1.Node) { n.Status.Conditions[1].Status = corev1.ConditionTrue }, true},
+		{"not ready", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }, true},
+		{"address", func(n *corev1.Node) { n.Status.Addresses[0].Address = "198.51.100.12" }, true},
+		{"deleting", func(n *corev1.Node) { n.DeletionTimestamp = ptr.To(metav1.Unix(500, 0)) }, true},
+	} {
+		old, next := base(), base()
+		tc.change(next)
+		queued = 0
+		h.OnUpdate(slimNode(old), slimNode(next))
+		if (queued > 0) != tc.queue {
+			t.Errorf("%s: %d reconciles queued, want a reconcile: %v", tc.what, queued, tc.queue)
+		}
+	}
+	queued = 0
+	h.OnAdd(slimNode(base()), false)
+	h.OnDelete(slimNode(base()))
+	if queued != 2 {
+		t.Errorf("add and delete queued %d reconciles, want 2", queued)
 	}
 }

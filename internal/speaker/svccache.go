@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -17,9 +18,10 @@ import (
 // (announce.Service, endpoints summarised), sorted by key, and converts
 // again only the Services whose object or EndpointSlices changed since the
 // last reconcile (the informers' handlers mark them): a reconcile at
-// 10,000 Services does not convert 10,000. Each conversion gets a new Rev,
-// so that announce.L2Memo decides again only the addresses of the Services
-// converted again.
+// 10,000 Services does not convert 10,000. A conversion that differs from
+// the Service's last gets a new Rev, so that announce.L2Memo decides again
+// only the addresses of those Services; an update that changes nothing
+// announcing reads keeps the Rev it had.
 type serviceCache struct {
 	mu     sync.Mutex
 	dirty  map[string]bool
@@ -107,7 +109,12 @@ func (c *serviceCache) put(key string, svc *corev1.Service, src serviceSource) {
 		c.sorted = slices.Delete(c.sorted, i, i+1)
 	case svc == nil:
 	case found:
-		c.sorted[i] = c.convert(svc, src)
+		next := announce.ServiceFrom(svc, src.slicesOf(svc))
+		if sameConversion(c.sorted[i], next) {
+			return // keeps its Rev: nothing announcing reads changed, nothing to decide again
+		}
+		next.Rev = c.nextRev()
+		c.sorted[i] = next
 	default:
 		c.sorted = slices.Insert(c.sorted, i, c.convert(svc, src))
 	}
@@ -117,6 +124,14 @@ func (c *serviceCache) convert(svc *corev1.Service, src serviceSource) announce.
 	out := announce.ServiceFrom(svc, src.slicesOf(svc))
 	out.Rev = c.nextRev()
 	return out
+}
+
+// sameConversion reports whether two conversions of a Service are equal
+// but for their Rev: an update announcing does not read (a pod replaced
+// on the same node, an annotation, a port) then decides nothing again.
+func sameConversion(a, b announce.Service) bool {
+	a.Rev, b.Rev = 0, 0
+	return reflect.DeepEqual(a, b)
 }
 
 func (c *serviceCache) nextRev() uint64 {

@@ -134,3 +134,56 @@ func withoutRevs(svcs []announce.Service) []announce.Service {
 	}
 	return out
 }
+
+// TestServiceCacheKeepsRevWhenNothingAnnouncingReadsChanged: a pod
+// replaced on the same node (a new EndpointSlice address) or a Service
+// annotation announcing ignores keeps the Service's Rev, so no address is
+// decided again; a readiness change or a new address gives a new Rev.
+func TestServiceCacheKeepsRevWhenNothingAnnouncingReadsChanged(t *testing.T) {
+	f := &fakeCluster{svcs: map[string]*corev1.Service{}, slices: map[string]*discoveryv1.EndpointSlice{}}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec:   corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.64"}}}}}
+	slice := func(addr string, ready bool) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-1", Labels: map[string]string{discoveryv1.LabelServiceName: "web"}},
+			Endpoints: []discoveryv1.Endpoint{{Addresses: []string{addr}, NodeName: ptr.To("node1"), Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready)}}}}
+	}
+	f.svcs["ns/web"], f.slices["web-1"] = svc, slice("10.0.0.1", true)
+	c := newServiceCache()
+	rev := func(what string) uint64 {
+		t.Helper()
+		got, err := c.services(f.source())
+		if err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v, %v", what, got, err)
+		}
+		return got[0].Rev
+	}
+	first := rev("first conversion")
+	steps := []struct {
+		what    string
+		change  func()
+		changed bool
+	}{
+		{"pod replaced on the same node", func() { f.slices["web-1"] = slice("10.0.0.2", true) }, false},
+		{"annotation announcing does not read", func() {
+			s := svc.DeepCopy()
+			s.Annotations = map[string]string{"example.com/owner": "team-a"}
+			f.svcs["ns/web"] = s
+		}, false},
+		{"endpoint no longer ready", func() { f.slices["web-1"] = slice("10.0.0.2", false) }, true},
+		{"another address", func() {
+			s := f.svcs["ns/web"].DeepCopy()
+			s.Status.LoadBalancer.Ingress = append(s.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: "2001:db8::64"})
+			f.svcs["ns/web"] = s
+		}, true},
+	}
+	for _, st := range steps {
+		st.change()
+		c.touch("ns/web")
+		got := rev(st.what)
+		if (got != first) != st.changed {
+			t.Errorf("%s: Rev %d after %d; want a new Rev: %v", st.what, got, first, st.changed)
+		}
+		first = got
+	}
+}
