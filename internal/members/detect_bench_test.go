@@ -22,6 +22,7 @@ func BenchmarkDetect(b *testing.B) {
 	}{
 		{"default", DefaultTiming()},
 		{"large-cluster", LargeClusterTiming()},
+		{"large-fast", FastLargeClusterTiming()},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var first, all []time.Duration

@@ -42,7 +42,8 @@
 // p50 277–312 ms, p99 (the slowest of 20) 366–475 ms. With real processes
 // in network namespaces on a bridge (BenchmarkDetectBetweenNamespaces, root):
 // SIGKILL p50 287 ms, p99 416 ms; link down p50 278 ms, p99 361 ms.
-// LargeClusterTiming on 3 nodes in one process: p50 1.09 s, p99 1.47 s.
+// LargeClusterTiming on 3 nodes in one process: p50 1.09 s, p99 1.47 s;
+// FastLargeClusterTiming: p50 0.46 s, p99 0.67 s.
 //
 // Faster detection costs:
 //

@@ -40,6 +40,7 @@ func BenchmarkFalseSuspicion(b *testing.B) {
 	}{
 		{"default", DefaultTiming()},
 		{"large-cluster", LargeClusterTiming()},
+		{"large-fast", FastLargeClusterTiming()},
 	}
 	for _, tc := range timings {
 		for _, load := range loads {

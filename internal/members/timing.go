@@ -104,8 +104,8 @@ func LargeClusterTiming() Timing {
 // the CPU equally with busy pods it is not safe: in the same simulation
 // with the load at the members' own priority the members fell behind on
 // their probes and the cluster collapsed into false deaths, where
-// LargeClusterTiming held. On a few nodes it is about as quick as
-// DefaultTiming to declare a stalled node dead.
+// LargeClusterTiming held. On 3 nodes: detection p50 0.46 s, p99 0.67 s
+// (BenchmarkDetect), and no suspicion in BenchmarkFalseSuspicion.
 func FastLargeClusterTiming() Timing {
 	t := LargeClusterTiming()
 	t.ProbeInterval = 120 * time.Millisecond
