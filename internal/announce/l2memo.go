@@ -19,6 +19,13 @@ type L2Memo struct {
 	live    []bool
 	entries []l2MemoEntry // by address
 	decided int           // addresses the last call decided anew
+
+	// Memory reused between calls (at 10,000 Services a call would
+	// otherwise allocate megabytes): the entries' other buffer, the
+	// grouping by address, and the result's owners.
+	spare   []l2MemoEntry
+	scratch holderScratch
+	owners  []L2Owner
 }
 
 // l2MemoEntry is one address's decision (d.owner.IP is the address) and
@@ -36,6 +43,8 @@ type holderRev struct {
 }
 
 // Decide returns L2(st), deciding only what changed since the last call.
+// The result's Owners are valid until the next call (their memory is
+// reused); copy what must outlive it.
 func (m *L2Memo) Decide(st State) L2Result {
 	nodes := st.nodes()
 	live := make([]bool, len(nodes))
@@ -48,9 +57,9 @@ func (m *L2Memo) Decide(st State) L2Result {
 	m.cfg, m.nodes, m.live = configValue(st), nodes, live
 	res := L2Result{Unowned: map[netip.Addr]string{}}
 	m.decided = 0
-	hs := st.holders()
-	next := make([]l2MemoEntry, 0, len(hs))
-	res.Owners = make([]L2Owner, 0, len(hs))
+	hs := st.holdersWith(&m.scratch)
+	next := slices.Grow(m.spare[:0], len(hs))
+	res.Owners = slices.Grow(m.owners[:0], len(hs))
 	old := m.entries // sorted by address, as hs
 	for _, h := range hs {
 		for len(old) > 0 && old[0].d.owner.IP.Less(h.ip) {
@@ -66,7 +75,9 @@ func (m *L2Memo) Decide(st State) L2Result {
 		next = append(next, e)
 		res.add(e.d)
 	}
-	m.entries = next
+	m.owners = res.Owners
+	clear(m.entries) // the other buffer now: drop what it holds
+	m.spare, m.entries = m.entries[:0], next
 	if len(res.Owners) == 0 {
 		res.Owners = nil // as L2
 	}

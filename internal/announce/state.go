@@ -97,30 +97,38 @@ type holding struct {
 // holders groups the Services by address, addresses sorted. It sorts
 // (address, Service) pairs rather than filling a map: at 10,000 Services
 // a reconcile spends far less in it.
-func (st State) holders() []holding {
-	type pair struct {
-		ip  netip.Addr
-		svc *Service
-	}
-	n := 0
-	for i := range st.Services {
-		n += len(st.Services[i].IPs)
-	}
-	pairs := make([]pair, 0, n)
+func (st State) holders() []holding { return st.holdersWith(&holderScratch{}) }
+
+// holderScratch is memory holdersWith reuses between calls: the result
+// of one call is valid until the next with the same scratch.
+type holderScratch struct {
+	pairs []holderPair
+	svcs  []*Service
+	out   []holding
+}
+
+type holderPair struct {
+	ip  netip.Addr
+	svc *Service
+}
+
+// holdersWith is holders in sc's memory.
+func (st State) holdersWith(sc *holderScratch) []holding {
+	pairs := sc.pairs[:0]
 	for i := range st.Services {
 		s := &st.Services[i]
 		for _, ip := range s.IPs {
-			pairs = append(pairs, pair{ip, s})
+			pairs = append(pairs, holderPair{ip, s})
 		}
 	}
-	slices.SortFunc(pairs, func(a, b pair) int {
+	slices.SortFunc(pairs, func(a, b holderPair) int {
 		if c := a.ip.Compare(b.ip); c != 0 {
 			return c
 		}
 		return strings.Compare(a.svc.Key, b.svc.Key)
 	})
-	svcs := make([]*Service, len(pairs))
-	var out []holding
+	svcs := slices.Grow(sc.svcs[:0], len(pairs))[:len(pairs)]
+	out := sc.out[:0]
 	for i, p := range pairs {
 		svcs[i] = p.svc
 		if len(out) > 0 && out[len(out)-1].ip == p.ip {
@@ -130,5 +138,7 @@ func (st State) holders() []holding {
 		}
 		out = append(out, holding{ip: p.ip, svcs: svcs[i : i+1 : i+1]})
 	}
+	clear(pairs) // drop the Service pointers until the next call
+	sc.pairs, sc.svcs, sc.out = pairs[:0], svcs, out
 	return out
 }

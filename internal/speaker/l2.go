@@ -14,6 +14,7 @@ import (
 type l2State struct {
 	owned     map[netip.Addr]announce.L2Owner
 	releasing map[netip.Addr]*release
+	spare     map[netip.Addr]announce.L2Owner // the next plan's owned, reused
 }
 
 // release is an address this node lost to another live node: it keeps
@@ -92,7 +93,12 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	}
 	var p l2Plan
 	now, grace := o.now, o.grace
-	mine := make(map[netip.Addr]announce.L2Owner, len(l.owned))
+	mine := l.spare
+	if mine == nil {
+		mine = make(map[netip.Addr]announce.L2Owner, len(l.owned))
+	}
+	clear(mine)
+	var owned []layer2.Announcement // in address order, as res.Owners
 	if o.settled {
 		for _, ow := range res.Owners {
 			ip := ow.IP
@@ -108,6 +114,7 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 				continue
 			}
 			mine[ip] = ow
+			owned = append(owned, layer2.Announcement{IP: ip, Interfaces: ow.Interfaces})
 			if !had {
 				p.claimed = append(p.claimed, ow)
 			}
@@ -119,6 +126,7 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 			l.releasing[ip] = &release{owner: ow, since: now}
 		}
 	}
+	var releasing []layer2.Announcement
 	for ip, r := range l.releasing {
 		next, ok := ownerOf(res.Owners, ip)
 		switch {
@@ -127,18 +135,36 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 			p.dropped = append(p.dropped, ip)
 		default:
 			r.newOwner = next.Node
-			p.want = append(p.want, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
+			releasing = append(releasing, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
 			p.recheck = earliest(p.recheck, r.since.Add(grace))
 		}
 	}
-	for _, ow := range mine {
-		p.want = append(p.want, layer2.Announcement{IP: ow.IP, Interfaces: ow.Interfaces})
-	}
-	l.owned = mine
-	slices.SortFunc(p.want, func(a, b layer2.Announcement) int { return a.IP.Compare(b.IP) })
+	l.owned, l.spare = mine, l.owned
+	slices.SortFunc(releasing, byAddress)
+	p.want = mergeByAddress(owned, releasing)
 	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
 	slices.SortFunc(p.dropped, netip.Addr.Compare)
 	return p
+}
+
+func byAddress(a, b layer2.Announcement) int { return a.IP.Compare(b.IP) }
+
+// mergeByAddress merges two lists sorted by address (with no address in
+// both) into one: at 10,000 addresses far cheaper than sorting them
+// again.
+func mergeByAddress(a, b []layer2.Announcement) []layer2.Announcement {
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]layer2.Announcement, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if byAddress(a[0], b[0]) < 0 {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // earliest is the earlier of a and b, zero meaning none.
