@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"math/rand/v2"
 	"net/netip"
 	"slices"
 	"testing"
@@ -145,5 +146,53 @@ func TestPlanClaimFrom(t *testing.T) {
 	p = l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: from, grace: time.Second})
 	if len(p.claimed) != 1 || p.claimed[0].IP != other {
 		t.Errorf("from claimFrom on: claimed %v, want %s", p.claimed, other)
+	}
+}
+
+// TestPlanWantIsWhatTheNodeAnswers: over random sequences of decisions
+// (owners moving between three nodes, addresses appearing and going, the
+// time passing the hand-over grace or not), every plan's want lists each
+// owned address once and each address being handed over once, marked
+// releasing, in address order, and nothing else.
+func TestPlanWantIsWhatTheNodeAnswers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	nodes := []string{"node1", "node2", "node3", ""} // "": no owner
+	l := newL2State()
+	now := time.Unix(1000, 0)
+	for step := range 2000 {
+		var res announce.L2Result
+		for i := range 64 {
+			if rng.IntN(8) == 0 {
+				continue // the address is gone
+			}
+			ip := netip.AddrFrom4([4]byte{198, 51, 100, byte(64 + i)})
+			res.Owners = append(res.Owners, announce.L2Owner{IP: ip, Node: nodes[rng.IntN(len(nodes))], Services: []string{"ns/svc"}})
+		}
+		now = now.Add(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		if rng.IntN(10) == 0 {
+			for ip := range l.releasing {
+				l.yielded(ip) // the new owner announced itself
+				break
+			}
+		}
+		p := l.plan("node1", res, planOptions{settled: true, now: now, grace: 2 * time.Second})
+		if !slices.IsSortedFunc(p.want, byAddress) {
+			t.Fatalf("step %d: want not in address order: %+v", step, p.want)
+		}
+		seen := map[netip.Addr]bool{}
+		for _, a := range p.want {
+			if seen[a.IP] {
+				t.Fatalf("step %d: %s twice in want", step, a.IP)
+			}
+			seen[a.IP] = true
+			_, owned := l.owned[a.IP]
+			_, releasing := l.releasing[a.IP]
+			if owned == releasing || a.Releasing != releasing {
+				t.Fatalf("step %d: %+v in want; owned %v, releasing %v", step, a, owned, releasing)
+			}
+		}
+		if len(p.want) != len(l.owned)+len(l.releasing) {
+			t.Fatalf("step %d: want has %d addresses, the node owns %d and hands over %d", step, len(p.want), len(l.owned), len(l.releasing))
+		}
 	}
 }
