@@ -125,3 +125,60 @@ func holderRevs(svcs []*Service) []holderRev {
 }
 
 func revOf(s *Service) holderRev { return holderRev{s.Key, s.Rev} }
+
+// DecideChanged brings the memo up to date when, since its last call,
+// only the Services holding ips changed: it decides those addresses again
+// (holders returns the Services of st holding an address, sorted by key,
+// as Decide groups them) and nothing else, so that its work is
+// proportional to the change. It decides nothing and returns false when
+// what every decision depends on changed (the configuration, the nodes,
+// their liveness) or the memo is empty; call Decide then. Owner reads the
+// decisions.
+func (m *L2Memo) DecideChanged(st State, ips []netip.Addr, holders func(netip.Addr) []*Service) bool {
+	nodes := st.nodes()
+	live := make([]bool, len(nodes))
+	for i, n := range nodes {
+		live[i] = st.live(n.name)
+	}
+	if !m.sameWorld(st, nodes, live) {
+		return false
+	}
+	m.cfg, m.nodes, m.live = configValue(st), nodes, live
+	m.decided = 0
+	for _, ip := range ips {
+		i, found := slices.BinarySearchFunc(m.entries, ip, entryAt)
+		svcs := holders(ip)
+		switch {
+		case len(svcs) == 0 && found:
+			m.entries = slices.Delete(m.entries, i, i+1)
+		case len(svcs) == 0:
+		case found && sameHolders(m.entries[i].holders, svcs):
+		default:
+			e := l2MemoEntry{holders: holderRevs(svcs), d: decideL2(st, nodes, ip, svcs)}
+			m.decided++
+			if found {
+				m.entries[i] = e
+			} else {
+				m.entries = slices.Insert(m.entries, i, e)
+			}
+		}
+	}
+	return true
+}
+
+// Owner returns the memo's owner of ip, as Decide's result lists it:
+// false when no node owns it (none eligible, no L2Advertisement, or no
+// Service holds it).
+func (m *L2Memo) Owner(ip netip.Addr) (L2Owner, bool) {
+	i, found := slices.BinarySearchFunc(m.entries, ip, entryAt)
+	if !found {
+		return L2Owner{}, false
+	}
+	d := m.entries[i].d
+	if d.uncovered || d.unowned != "" {
+		return L2Owner{}, false
+	}
+	return d.owner, true
+}
+
+func entryAt(e l2MemoEntry, ip netip.Addr) int { return e.d.owner.IP.Compare(ip) }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,7 +34,7 @@ func TestL2MemoEqualsL2(t *testing.T) {
 			}}),
 	}
 	var revs uint64
-	var m L2Memo
+	var m, dm L2Memo
 	ns := nodes("node1", "node2", "node3", "node4")
 	dead := map[string]bool{}
 	st := State{Config: configs[0], Live: func(n string) bool { return !dead[n] }}
@@ -100,6 +101,12 @@ func TestL2MemoEqualsL2(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: memo differs from L2:\n got %+v\nwant %+v", step, got, want)
 		}
+		// A second memo is told what changed when only a Service did
+		// (DecideChanged), and decides everything only otherwise.
+		if !oneService || !dm.DecideChanged(st, append(slices.Clone(previous), changed.IPs...), holdersIn(st)) {
+			dm.Decide(st)
+		}
+		checkOwners(t, step, &dm, want)
 		if worldChanged {
 			continue
 		}
@@ -149,5 +156,33 @@ func TestL2MemoSameConfigBuiltTwice(t *testing.T) {
 	st.Config = cfg(t, in)
 	if !m.sameWorld(st, st.nodes(), []bool{true, true}) {
 		t.Fatal("the same configuration built twice counts as a change: every reconcile would decide every address")
+	}
+}
+
+// holdersIn returns the Services of st holding an address, as Decide
+// groups them.
+func holdersIn(st State) func(netip.Addr) []*Service {
+	by := map[netip.Addr][]*Service{}
+	for _, h := range st.holders() {
+		by[h.ip] = h.svcs
+	}
+	return func(ip netip.Addr) []*Service { return by[ip] }
+}
+
+// checkOwners fails unless m's decisions (Owner) are want's owners.
+func checkOwners(t *testing.T, step int, m *L2Memo, want L2Result) {
+	t.Helper()
+	owners := 0
+	for _, e := range m.entries {
+		if o, ok := m.Owner(e.d.owner.IP); ok {
+			owners++
+			i, found := slices.BinarySearchFunc(want.Owners, o.IP, func(w L2Owner, ip netip.Addr) int { return w.IP.Compare(ip) })
+			if !found || !reflect.DeepEqual(want.Owners[i], o) {
+				t.Fatalf("step %d: DecideChanged memo owns %+v; L2 says %+v", step, o, want.Owners)
+			}
+		}
+	}
+	if owners != len(want.Owners) {
+		t.Fatalf("step %d: DecideChanged memo has %d owners, L2 %d: %+v", step, owners, len(want.Owners), want.Owners)
 	}
 }

@@ -15,6 +15,9 @@ type l2State struct {
 	owned     map[netip.Addr]announce.L2Owner
 	releasing map[netip.Addr]*release
 	spare     map[netip.Addr]announce.L2Owner // the next plan's owned, reused
+	// incremental: the last plan looked at every address, with options
+	// under which planChanged may follow it (ungated).
+	incremental bool
 }
 
 // release is an address this node lost to another live node: it keeps
@@ -60,6 +63,10 @@ type l2Plan struct {
 	want    []layer2.Announcement
 	claimed []announce.L2Owner // addresses this node starts announcing
 	dropped []netip.Addr       // addresses it stops announcing
+	// unchanged (planChanged only): want is what the last plan wanted,
+	// and is not built again.
+	unchanged bool
+	left      []netip.Addr // (planChanged only) addresses no longer owned
 	// recheck is when a release's grace period ends, or claims may be
 	// made again (zero: none pending).
 	recheck time.Time
@@ -91,6 +98,7 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	if o.held {
 		return l.dropAll()
 	}
+	l.incremental = o.ungated()
 	var p l2Plan
 	now, grace := o.now, o.grace
 	mine := l.spare
@@ -142,6 +150,70 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 	l.owned, l.spare = mine, l.owned
 	slices.SortFunc(releasing, byAddress)
 	p.want = mergeByAddress(owned, releasing)
+	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
+	slices.SortFunc(p.dropped, netip.Addr.Compare)
+	return p
+}
+
+// ungated: the member list has settled, nothing holds or keeps the
+// addresses, and claims are allowed: what this node announces then
+// follows from the decisions alone, so planChanged may follow a plan.
+func (o planOptions) ungated() bool {
+	return o.settled && !o.held && !o.keep && !o.now.Before(o.claimFrom)
+}
+
+// planChanged is plan when, since the last plan, only the decisions of
+// ips may have changed (announce.L2Memo.DecideChanged; owner reads them)
+// and the options were and are ungated (l.incremental). It looks at
+// those addresses and at the ones being handed over, not at every
+// address, and builds want again only when what this node announces
+// changed (unchanged otherwise). The caller falls back to plan when
+// l.incremental is false.
+func (l *l2State) planChanged(me string, ips []netip.Addr, owner func(netip.Addr) (announce.L2Owner, bool), o planOptions) l2Plan {
+	p := l2Plan{unchanged: true}
+	for _, ip := range ips {
+		ow, ok := owner(ip)
+		prev, had := l.owned[ip]
+		if ok && ow.Node == me {
+			l.owned[ip] = ow
+			if !had {
+				p.claimed = append(p.claimed, ow)
+			}
+			_, wasReleasing := l.releasing[ip]
+			delete(l.releasing, ip)
+			p.unchanged = p.unchanged && had && !wasReleasing && slices.Equal(prev.Interfaces, ow.Interfaces)
+			continue
+		}
+		if had {
+			delete(l.owned, ip)
+			l.releasing[ip] = &release{owner: prev, since: o.now}
+			p.left = append(p.left, ip)
+			p.unchanged = false
+		}
+	}
+	var releasing []layer2.Announcement
+	for ip, r := range l.releasing {
+		next, ok := owner(ip)
+		switch {
+		case !ok || next.Node == "" || r.takenOver || o.now.Sub(r.since) >= o.grace:
+			delete(l.releasing, ip)
+			p.dropped = append(p.dropped, ip)
+			p.unchanged = false
+		default:
+			r.newOwner = next.Node
+			releasing = append(releasing, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
+			p.recheck = earliest(p.recheck, r.since.Add(o.grace))
+		}
+	}
+	if !p.unchanged {
+		owned := make([]layer2.Announcement, 0, len(l.owned))
+		for ip, ow := range l.owned {
+			owned = append(owned, layer2.Announcement{IP: ip, Interfaces: ow.Interfaces})
+		}
+		slices.SortFunc(owned, byAddress)
+		slices.SortFunc(releasing, byAddress)
+		p.want = mergeByAddress(owned, releasing)
+	}
 	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
 	slices.SortFunc(p.dropped, netip.Addr.Compare)
 	return p

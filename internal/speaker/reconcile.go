@@ -23,12 +23,13 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading state: %w", err)
 	}
+	changes := s.svcCache.takeChanges()
 	s.joinMembers(st.Nodes)
 	isolated := s.observeLiveness(st.Nodes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held := s.currentHold()
-	s.reconcileL2(st, start, isolated, held)
+	s.reconcileL2(st, changes, start, isolated, held)
 	if err := s.reconcileBGP(ctx, st, held); err != nil {
 		return err
 	}
@@ -39,25 +40,46 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	return nil
 }
 
-func (s *Speaker) reconcileL2(st announce.State, now time.Time, isolated, held bool) {
+// reconcileL2 decides and plans what this node answers ARP/NDP for. When
+// only some Services changed since the last reconcile (changes) and
+// nothing else did, it decides and plans only their addresses
+// (DecideChanged, planChanged): the work is proportional to the change,
+// and what this node announces is handed to the backend again only when
+// it changed. Otherwise it decides and plans every address.
+func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now time.Time, isolated, held bool) {
 	if s.opts.L2 == nil {
 		return
 	}
 	ml := s.memberList()
-	settled := ml == nil || ml.Settled()
-	var res announce.L2Result
-	if !held {
-		res = s.l2Memo.Decide(st) // held, nothing is announced: no decision to take
+	o := planOptions{settled: ml == nil || ml.Settled(), held: held, keep: isolated && !s.leaving.Load(),
+		claimFrom: time.Unix(0, s.claimFrom.Load()), now: now, grace: s.opts.ReleaseGrace}
+	var p l2Plan
+	changed := s.l2.incremental && o.ungated() && !changes.everything &&
+		s.l2Memo.DecideChanged(st, changes.ips, s.svcCache.holdersIn(st.Services))
+	if changed {
+		p = s.l2.planChanged(s.opts.NodeName, changes.ips, s.l2Memo.Owner, o)
+		s.metrics.l2Plans.WithLabelValues("changed").Inc()
+	} else {
+		var res announce.L2Result
+		if !held {
+			res = s.l2Memo.Decide(st) // held, nothing is announced: no decision to take
+		}
+		p = s.l2.plan(s.opts.NodeName, res, o)
+		s.metrics.l2Plans.WithLabelValues("full").Inc()
 	}
-	p := s.l2.plan(s.opts.NodeName, res, planOptions{settled: settled, held: held, keep: isolated && !s.leaving.Load(),
-		claimFrom: time.Unix(0, s.claimFrom.Load()), now: now, grace: s.opts.ReleaseGrace})
-	s.opts.L2.SetAnnouncements(p.want)
+	if !p.unchanged {
+		s.opts.L2.SetAnnouncements(p.want)
+	}
 	s.liftFences()
 	claimed := make([]netip.Addr, 0, len(p.claimed))
 	for _, o := range p.claimed {
 		claimed = append(claimed, o.IP)
 	}
-	s.noteL2Since(claimed)
+	if changed {
+		s.noteL2SinceChanged(claimed, p.left)
+	} else {
+		s.noteL2Since(claimed)
+	}
 	s.metrics.announced.WithLabelValues("l2").Set(float64(len(s.l2.owned)))
 	s.metrics.releasing.Set(float64(len(s.l2.releasing)))
 	for _, o := range p.claimed {

@@ -76,6 +76,19 @@ func (s *Speaker) noteL2Since(claimed []netip.Addr) {
 	}
 }
 
+// noteL2SinceChanged is noteL2Since after planChanged, which says which
+// addresses this node claimed and which it no longer owns: the others'
+// times stay as they are. Call with s.mu held.
+func (s *Speaker) noteL2SinceChanged(claimed, left []netip.Addr) {
+	now := s.opts.Now()
+	for _, ip := range claimed {
+		s.l2Since[ip] = now
+	}
+	for _, ip := range left {
+		delete(s.l2Since, ip)
+	}
+}
+
 // watchOwnStatus watches this node's SpeakerStatus alone (inf has a
 // field selector on its name): deleted by someone, it is written again.
 func (s *Speaker) watchOwnStatus(inf cache.SharedIndexInformer) error {
