@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -76,4 +79,25 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 	if _, ok := s1["herald_speaker_reconcile_duration_seconds_count"]; !ok {
 		t.Error("no reconcile duration histogram")
 	}
+	// A Service change in a settled cluster is planned incrementally (its
+	// addresses only); the first plan after the speaker started was a full
+	// one. Each round relabels the Service: a Service change that moves
+	// nothing, planned incrementally unless a change of the nodes,
+	// liveness or configuration comes with it.
+	plans := func(m map[string]float64, kind string) float64 {
+		return m[fmt.Sprintf("herald_speaker_l2_plans_total{kind=%q}", kind)]
+	}
+	round := 0
+	lab.Poll(t, "an incremental L2 plan on the owner", 30*time.Second, func() bool {
+		m := scrape(t, speaker)
+		if plans(m, "full") >= 1 && plans(m, "changed") > plans(s1, "changed") {
+			return true
+		}
+		round++
+		patch := fmt.Sprintf(`{"metadata":{"labels":{"herald-e2e-round":"%d"}}}`, round)
+		if _, err := l.Client().CoreV1().Services(testNS).Patch(ctx, "metrics", types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Logf("relabelling the Service: %v", err)
+		}
+		return false
+	})
 }
