@@ -33,7 +33,8 @@ type BGPMemo struct {
 	byPrefix map[netip.Prefix]*bgpPrefix
 	prefixes []netip.Prefix // the keys of byPrefix, in route order
 	gen      uint64
-	worked   int // Services the last call worked out again
+	worked   int  // Services the last call worked out again
+	same     bool // the last call returned the call before's result
 }
 
 // bgpSvc is what one Service (at one Rev) gives the node's routes.
@@ -62,9 +63,10 @@ type bgpPrefix struct {
 func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
 	me := st.node(nodeName)
 	if m.unchanged(st, nodeName, me) {
-		m.worked = 0
+		m.worked, m.same = 0, true
 		return m.res
 	}
+	m.same = false
 	if me == nil {
 		*m = BGPMemo{}
 		return BGPResult{}
@@ -86,6 +88,10 @@ func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
 // Worked is how many Services the last Decide worked out again (the
 // others' contributions it took from the memo).
 func (m *BGPMemo) Worked() int { return m.worked }
+
+// Same reports whether the last Decide found nothing changed since the
+// call before and returned that call's result.
+func (m *BGPMemo) Same() bool { return m.same }
 
 // unchanged reports whether st and the node are those of the last call.
 // It allocates nothing: it runs at every reconcile. A valid memo holds no

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -75,12 +76,21 @@ func TestPlanHeldAnswersNothing(t *testing.T) {
 	}
 }
 
-// recordingBGP keeps the last desired BGP state.
-type recordingBGP struct{ last bgp.Desired }
+// recordingBGP keeps the last desired BGP state, counts the Applies and
+// refuses them while err is set.
+type recordingBGP struct {
+	last    bgp.Desired
+	applies int
+	err     error
+}
 
-func (r *recordingBGP) Apply(_ context.Context, d bgp.Desired) error { r.last = d; return nil }
-func (r *recordingBGP) Sessions() []bgp.SessionState                 { return nil }
-func (r *recordingBGP) Shutdown(context.Context) error               { return nil }
+func (r *recordingBGP) Apply(_ context.Context, d bgp.Desired) error {
+	r.last = d
+	r.applies++
+	return r.err
+}
+func (r *recordingBGP) Sessions() []bgp.SessionState   { return nil }
+func (r *recordingBGP) Shutdown(context.Context) error { return nil }
 
 // TestHoldLease: while the hold Lease exists the speaker answers nothing in
 // L2 mode and opens no BGP session; deleting it brings both back, and a
@@ -155,4 +165,58 @@ func benchNode(i int) *corev1.Node {
 			Addresses:  []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "198.51.100.1" + string(rune('0'+i))}},
 			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		}}
+}
+
+// TestBGPApplySkippedWhenNothingChanged: a reconcile in which nothing the
+// BGP sessions and routes depend on changed (a member-list event, say)
+// does not hand the routes to the backend again; a changed Service, a
+// refused Apply, the hold or a new node address do.
+func TestBGPApplySkippedWhenNothingChanged(t *testing.T) {
+	kube := fake.NewClientset()
+	herald := heraldfake.NewSimpleClientset(
+		&heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
+		&heraldv1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+		&heraldv1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "router"}, Spec: heraldv1.BGPPeerSpec{PeerAddress: "198.51.100.1", PeerASN: 64512, MyASN: 64513}},
+	)
+	for _, o := range []runtime.Object{benchNode(1), benchService(1, 2), benchService(2, 2)} {
+		if err := kube.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	routes := &recordingBGP{}
+	s, store := startedSpeaker(t, kube, herald, 2, Options{NodeName: "node1", Namespace: testNS, BGP: routes})
+	s.ready.synced.Store(true)
+	applies := func(what string, want int) {
+		t.Helper()
+		if err := s.reconcile(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if routes.applies != want {
+			t.Fatalf("%s: %d Applies, want %d", what, routes.applies, want)
+		}
+	}
+	applies("first reconcile", 1)
+	if len(routes.last.Sessions) != 1 {
+		t.Fatalf("no session applied: %+v", routes.last)
+	}
+	applies("nothing changed", 1)
+	svc := benchService(1, 2)
+	svc.ResourceVersion, svc.Labels = "5", map[string]string{"rev": "5"}
+	if err := store.Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	s.svcCache.touchObject(svc)
+	applies("a Service changed", 2)
+	applies("nothing changed again", 2)
+	routes.err = errors.New("refused")
+	s.svcCache.touchObject(svc)
+	svc = svc.DeepCopy()
+	svc.Labels = map[string]string{"rev": "6"}
+	if err := store.Update(svc); err != nil {
+		t.Fatal(err)
+	}
+	applies("a Service changed, Apply refused", 3)
+	routes.err = nil
+	applies("after a refused Apply", 4)
+	applies("nothing changed after the retry", 4)
 }

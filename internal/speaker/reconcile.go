@@ -125,7 +125,7 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 
 func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool) error {
 	if s.opts.BGP == nil || s.leaving.Load() {
-		s.bgpRoutes = nil
+		s.bgpRoutes, s.bgpApplied = nil, bgpApplied{}
 		return nil
 	}
 	me, err := s.nodes.Get(s.opts.NodeName)
@@ -137,7 +137,15 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 	if !held {
 		res = s.bgpMemo.Decide(st, s.opts.NodeName) // the last result when nothing it depends on changed
 	}
+	applied := bgpApplied{ok: true, v4: v4, v6: v6}
+	if !held && s.bgpMemo.Same() && s.bgpApplied == applied {
+		// Nothing the sessions and routes depend on changed (member-list
+		// and Lease changes are not among it) and the last Apply took:
+		// no O(routes) hand-over to the backend, no events to compare.
+		return nil
+	}
 	err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
+	s.bgpApplied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6}
 	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
 	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {
 		s.log.Warn("BGP configuration partly refused", "error", err)
@@ -165,6 +173,13 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 		return err
 	}
 	return nil // refused sessions are reported, not retried in a loop
+}
+
+// bgpApplied is what a successful BGP Apply outside a hold was given
+// besides the memo's result: the node's addresses.
+type bgpApplied struct {
+	ok     bool
+	v4, v6 netip.Addr
 }
 
 // service returns a Service from the lister, nil when it is gone.

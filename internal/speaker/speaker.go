@@ -121,8 +121,12 @@ type Speaker struct {
 	hold      announceHold        // the announcement hold last acted on
 	l2Since   map[netip.Addr]time.Time
 	lastBGP   error
-	joined    string // node addresses last handed to Join
-	retained  string // Node names last handed to Retain
+	// bgpApplied is what the last BGP Apply was given besides the memo's
+	// result, when it succeeded outside a hold (ok): a reconcile that
+	// would give it the same skips it.
+	bgpApplied bgpApplied
+	joined     string // node addresses last handed to Join
+	retained   string // Node names last handed to Retain
 }
 
 const (
