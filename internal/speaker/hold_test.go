@@ -3,6 +3,8 @@ package speaker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,4 +221,42 @@ func TestBGPApplySkippedWhenNothingChanged(t *testing.T) {
 	routes.err = nil
 	applies("after a refused Apply", 4)
 	applies("nothing changed after the retry", 4)
+}
+
+// TestConcurrentReconcilesAreSerialised: Shutdown reconciles while the
+// worker may be reconciling; the two must not overlap (the Service cache
+// hands each its own slice, changed in place by the next). Run with -race.
+func TestConcurrentReconcilesAreSerialised(t *testing.T) {
+	kube := fake.NewClientset()
+	herald := heraldfake.NewSimpleClientset(
+		&heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
+		&heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+		&heraldv1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
+		&heraldv1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "router"}, Spec: heraldv1.BGPPeerSpec{PeerAddress: "198.51.100.1", PeerASN: 64512, MyASN: 64513}},
+	)
+	for _, o := range []runtime.Object{benchNode(1), benchService(1, 8), benchService(2, 8)} {
+		if err := kube.Tracker().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, store := startedSpeaker(t, kube, herald, 2, Options{NodeName: "node1", Namespace: testNS, L2: &nullL2{}, BGP: &recordingBGP{}})
+	s.ready.synced.Store(true)
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Go(func() {
+			for i := range 50 {
+				svc := benchService(1+(i+g)%8, 8)
+				svc.ResourceVersion, svc.Labels = fmt.Sprint(10+i), map[string]string{"i": fmt.Sprint(i), "g": fmt.Sprint(g)}
+				if err := store.Update(svc); err != nil {
+					_ = store.Add(svc)
+				}
+				s.svcCache.touchObject(svc)
+				if err := s.reconcile(context.Background()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

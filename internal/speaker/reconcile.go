@@ -17,6 +17,10 @@ import (
 // reconcile computes what this node announces and applies the difference
 // to both backends.
 func (s *Speaker) reconcile(ctx context.Context) error {
+	// One at a time (the worker's, Shutdown's): the Service cache hands
+	// out its own slice and the changes since the last reconcile.
+	s.reconcileMu.Lock()
+	defer s.reconcileMu.Unlock()
 	start := time.Now()
 	defer func() { s.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
 	st, _, err := s.state()

@@ -121,6 +121,8 @@ type Speaker struct {
 	hold      announceHold        // the announcement hold last acted on
 	l2Since   map[netip.Addr]time.Time
 	lastBGP   error
+	// reconcileMu serialises reconciles: the worker's and Shutdown's.
+	reconcileMu sync.Mutex
 	// bgpApplied is what the last BGP Apply was given besides the memo's
 	// result, when it succeeded outside a hold (ok): a reconcile that
 	// would give it the same skips it.

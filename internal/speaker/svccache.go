@@ -139,7 +139,8 @@ type serviceSource struct {
 // services converts what changed and returns every Service of Herald's
 // class, sorted by key. The slice is the cache's own, valid until the
 // next call, which may change it in place: the reconcile, the only
-// caller, reads it and keeps nothing of it (copying 10,000 Services at
+// caller (one at a time, Speaker.reconcileMu), reads it and keeps nothing
+// of it (copying 10,000 Services at
 // every reconcile cost more than the rest of an incremental one).
 func (c *serviceCache) services(src serviceSource) ([]announce.Service, error) {
 	c.mu.Lock()
