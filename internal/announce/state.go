@@ -114,7 +114,11 @@ type holderPair struct {
 
 // holdersWith is holders in sc's memory.
 func (st State) holdersWith(sc *holderScratch) []holding {
-	pairs := sc.pairs[:0]
+	n := 0
+	for i := range st.Services {
+		n += len(st.Services[i].IPs)
+	}
+	pairs := slices.Grow(sc.pairs[:0], n)
 	for i := range st.Services {
 		s := &st.Services[i]
 		for _, ip := range s.IPs {
