@@ -46,17 +46,8 @@ type holderRev struct {
 // The result's Owners are valid until the next call (their memory is
 // reused); copy what must outlive it.
 func (m *L2Memo) Decide(st State) L2Result {
-	nodes := st.nodes()
-	live := make([]bool, len(nodes))
-	for i, n := range nodes {
-		live[i] = st.live(n.name)
-	}
-	if !m.sameWorld(st, nodes, live) {
-		m.entries = nil
-	}
-	m.cfg, m.nodes, m.live = configValue(st), nodes, live
+	nodes, _ := m.enter(st)
 	res := L2Result{Unowned: map[netip.Addr]string{}}
-	m.decided = 0
 	hs := st.holdersWith(&m.scratch)
 	next := slices.Grow(m.spare[:0], len(hs))
 	res.Owners = slices.Grow(m.owners[:0], len(hs))
@@ -82,6 +73,22 @@ func (m *L2Memo) Decide(st State) L2Result {
 		res.Owners = nil // as L2
 	}
 	return res
+}
+
+// enter starts a call on st: it reports whether the configuration, the
+// nodes and their liveness are those of the last call (same; otherwise it
+// forgets every decision) and remembers st's.
+func (m *L2Memo) enter(st State) (nodes []node, same bool) {
+	nodes = st.nodes()
+	live := make([]bool, len(nodes))
+	for i, n := range nodes {
+		live[i] = st.live(n.name)
+	}
+	if same = m.sameWorld(st, nodes, live); !same {
+		m.entries = nil
+	}
+	m.cfg, m.nodes, m.live, m.decided = configValue(st), nodes, live, 0
+	return nodes, same
 }
 
 // Decided is how many addresses the last Decide decided anew (the others
@@ -130,21 +137,15 @@ func revOf(s *Service) holderRev { return holderRev{s.Key, s.Rev} }
 // only the Services holding ips changed: it decides those addresses again
 // (holders returns the Services of st holding an address, sorted by key,
 // as Decide groups them) and nothing else, so that its work is
-// proportional to the change. It decides nothing and returns false when
-// what every decision depends on changed (the configuration, the nodes,
-// their liveness) or the memo is empty; call Decide then. Owner reads the
-// decisions.
+// proportional to the change. It returns false, having forgotten every
+// decision, when what every decision depends on changed (the
+// configuration, the nodes, their liveness) or the memo is empty; call
+// Decide then. Owner reads the decisions.
 func (m *L2Memo) DecideChanged(st State, ips []netip.Addr, holders func(netip.Addr) []*Service) bool {
-	nodes := st.nodes()
-	live := make([]bool, len(nodes))
-	for i, n := range nodes {
-		live[i] = st.live(n.name)
-	}
-	if !m.sameWorld(st, nodes, live) {
+	nodes, same := m.enter(st)
+	if !same {
 		return false
 	}
-	m.cfg, m.nodes, m.live = configValue(st), nodes, live
-	m.decided = 0
 	for _, ip := range ips {
 		i, found := slices.BinarySearchFunc(m.entries, ip, entryAt)
 		svcs := holders(ip)

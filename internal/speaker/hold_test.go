@@ -94,22 +94,26 @@ func (r *recordingBGP) Apply(_ context.Context, d bgp.Desired) error {
 func (r *recordingBGP) Sessions() []bgp.SessionState   { return nil }
 func (r *recordingBGP) Shutdown(context.Context) error { return nil }
 
-// TestHoldLease: while the hold Lease exists the speaker answers nothing in
-// L2 mode and opens no BGP session; deleting it brings both back, and a
-// timed hold ends by itself.
-func TestHoldLease(t *testing.T) {
-	kube := fake.NewClientset()
-	herald := heraldfake.NewSimpleClientset(
+// announcingClients are fake clientsets holding node1 and svcs, the bench
+// pool, an L2 and a BGP advertisement of every pool, and one BGP peer.
+func announcingClients(svcs ...*corev1.Service) (*fake.Clientset, *heraldfake.Clientset) {
+	objs := []runtime.Object{benchNode(1)}
+	for _, svc := range svcs {
+		objs = append(objs, svc)
+	}
+	return fake.NewClientset(objs...), heraldfake.NewSimpleClientset(
 		&heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
 		&heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
 		&heraldv1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
 		&heraldv1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "router"}, Spec: heraldv1.BGPPeerSpec{PeerAddress: "198.51.100.1", PeerASN: 64512, MyASN: 64513}},
 	)
-	for _, o := range []runtime.Object{benchNode(1), benchService(1, 1)} {
-		if err := kube.Tracker().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
+}
+
+// TestHoldLease: while the hold Lease exists the speaker answers nothing in
+// L2 mode and opens no BGP session; deleting it brings both back, and a
+// timed hold ends by itself.
+func TestHoldLease(t *testing.T) {
+	kube, herald := announcingClients(benchService(1, 1))
 	now := time.Now()
 	l2, routes := &nullL2{}, &recordingBGP{}
 	s, _ := startedSpeaker(t, kube, herald, 1, Options{NodeName: "node1", Namespace: testNS, L2: l2, BGP: routes, Now: func() time.Time { return now }})
@@ -174,17 +178,7 @@ func benchNode(i int) *corev1.Node {
 // does not hand the routes to the backend again; a changed Service, a
 // refused Apply, the hold or a new node address do.
 func TestBGPApplySkippedWhenNothingChanged(t *testing.T) {
-	kube := fake.NewClientset()
-	herald := heraldfake.NewSimpleClientset(
-		&heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
-		&heraldv1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
-		&heraldv1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "router"}, Spec: heraldv1.BGPPeerSpec{PeerAddress: "198.51.100.1", PeerASN: 64512, MyASN: 64513}},
-	)
-	for _, o := range []runtime.Object{benchNode(1), benchService(1, 2), benchService(2, 2)} {
-		if err := kube.Tracker().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kube, herald := announcingClients(benchService(1, 2), benchService(2, 2))
 	routes := &recordingBGP{}
 	s, store := startedSpeaker(t, kube, herald, 2, Options{NodeName: "node1", Namespace: testNS, BGP: routes})
 	s.ready.synced.Store(true)
@@ -227,18 +221,7 @@ func TestBGPApplySkippedWhenNothingChanged(t *testing.T) {
 // worker may be reconciling; the two must not overlap (the Service cache
 // hands each its own slice, changed in place by the next). Run with -race.
 func TestConcurrentReconcilesAreSerialised(t *testing.T) {
-	kube := fake.NewClientset()
-	herald := heraldfake.NewSimpleClientset(
-		&heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "bench"}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"2001:db8:f::/112"}}},
-		&heraldv1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
-		&heraldv1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}},
-		&heraldv1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "router"}, Spec: heraldv1.BGPPeerSpec{PeerAddress: "198.51.100.1", PeerASN: 64512, MyASN: 64513}},
-	)
-	for _, o := range []runtime.Object{benchNode(1), benchService(1, 8), benchService(2, 8)} {
-		if err := kube.Tracker().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	kube, herald := announcingClients(benchService(1, 8), benchService(2, 8))
 	s, store := startedSpeaker(t, kube, herald, 2, Options{NodeName: "node1", Namespace: testNS, L2: &nullL2{}, BGP: &recordingBGP{}})
 	s.ready.synced.Store(true)
 	var wg sync.WaitGroup

@@ -134,25 +134,39 @@ func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
 			l.releasing[ip] = &release{owner: ow, since: now}
 		}
 	}
+	releasing := l.handOvers(&p, func(ip netip.Addr) (announce.L2Owner, bool) { return ownerOf(res.Owners, ip) }, now, grace)
+	l.owned, l.spare = mine, l.owned
+	p.want = mergeByAddress(owned, releasing)
+	p.sort()
+	return p
+}
+
+// handOvers ends the hand-overs whose new owner took over, whose address
+// has no owner any more, or whose grace period ended (p.dropped), and
+// returns the others' announcements, sorted, for p.want.
+func (l *l2State) handOvers(p *l2Plan, owner func(netip.Addr) (announce.L2Owner, bool), now time.Time, grace time.Duration) []layer2.Announcement {
 	var releasing []layer2.Announcement
 	for ip, r := range l.releasing {
-		next, ok := ownerOf(res.Owners, ip)
+		next, ok := owner(ip)
 		switch {
 		case !ok || next.Node == "" || r.takenOver || now.Sub(r.since) >= grace:
 			delete(l.releasing, ip)
 			p.dropped = append(p.dropped, ip)
+			p.unchanged = false
 		default:
 			r.newOwner = next.Node
 			releasing = append(releasing, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
 			p.recheck = earliest(p.recheck, r.since.Add(grace))
 		}
 	}
-	l.owned, l.spare = mine, l.owned
 	slices.SortFunc(releasing, byAddress)
-	p.want = mergeByAddress(owned, releasing)
+	return releasing
+}
+
+// sort puts the claimed and dropped addresses in address order.
+func (p *l2Plan) sort() {
 	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
 	slices.SortFunc(p.dropped, netip.Addr.Compare)
-	return p
 }
 
 // ungated: the member list has settled, nothing holds or keeps the
@@ -191,31 +205,16 @@ func (l *l2State) planChanged(me string, ips []netip.Addr, owner func(netip.Addr
 			p.unchanged = false
 		}
 	}
-	var releasing []layer2.Announcement
-	for ip, r := range l.releasing {
-		next, ok := owner(ip)
-		switch {
-		case !ok || next.Node == "" || r.takenOver || o.now.Sub(r.since) >= o.grace:
-			delete(l.releasing, ip)
-			p.dropped = append(p.dropped, ip)
-			p.unchanged = false
-		default:
-			r.newOwner = next.Node
-			releasing = append(releasing, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
-			p.recheck = earliest(p.recheck, r.since.Add(o.grace))
-		}
-	}
+	releasing := l.handOvers(&p, owner, o.now, o.grace)
 	if !p.unchanged {
 		owned := make([]layer2.Announcement, 0, len(l.owned))
 		for ip, ow := range l.owned {
 			owned = append(owned, layer2.Announcement{IP: ip, Interfaces: ow.Interfaces})
 		}
 		slices.SortFunc(owned, byAddress)
-		slices.SortFunc(releasing, byAddress)
 		p.want = mergeByAddress(owned, releasing)
 	}
-	slices.SortFunc(p.claimed, func(a, b announce.L2Owner) int { return a.IP.Compare(b.IP) })
-	slices.SortFunc(p.dropped, netip.Addr.Compare)
+	p.sort()
 	return p
 }
 

@@ -63,9 +63,8 @@ func (c *serviceCache) takeChanges() serviceChanges {
 	return out
 }
 
-// holdersIn returns the Services of svcs (the cache's copy, sorted by
-// key, returned by the services call since which nothing was converted)
-// holding an address, sorted by key, as announce groups them.
+// holdersIn returns the Services of svcs (what the last services call
+// returned) holding an address, sorted by key, as announce groups them.
 func (c *serviceCache) holdersIn(svcs []announce.Service) func(netip.Addr) []*announce.Service {
 	return func(ip netip.Addr) []*announce.Service {
 		c.mu.Lock()
@@ -140,8 +139,8 @@ type serviceSource struct {
 // class, sorted by key. The slice is the cache's own, valid until the
 // next call, which may change it in place: the reconcile, the only
 // caller (one at a time, Speaker.reconcileMu), reads it and keeps nothing
-// of it (copying 10,000 Services at
-// every reconcile cost more than the rest of an incremental one).
+// of it (copying 10,000 Services at every reconcile cost more than the
+// rest of an incremental one).
 func (c *serviceCache) services(src serviceSource) ([]announce.Service, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -182,26 +181,25 @@ func (c *serviceCache) services(src serviceSource) ([]announce.Service, error) {
 // put stores the conversion of svc under key, or removes key (svc nil).
 func (c *serviceCache) put(key string, svc *corev1.Service, src serviceSource) {
 	i, found := slices.BinarySearchFunc(c.sorted, key, byKey)
-	switch {
-	case svc == nil && found:
-		c.index(c.sorted[i], false)
-		c.sorted = slices.Delete(c.sorted, i, i+1)
-	case svc == nil:
-	case found:
-		next := announce.ServiceFrom(svc, src.slicesOf(svc))
-		if sameConversion(c.sorted[i], next) {
-			return // keeps its Rev: nothing announcing reads changed, nothing to decide again
+	if svc == nil {
+		if found {
+			c.index(c.sorted[i], false)
+			c.sorted = slices.Delete(c.sorted, i, i+1)
 		}
-		next.Rev = c.nextRev()
+		return
+	}
+	next := announce.ServiceFrom(svc, src.slicesOf(svc))
+	if found && sameConversion(c.sorted[i], next) {
+		return // keeps its Rev: nothing announcing reads changed, nothing to decide again
+	}
+	next.Rev = c.nextRev()
+	if found {
 		c.index(c.sorted[i], false)
-		c.index(next, true)
 		c.sorted[i] = next
-	default:
-		next := announce.ServiceFrom(svc, src.slicesOf(svc))
-		next.Rev = c.nextRev()
-		c.index(next, true)
+	} else {
 		c.sorted = slices.Insert(c.sorted, i, next)
 	}
+	c.index(next, true)
 }
 
 // sameConversion reports whether two conversions of a Service are equal
