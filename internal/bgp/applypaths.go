@@ -16,7 +16,9 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	for _, n := range sortedKeys(s.configured) {
 		sessions = append(sessions, s.configured[n])
 	}
+	s.last = lastApply{sessions: sessions, nodeV4: d.NodeIPv4, nodeV6: d.NodeIPv6}
 	plan := planPaths(d.Paths, sessions, d.NodeIPv4, d.NodeIPv6)
+	s.warns = plan.warnings
 	s.status.setWarnings(plan.warnings)
 	errs := plan.errs
 	if s.srv == nil {
@@ -26,17 +28,22 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	if err := s.withdraw(diff.withdraw); err != nil {
 		errs = append(errs, err)
 	}
-	if err := s.srv.setPolicies(ctx, buildPolicies(plan.deliveries)); err != nil {
+	req, layout := buildPolicyLayout(plan.deliveries)
+	if err := s.srv.setPolicies(ctx, req); err != nil {
 		return append(errs, err) // announcing now would go out under the old policy
 	}
-	s.deliveries = plan.deliveries
+	s.deliveries, s.layout = plan.deliveries, layout
 	errs = append(errs, s.announce(diff.announce, plan.rib)...)
 	errs = append(errs, s.refresh(ctx, diff.refresh)...)
+	s.logApplied(diff)
+	return errs
+}
+
+func (s *Speaker) logApplied(diff pathDiff) {
 	if len(diff.withdraw)+len(diff.announce)+len(diff.refresh) > 0 {
 		s.log.Info("BGP paths applied", "announced", len(diff.announce), "withdrawn", len(diff.withdraw),
 			"refreshedPeers", len(diff.refresh), "total", len(s.rib))
 	}
-	return errs
 }
 
 // withdraw removes prefixes from the RIB; GoBGP sends the withdrawals at

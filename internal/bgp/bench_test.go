@@ -52,35 +52,48 @@ func BenchmarkPlan(b *testing.B) {
 
 // BenchmarkApplyOneMorePath measures a whole Apply against the embedded
 // GoBGP server (two sessions, never established) when one path is added to
-// or removed from n.
+// or removed from n, and ApplyPaths doing the same.
 func BenchmarkApplyOneMorePath(b *testing.B) {
 	for _, n := range []int{100, 1000, 10000} {
-		b.Run(fmt.Sprintf("prefixes=%d", n), func(b *testing.B) {
-			s, err := New(Config{Logger: testLogger()})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer func() { _ = s.Shutdown(context.Background()) }()
-			// Nothing listens on these ports: the sessions stay Active.
-			d := Desired{NodeIPv4: nodeV4, NodeIPv6: nodeV6, Sessions: []Session{
-				{Name: "a", PeerAddress: netip.MustParseAddr("127.0.0.5"), PeerPort: 9, MyASN: 64512, PeerASN: 64513,
-					ConnectTime: time.Minute, Families: []Family{IPv6Unicast}},
-				{Name: "b", PeerAddress: netip.MustParseAddr("127.0.0.6"), PeerPort: 9, MyASN: 64512, PeerASN: 64513,
-					ConnectTime: time.Minute, Families: []Family{IPv6Unicast}},
-			}}
-			all := benchPaths(n + 1)
-			d.Paths = all[:n]
-			ctx := context.Background()
-			if err := s.Apply(ctx, d); err != nil {
-				b.Fatal(err)
-			}
-			b.ResetTimer()
-			for i := range b.N {
-				d.Paths = all[:n+i%2]
+		for _, how := range []string{"Apply", "ApplyPaths"} {
+			b.Run(fmt.Sprintf("prefixes=%d/%s", n, how), func(b *testing.B) {
+				s, err := New(Config{Logger: testLogger()})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = s.Shutdown(context.Background()) }()
+				// Nothing listens on these ports: the sessions stay Active.
+				d := Desired{NodeIPv4: nodeV4, NodeIPv6: nodeV6, Sessions: []Session{
+					{Name: "a", PeerAddress: netip.MustParseAddr("127.0.0.5"), PeerPort: 9, MyASN: 64512, PeerASN: 64513,
+						ConnectTime: time.Minute, Families: []Family{IPv6Unicast}},
+					{Name: "b", PeerAddress: netip.MustParseAddr("127.0.0.6"), PeerPort: 9, MyASN: 64512, PeerASN: 64513,
+						ConnectTime: time.Minute, Families: []Family{IPv6Unicast}},
+				}}
+				all := benchPaths(n + 2)
+				d.Paths = all[:n]
+				ctx := context.Background()
 				if err := s.Apply(ctx, d); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				b.ResetTimer()
+				for i := range b.N {
+					if how == "Apply" {
+						d.Paths = all[:n+i%2]
+						err = s.Apply(ctx, d)
+					} else {
+						// The path at n goes to every session, as the
+						// even paths before it: an edit of their set.
+						c := PathChange{Prefixes: []netip.Prefix{all[n].Prefix}}
+						if i%2 == 0 {
+							c.Paths = all[n : n+1]
+						}
+						err = s.ApplyPaths(ctx, c)
+					}
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }

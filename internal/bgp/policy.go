@@ -24,15 +24,51 @@ const (
 // each (prefix set, neighbor set) pair is one ACCEPT statement carrying the
 // attributes. A prefix not accepted for a peer is rejected by default.
 func buildPolicies(deliveries map[netip.Prefix]delivery) *api.SetPoliciesRequest {
+	req, _ := buildPolicyLayout(deliveries)
+	return req
+}
+
+// policyLayout says where each delivery's prefixes sit in an installed
+// policy, by delivery key: a path change whose deliveries all have a
+// prefix set already edits those sets instead of installing the policy
+// again (see ApplyPaths).
+type policyLayout map[string]policyGroup
+
+// policyGroup is one delivery's place: the number in its sets' names and
+// the families that have a prefix set, with its statements.
+type policyGroup struct {
+	index int
+	fams  [2]bool // IPv4Unicast, IPv6Unicast
+}
+
+// prefixSetFor names the prefix set of a delivery key's family, false
+// when the policy has none (the statements for it do not exist either).
+func (l policyLayout) prefixSetFor(key string, fam Family) (string, bool) {
+	g, ok := l[key]
+	if !ok || !g.fams[fam-IPv4Unicast] {
+		return "", false
+	}
+	return prefixSetName(g.index, fam), true
+}
+
+func prefixSetName(group int, fam Family) string {
+	return fmt.Sprintf("herald-p%d-%s", group, famTag(fam))
+}
+
+// buildPolicyLayout is buildPolicies, with the layout of what it built.
+func buildPolicyLayout(deliveries map[netip.Prefix]delivery) (*api.SetPoliciesRequest, policyLayout) {
 	req := &api.SetPoliciesRequest{}
+	layout := policyLayout{}
 	export := &api.Policy{Name: exportPolicyName}
 	for i, g := range groupByDelivery(deliveries) {
 		nbrSets := neighborSets(g.delivery, i)
+		pg := policyGroup{index: i}
 		for _, fam := range []Family{IPv4Unicast, IPv6Unicast} {
 			ps := prefixSet(g.prefixes, fam, i)
 			if ps == nil {
 				continue
 			}
+			pg.fams[fam-IPv4Unicast] = true
 			req.DefinedSets = append(req.DefinedSets, ps)
 			for _, ns := range nbrSets {
 				export.Statements = append(export.Statements, acceptStatement(ps.Name, ns))
@@ -41,9 +77,10 @@ func buildPolicies(deliveries map[netip.Prefix]delivery) *api.SetPoliciesRequest
 		for _, ns := range nbrSets {
 			req.DefinedSets = append(req.DefinedSets, ns.set)
 		}
+		layout[g.key] = pg
 	}
 	req.Policies = []*api.Policy{export, importPolicy()}
-	return req
+	return req, layout
 }
 
 // deliveryGroup is the prefixes that share one delivery.
@@ -109,15 +146,20 @@ func prefixSet(prefixes []netip.Prefix, fam Family, group int) *api.DefinedSet {
 	set := &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX}
 	for _, p := range prefixes {
 		if familyOf(p) == fam {
-			bits := uint32(p.Bits())
-			set.Prefixes = append(set.Prefixes, &api.Prefix{IpPrefix: p.String(), MaskLengthMin: bits, MaskLengthMax: bits})
+			set.Prefixes = append(set.Prefixes, apiPrefix(p))
 		}
 	}
 	if len(set.Prefixes) == 0 {
 		return nil
 	}
-	set.Name = fmt.Sprintf("herald-p%d-%s", group, famTag(fam))
+	set.Name = prefixSetName(group, fam)
 	return set
+}
+
+// apiPrefix matches exactly p.
+func apiPrefix(p netip.Prefix) *api.Prefix {
+	bits := uint32(p.Bits())
+	return &api.Prefix{IpPrefix: p.String(), MaskLengthMin: bits, MaskLengthMax: bits}
 }
 
 func acceptStatement(prefixSet string, ns neighborSet) *api.Statement {

@@ -26,6 +26,10 @@ type Speaker struct {
 	configured map[string]Session          // in GoBGP, normalized, by name
 	rib        map[netip.Prefix]netip.Addr // in GoBGP's RIB, with next hop
 	deliveries map[netip.Prefix]delivery   // as rendered in the export policy
+	layout     policyLayout                // of the installed export policy
+	warns      *warnings                   // of the paths applied
+	last       lastApply                   // what the last Apply was given besides paths
+	pathsOnly  bool                        // ApplyPaths may build on the state above
 	closed     bool
 	srvRef     sync.Mutex // guards srvNow, read by Sessions and metrics
 	srvNow     *gobgp
@@ -46,6 +50,7 @@ func New(cfg Config) (*Speaker, error) {
 		configured: map[string]Session{},
 		rib:        map[netip.Prefix]netip.Addr{},
 		deliveries: map[netip.Prefix]delivery{},
+		warns:      newWarnings(),
 	}
 	s.gobgpH = newGobgpHandler(log.Handler(), s.onConnectError)
 	m, err := newMetrics(cfg.Registerer, s.snapshot)
@@ -68,6 +73,7 @@ func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 	if s.closed {
 		return errors.New("bgp speaker is shut down")
 	}
+	s.pathsOnly = false // until this Apply has taken
 	routerID := routerIDFor(d)
 	if s.srv != nil && routerID.IsValid() && routerID != s.srv.routerID {
 		s.log.Info("router ID changed: restarting the BGP server", "old", s.srv.routerID, "new", routerID)
@@ -80,6 +86,7 @@ func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 	errs := s.applySessions(ctx, plan)
 	errs = append(errs, s.applyPaths(ctx, d)...)
 	s.pruneStatus(d.Sessions)
+	s.pathsOnly = len(errs) == 0
 	return errors.Join(errs...)
 }
 
@@ -121,6 +128,8 @@ func (s *Speaker) stopServer(reason string) {
 	s.configured = map[string]Session{}
 	s.rib = map[netip.Prefix]netip.Addr{}
 	s.deliveries = map[netip.Prefix]delivery{}
+	s.layout = nil
+	s.pathsOnly = false
 }
 
 func (s *Speaker) setSrvNow(g *gobgp) {

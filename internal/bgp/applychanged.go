@@ -1,0 +1,237 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+
+	api "github.com/osrg/gobgp/v4/api"
+)
+
+// ErrFullApplyNeeded is ApplyPaths' answer when it has nothing to build
+// on: no Apply has taken since the speaker started, or the last Apply or
+// ApplyPaths was refused in part. The caller applies the whole desired
+// state instead.
+var ErrFullApplyNeeded = errors.New("bgp: paths cannot be changed alone: apply the whole desired state")
+
+// PathChange replaces the desired paths of some prefixes.
+type PathChange struct {
+	// Prefixes are the prefixes whose paths changed; a prefix of Paths
+	// counts as named.
+	Prefixes []netip.Prefix
+	// Paths are all the desired paths of those prefixes. A prefix with
+	// none is no longer announced.
+	Paths []Path
+}
+
+// lastApply is what the last Apply was given besides its paths.
+type lastApply struct {
+	sessions       []Session // configured, by name
+	nodeV4, nodeV6 netip.Addr
+}
+
+// ApplyPaths changes the paths of the named prefixes and nothing else, as
+// Apply would with the last Desired whose paths of those prefixes are
+// replaced (the same sessions, the same node addresses). Its work is
+// proportional to the change, not to the paths held: the prefixes move
+// between the export policy's prefix sets one by one (GoBGP edits a set in
+// place, and the statements that name it see the edit), unless a prefix
+// needs a delivery the policy has no set for, which installs the policy
+// again as Apply does. It returns ErrFullApplyNeeded when it has nothing
+// to build on.
+func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errors.New("bgp speaker is shut down")
+	}
+	if !s.pathsOnly {
+		return ErrFullApplyNeeded
+	}
+	s.pathsOnly = false // until this change has taken
+	plan := planPaths(c.Paths, s.last.sessions, s.last.nodeV4, s.last.nodeV6)
+	changed := changedPrefixes(c, plan)
+	if s.warns.forget(changed) || !plan.warnings.empty() {
+		s.warns.merge(plan.warnings)
+		s.status.setWarnings(s.warns)
+	}
+	errs := plan.errs
+	if s.srv != nil {
+		errs = append(errs, s.applyChangedPaths(ctx, changed, plan)...)
+	}
+	s.pathsOnly = len(errs) == 0
+	return errors.Join(errs...)
+}
+
+// changedPrefixes are the prefixes c names, normalised as planPaths
+// normalises them, with those of its paths, sorted.
+func changedPrefixes(c PathChange, plan pathPlan) []netip.Prefix {
+	set := map[netip.Prefix]bool{}
+	for _, p := range c.Prefixes {
+		if n, ok := normalPrefix(p); ok {
+			set[n] = true
+		}
+	}
+	for p := range plan.rib {
+		set[p] = true
+	}
+	return slices.SortedFunc(maps.Keys(set), comparePrefix)
+}
+
+// normalPrefix is the form of a prefix in the RIB: masked, IPv4 unmapped.
+func normalPrefix(p netip.Prefix) (netip.Prefix, bool) {
+	p = p.Masked()
+	if !p.IsValid() {
+		return p, false
+	}
+	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), true
+}
+
+// applyChangedPaths is applyPaths for the changed prefixes alone: withdraw,
+// edit the policy, announce, refresh.
+func (s *Speaker) applyChangedPaths(ctx context.Context, changed []netip.Prefix, plan pathPlan) []error {
+	var errs []error
+	diff, edits, rebuild := s.diffChanged(changed, plan)
+	if err := s.withdraw(diff.withdraw); err != nil {
+		errs = append(errs, err)
+	}
+	if rebuild {
+		next := maps.Clone(s.deliveries)
+		setDeliveries(next, changed, plan.deliveries)
+		req, layout := buildPolicyLayout(next)
+		if err := s.srv.setPolicies(ctx, req); err != nil {
+			return append(errs, err)
+		}
+		s.deliveries, s.layout = next, layout
+	} else {
+		if err := s.srv.editPrefixSets(ctx, edits); err != nil {
+			return append(errs, err)
+		}
+		setDeliveries(s.deliveries, changed, plan.deliveries)
+	}
+	errs = append(errs, s.announce(diff.announce, plan.rib)...)
+	errs = append(errs, s.refresh(ctx, diff.refresh)...)
+	s.logApplied(diff)
+	return errs
+}
+
+// diffChanged is diffPaths for the changed prefixes, with the prefix-set
+// edits that bring the policy to the new deliveries; rebuild when one
+// needs a set the policy does not have.
+func (s *Speaker) diffChanged(changed []netip.Prefix, plan pathPlan) (pathDiff, prefixSetEdits, bool) {
+	var d pathDiff
+	refresh := map[netip.Addr]bool{}
+	edits := prefixSetEdits{}
+	rebuild := false
+	for _, p := range changed {
+		oldNH, inOld := s.rib[p]
+		newNH, inNew := plan.rib[p]
+		switch {
+		case inNew && (!inOld || oldNH != newNH):
+			d.announce = append(d.announce, p)
+		case inOld && !inNew:
+			d.withdraw = append(d.withdraw, p)
+		}
+		if inOld && inNew {
+			markChanged(refresh, s.deliveries[p], plan.deliveries[p])
+		}
+		oldKey, newKey := keyOf(s.deliveries, p), keyOf(plan.deliveries, p)
+		if oldKey == newKey {
+			continue
+		}
+		fam := familyOf(p)
+		if oldKey != "" {
+			if set, ok := s.layout.prefixSetFor(oldKey, fam); ok {
+				edits.remove(set, p)
+			}
+		}
+		if newKey != "" {
+			set, ok := s.layout.prefixSetFor(newKey, fam)
+			rebuild = rebuild || !ok
+			edits.add(set, p)
+		}
+	}
+	d.refresh = slices.SortedFunc(maps.Keys(refresh), netip.Addr.Compare)
+	return d, edits, rebuild
+}
+
+// keyOf is the delivery key of a prefix, "" when it has no delivery.
+func keyOf(deliveries map[netip.Prefix]delivery, p netip.Prefix) string {
+	d, ok := deliveries[p]
+	if !ok {
+		return ""
+	}
+	return deliveryKey(d)
+}
+
+// setDeliveries makes the changed prefixes' entries in m those of plan.
+func setDeliveries(m map[netip.Prefix]delivery, changed []netip.Prefix, plan map[netip.Prefix]delivery) {
+	for _, p := range changed {
+		if d, ok := plan[p]; ok {
+			m[p] = d
+		} else {
+			delete(m, p)
+		}
+	}
+}
+
+// prefixSetEdits are the prefixes to take out of and put into each prefix
+// set, by set name.
+type prefixSetEdits map[string]*prefixSetEdit
+
+type prefixSetEdit struct{ remove, add []netip.Prefix }
+
+func (e prefixSetEdits) edit(set string) *prefixSetEdit {
+	if e[set] == nil {
+		e[set] = &prefixSetEdit{}
+	}
+	return e[set]
+}
+
+func (e prefixSetEdits) remove(set string, p netip.Prefix) {
+	e.edit(set).remove = append(e.edit(set).remove, p)
+}
+func (e prefixSetEdits) add(set string, p netip.Prefix) { e.edit(set).add = append(e.edit(set).add, p) }
+
+// editPrefixSets puts prefixes into their new sets, then takes them out of
+// their old ones: in between a moving prefix matches the statements of
+// both, so a route exported then (to a peer coming up, say) goes out with
+// the old or the new attributes, never not at all, and the caller
+// refreshes the peers whose attributes changed. The installed policy no
+// longer is g.policy, so the next setPolicies installs its request
+// whatever it is.
+func (g *gobgp) editPrefixSets(ctx context.Context, edits prefixSetEdits) error {
+	if len(edits) == 0 {
+		return nil
+	}
+	g.policy = nil
+	names := slices.Sorted(maps.Keys(edits))
+	for _, name := range names {
+		if add := edits[name].add; len(add) > 0 {
+			err := g.srv.AddDefinedSet(ctx, &api.AddDefinedSetRequest{DefinedSet: apiPrefixSet(name, add)})
+			if err != nil {
+				return fmt.Errorf("put %d prefixes into %s: %w", len(add), name, err)
+			}
+		}
+	}
+	for _, name := range names {
+		if rm := edits[name].remove; len(rm) > 0 {
+			err := g.srv.DeleteDefinedSet(ctx, &api.DeleteDefinedSetRequest{DefinedSet: apiPrefixSet(name, rm)})
+			if err != nil {
+				return fmt.Errorf("take %d prefixes out of %s: %w", len(rm), name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func apiPrefixSet(name string, prefixes []netip.Prefix) *api.DefinedSet {
+	set := &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_PREFIX, Name: name}
+	for _, p := range prefixes {
+		set.Prefixes = append(set.Prefixes, apiPrefix(p))
+	}
+	return set
+}
