@@ -35,6 +35,27 @@ type BGPMemo struct {
 	gen      uint64
 	worked   int  // Services the last call worked out again
 	same     bool // the last call returned the call before's result
+	changes  BGPChanges
+	// routeCount is the number of routes of all prefixes; stale says
+	// res.Routes does not show them yet (Result lays them out).
+	routeCount int
+	stale      bool
+}
+
+// BGPChanges says what the last Decide worked out again, so that a caller
+// can hand on the change instead of the result.
+type BGPChanges struct {
+	// All: the memo started over (the configuration or the node
+	// changed, or it is the first call), and the caller takes the whole
+	// result. Prefixes and Services are then empty.
+	All bool
+	// Prefixes whose routes were worked out again (maybe to none), in
+	// route order.
+	Prefixes []netip.Prefix
+	// Services whose contributions were worked out again or forgotten,
+	// sorted. Together with the Services of the routes of Prefixes, they
+	// are every Service whose routes may have changed.
+	Services []string
 }
 
 // bgpSvc is what one Service (at one Rev) gives the node's routes.
@@ -61,20 +82,86 @@ type bgpPrefix struct {
 
 // Decide returns BGP(st, nodeName).
 func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
+	m.Update(st, nodeName)
+	return m.Result()
+}
+
+// UpdateChanged brings the memo up to date when, since its last call,
+// only the Services with these keys changed (a new Rev, created or
+// deleted; st.Services sorted by key): it works out those Services' routes
+// again and nothing else, so that its work is proportional to the change.
+// When what every route depends on changed (the configuration, the node),
+// or the memo is empty, it does what Update does.
+func (m *BGPMemo) UpdateChanged(st State, nodeName string, keys []string) {
 	me := st.node(nodeName)
+	if me == nil || !m.sameWorld(st, nodeName, me) {
+		m.Update(st, nodeName)
+		return
+	}
+	m.changes.All, m.changes.Prefixes, m.changes.Services = false, m.changes.Prefixes[:0], m.changes.Services[:0]
+	m.worked = 0
+	touched := map[netip.Prefix]bool{}
+	for _, key := range keys {
+		e := m.bySvc[key]
+		i, found := slices.BinarySearchFunc(st.Services, key, func(s Service, k string) int { return cmp.Compare(s.Key, k) })
+		switch {
+		case !found && e == nil:
+		case !found:
+			m.changes.Services = append(m.changes.Services, key)
+			m.drop(key, e, touched)
+			delete(m.bySvc, key)
+		default:
+			m.rework(st, &st.Services[i], e, me, touched)
+		}
+	}
+	if len(touched) > 0 {
+		m.route(touched)
+	}
+	m.noteChanges(touched)
+	m.same = len(m.changes.Services) == 0
+	m.valid = false // m.svcs no longer describes the Services: Update compares none
+}
+
+// Result is the last Update's result, BGP(st, nodeName). Its routes are
+// laid out afresh (O(routes)) the first time it is asked for after an
+// Update that changed them; a caller that hands on Changes instead need
+// not ask.
+func (m *BGPMemo) Result() BGPResult {
+	if m.stale {
+		routes := make([]Route, 0, m.routeCount)
+		for _, prefix := range m.prefixes {
+			routes = append(routes, m.byPrefix[prefix].routes...)
+		}
+		m.res.Routes, m.stale = routes, false
+	}
+	return m.res
+}
+
+// RouteCount is len(Result().Routes), without laying them out.
+func (m *BGPMemo) RouteCount() int { return m.routeCount }
+
+// Update works out BGP(st, nodeName) as Decide does, without laying out
+// the result's routes: Changes, PrefixRoutes and ServiceRoutes tell it.
+func (m *BGPMemo) Update(st State, nodeName string) {
+	me := st.node(nodeName)
+	m.changes.Prefixes, m.changes.Services = m.changes.Prefixes[:0], m.changes.Services[:0]
 	if m.unchanged(st, nodeName, me) {
-		m.worked, m.same = 0, true
-		return m.res
+		m.worked, m.same, m.changes.All = 0, true, false
+		return
 	}
 	m.same = false
 	if me == nil {
-		*m = BGPMemo{}
-		return BGPResult{}
+		*m = BGPMemo{changes: BGPChanges{All: true}}
+		return
 	}
-	if !m.sameWorld(st, nodeName, me) {
+	all := !m.sameWorld(st, nodeName, me)
+	if all {
 		m.reset(st, nodeName, me)
 	}
 	m.update(st, me)
+	if m.changes.All = all; all {
+		m.changes.Prefixes, m.changes.Services = m.changes.Prefixes[:0], m.changes.Services[:0]
+	}
 	m.svcs = m.svcs[:0]
 	m.valid = true // unless a Service has no Rev
 	for i := range st.Services {
@@ -82,7 +169,6 @@ func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
 		m.svcs = append(m.svcs, r)
 		m.valid = m.valid && r.rev != 0
 	}
-	return m.res
 }
 
 // Worked is how many Services the last Decide worked out again (the
@@ -92,6 +178,43 @@ func (m *BGPMemo) Worked() int { return m.worked }
 // Same reports whether the last Decide found nothing changed since the
 // call before and returned that call's result.
 func (m *BGPMemo) Same() bool { return m.same }
+
+// Changes says what the last Decide worked out again. The caller must not
+// modify it; the next Decide reuses its memory.
+func (m *BGPMemo) Changes() BGPChanges { return m.changes }
+
+// PrefixRoutes returns the routes of one prefix in the last result, none
+// when it has none.
+func (m *BGPMemo) PrefixRoutes(p netip.Prefix) []Route {
+	if e := m.byPrefix[p]; e != nil {
+		return e.routes
+	}
+	return nil
+}
+
+// ServiceRoutes returns the routes of the last result that carry a
+// Service's addresses, in route order.
+func (m *BGPMemo) ServiceRoutes(key string) []Route {
+	e := m.bySvc[key]
+	if e == nil {
+		return nil
+	}
+	var out []Route
+	var seen []netip.Prefix
+	for _, c := range e.contribs {
+		if slices.Contains(seen, c.k.prefix) {
+			continue
+		}
+		seen = append(seen, c.k.prefix)
+		for _, r := range m.PrefixRoutes(c.k.prefix) {
+			if slices.Contains(r.Services, key) {
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Route) int { return comparePrefixes(a.Prefix, b.Prefix) })
+	return out
+}
 
 // unchanged reports whether st and the node are those of the last call.
 // It allocates nothing: it runs at every reconcile. A valid memo holds no
@@ -136,23 +259,12 @@ func (m *BGPMemo) update(st State, me *node) {
 	m.worked = 0
 	touched := map[netip.Prefix]bool{}
 	for i := range st.Services {
-		s := &st.Services[i]
-		e := m.bySvc[s.Key]
-		if e != nil && s.Rev != 0 && e.rev == s.Rev {
-			e.seen = m.gen
-			continue
-		}
-		m.worked++
-		if e != nil {
-			m.drop(s.Key, e, touched)
-		}
-		e = &bgpSvc{rev: s.Rev, seen: m.gen, contribs: m.contributions(st, s, me)}
-		m.bySvc[s.Key] = e
-		m.add(s.Key, e, touched)
+		m.rework(st, &st.Services[i], m.bySvc[st.Services[i].Key], me, touched)
 	}
 	if len(st.Services) < len(m.bySvc) {
 		for key, e := range m.bySvc {
 			if e.seen != m.gen {
+				m.changes.Services = append(m.changes.Services, key)
 				m.drop(key, e, touched)
 				delete(m.bySvc, key)
 			}
@@ -161,6 +273,33 @@ func (m *BGPMemo) update(st State, me *node) {
 	if len(touched) > 0 {
 		m.route(touched)
 	}
+	m.noteChanges(touched)
+}
+
+// rework works out one Service's contributions again unless its Rev is
+// the one they were worked out for (Rev 0: always), replacing e's.
+func (m *BGPMemo) rework(st State, s *Service, e *bgpSvc, me *node, touched map[netip.Prefix]bool) {
+	if e != nil && s.Rev != 0 && e.rev == s.Rev {
+		e.seen = m.gen
+		return
+	}
+	m.worked++
+	m.changes.Services = append(m.changes.Services, s.Key)
+	if e != nil {
+		m.drop(s.Key, e, touched)
+	}
+	e = &bgpSvc{rev: s.Rev, seen: m.gen, contribs: m.contributions(st, s, me)}
+	m.bySvc[s.Key] = e
+	m.add(s.Key, e, touched)
+}
+
+// noteChanges lists the changed Services and the touched prefixes, sorted.
+func (m *BGPMemo) noteChanges(touched map[netip.Prefix]bool) {
+	slices.Sort(m.changes.Services)
+	for p := range touched {
+		m.changes.Prefixes = append(m.changes.Prefixes, p)
+	}
+	slices.SortFunc(m.changes.Prefixes, comparePrefixes)
 }
 
 // contributions are what one Service gives the node's routes.
@@ -200,9 +339,14 @@ func (m *BGPMemo) drop(key string, e *bgpSvc, touched map[netip.Prefix]bool) {
 // route merges the touched prefixes' contributions into routes, as BGP
 // does for every prefix, in one merge and one grouping for all of them
 // (not one per prefix: working everything out again would cost thousands
-// of small maps), and lays out the result in BGP's order.
+// of small maps), and keeps the prefixes in BGP's order for Result.
 func (m *BGPMemo) route(touched map[netip.Prefix]bool) {
 	merged := mergedAttrs{}
+	for prefix := range touched {
+		if p := m.byPrefix[prefix]; p != nil {
+			m.routeCount -= len(p.routes)
+		}
+	}
 	m.layOut(touched)
 	for prefix := range touched {
 		p := m.byPrefix[prefix]
@@ -230,11 +374,8 @@ func (m *BGPMemo) route(touched map[netip.Prefix]bool) {
 		m.byPrefix[grouped[i].Prefix].routes = grouped[i:j:j]
 		i = j
 	}
-	routes := make([]Route, 0, len(m.prefixes))
-	for _, prefix := range m.prefixes {
-		routes = append(routes, m.byPrefix[prefix].routes...)
-	}
-	m.res.Routes = routes
+	m.routeCount += len(grouped)
+	m.stale = true
 }
 
 // layOut forgets the touched prefixes no Service contributes to any more

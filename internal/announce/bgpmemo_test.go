@@ -3,7 +3,10 @@ package announce
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/netip"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -75,10 +78,12 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 	for i := range 8 {
 		st.Services = append(st.Services, randomService(fmt.Sprintf("ns/s%d", i)))
 	}
-	var m BGPMemo
+	var m, mc BGPMemo // mc is told which Services changed (UpdateChanged)
+	var prev, prevC BGPResult
 	next := 8
 	for step := range 3000 {
 		world, changed := step == 0, 0
+		var keys []string
 		switch rng.IntN(10) {
 		case 0:
 			ns[0].Labels = map[string]string{"kubernetes.io/hostname": "node1", "rack": fmt.Sprint(rng.IntN(2))}
@@ -90,23 +95,41 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 		case 2, 3:
 			// nothing changed: the memo answers
 		case 4:
-			st.Services = append(st.Services, randomService(fmt.Sprintf("ns/s%d", next)))
+			key := fmt.Sprintf("ns/s%d", next)
+			st.Services = append(st.Services, randomService(key))
 			next++
-			changed = 1
+			changed, keys = 1, []string{key}
 		case 5:
 			if len(st.Services) > 1 {
 				i := rng.IntN(len(st.Services))
+				keys = []string{st.Services[i].Key}
 				st.Services = append(st.Services[:i:i], st.Services[i+1:]...)
 			}
 		default:
 			i := rng.IntN(len(st.Services))
 			st.Services[i] = randomService(st.Services[i].Key)
-			changed = 1
+			changed, keys = 1, []string{st.Services[i].Key}
 		}
+		slices.SortFunc(st.Services, func(a, b Service) int { return strings.Compare(a.Key, b.Key) })
+		mc.UpdateChanged(st, "node1", keys)
+		if got, want := mc.Result(), BGP(st, "node1"); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: UpdateChanged differs from BGP:\n got %+v\nwant %+v", step, got, want)
+		}
+		if why := changesExplain(&mc, prevC, BGP(st, "node1"), st); why != "" {
+			t.Fatalf("step %d: UpdateChanged: %s", step, why)
+		}
+		prevC = BGP(st, "node1")
 		got, want := m.Decide(st, "node1"), BGP(st, "node1")
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: memo differs from BGP:\n got %+v\nwant %+v", step, got, want)
 		}
+		if m.RouteCount() != len(want.Routes) {
+			t.Fatalf("step %d: RouteCount %d, want %d", step, m.RouteCount(), len(want.Routes))
+		}
+		if why := changesExplain(&m, prev, want, st); why != "" {
+			t.Fatalf("step %d: %s", step, why)
+		}
+		prev = want
 		if !world {
 			if most := changed + revless(st.Services); m.Worked() > most {
 				t.Fatalf("step %d: worked out %d Services, want at most %d (changed, or without a Rev)", step, m.Worked(), most)
@@ -123,4 +146,88 @@ func revless(svcs []Service) int {
 		}
 	}
 	return n
+}
+
+// changesExplain checks the memo's Changes, PrefixRoutes and ServiceRoutes
+// against the results before and after a call: every prefix whose routes
+// changed is among the changed prefixes (with its new routes), every
+// Service whose routes changed among the changed Services or those of the
+// changed prefixes' routes, and every Service's routes are those of the
+// result that carry it. "" when they are.
+func changesExplain(m *BGPMemo, before, after BGPResult, st State) string {
+	ch := m.Changes()
+	for _, s := range st.Services {
+		if got, want := m.ServiceRoutes(s.Key), routesCarrying(after, s.Key); !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("ServiceRoutes(%s) = %+v, want %+v", s.Key, got, want)
+		}
+	}
+	if ch.All {
+		return ""
+	}
+	if len(ch.Prefixes)+len(ch.Services) > 0 && m.Same() {
+		return "Same with changes"
+	}
+	affected := map[string]bool{}
+	for _, s := range ch.Services {
+		affected[s] = true
+	}
+	for _, p := range ch.Prefixes {
+		if got, want := m.PrefixRoutes(p), routesOf(after, p); !reflect.DeepEqual(got, want) {
+			return fmt.Sprintf("PrefixRoutes(%s) = %+v, want %+v", p, got, want)
+		}
+		for _, r := range routesOf(after, p) {
+			for _, s := range r.Services {
+				affected[s] = true
+			}
+		}
+	}
+	for _, p := range prefixesOf(before, after) {
+		if !reflect.DeepEqual(routesOf(before, p), routesOf(after, p)) && !slices.Contains(ch.Prefixes, p) {
+			return fmt.Sprintf("the routes of %s changed, and it is not among the changed prefixes %v", p, ch.Prefixes)
+		}
+	}
+	keys := map[string]bool{}
+	for _, r := range append(slices.Clone(before.Routes), after.Routes...) {
+		for _, s := range r.Services {
+			keys[s] = true
+		}
+	}
+	for s := range keys {
+		if !reflect.DeepEqual(routesCarrying(before, s), routesCarrying(after, s)) && !affected[s] {
+			return fmt.Sprintf("the routes of Service %s changed, and it is not among those affected", s)
+		}
+	}
+	return ""
+}
+
+func routesOf(res BGPResult, p netip.Prefix) []Route {
+	var out []Route
+	for _, r := range res.Routes {
+		if r.Prefix == p {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func routesCarrying(res BGPResult, key string) []Route {
+	var out []Route
+	for _, r := range res.Routes {
+		if slices.Contains(r.Services, key) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func prefixesOf(results ...BGPResult) []netip.Prefix {
+	var out []netip.Prefix
+	for _, res := range results {
+		for _, r := range res.Routes {
+			if !slices.Contains(out, r.Prefix) {
+				out = append(out, r.Prefix)
+			}
+		}
+	}
+	return out
 }
