@@ -43,6 +43,9 @@ func (b *establishedBGP) Apply(_ context.Context, d bgp.Desired) error {
 	return nil
 }
 
+// ApplyPaths changes no session.
+func (b *establishedBGP) ApplyPaths(context.Context, bgp.PathChange) error { return nil }
+
 func (b *establishedBGP) Sessions() []bgp.SessionState {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -26,6 +26,9 @@ type Fences interface {
 // BGP holds this node's BGP sessions and routes (*bgp.Speaker).
 type BGP interface {
 	Apply(ctx context.Context, d bgp.Desired) error
+	// ApplyPaths changes the paths of some prefixes alone, or returns
+	// bgp.ErrFullApplyNeeded.
+	ApplyPaths(ctx context.Context, c bgp.PathChange) error
 	Sessions() []bgp.SessionState
 	Shutdown(ctx context.Context) error
 }

@@ -28,13 +28,28 @@ func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) b
 		}
 		d.Sessions = append(d.Sessions, s)
 	}
-	for _, r := range res.Routes {
-		d.Paths = append(d.Paths, bgp.Path{
+	d.Paths = appendPaths(d.Paths, res.Routes)
+	return d
+}
+
+// changedPaths is the memo's last change in the backend's terms: the
+// changed prefixes and all their routes.
+func changedPaths(m *announce.BGPMemo) bgp.PathChange {
+	c := bgp.PathChange{Prefixes: m.Changes().Prefixes}
+	for _, p := range c.Prefixes {
+		c.Paths = appendPaths(c.Paths, m.PrefixRoutes(p))
+	}
+	return c
+}
+
+func appendPaths(paths []bgp.Path, routes []announce.Route) []bgp.Path {
+	for _, r := range routes {
+		paths = append(paths, bgp.Path{
 			Prefix: r.Prefix, Peers: r.Peers, Communities: r.Communities,
 			LargeCommunities: r.LargeCommunities, LocalPref: r.LocalPref,
 		})
 	}
-	return d
+	return paths
 }
 
 // families: the address families of the configured pools (IPv4 when there
@@ -60,7 +75,7 @@ func families(cfg *config.Config) []bgp.Family {
 func advertisedRoutes(res announce.BGPResult) map[string][]string {
 	out := map[string][]string{}
 	for _, r := range res.Routes {
-		desc := r.Prefix.String() + " to " + joinNames(r.Peers)
+		desc := routeDesc(r)
 		for _, s := range r.Services {
 			out[s] = append(out[s], desc)
 		}
@@ -70,3 +85,31 @@ func advertisedRoutes(res announce.BGPResult) map[string][]string {
 	}
 	return out
 }
+
+// changedAdvertisements is advertisedRoutes for the Services whose routes
+// the memo's last change may have changed (the others keep theirs): the
+// changed Services and those of the changed prefixes' routes. A Service
+// with no route maps to nil.
+func changedAdvertisements(m *announce.BGPMemo) map[string][]string {
+	ch := m.Changes()
+	out := map[string][]string{}
+	for _, key := range ch.Services {
+		out[key] = nil
+	}
+	for _, p := range ch.Prefixes {
+		for _, r := range m.PrefixRoutes(p) {
+			for _, key := range r.Services {
+				out[key] = nil
+			}
+		}
+	}
+	for key := range out {
+		for _, r := range m.ServiceRoutes(key) {
+			out[key] = append(out[key], routeDesc(r))
+		}
+		slices.Sort(out[key])
+	}
+	return out
+}
+
+func routeDesc(r announce.Route) string { return r.Prefix.String() + " to " + joinNames(r.Peers) }

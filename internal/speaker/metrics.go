@@ -11,6 +11,9 @@ type metrics struct {
 	// l2Plans counts L2 plans by kind: full (every address) or changed
 	// (only the addresses of the Services that changed).
 	l2Plans *prometheus.CounterVec
+	// bgpApplies counts hand-overs to the BGP backend by kind: full
+	// (every route) or changed (only the prefixes that changed).
+	bgpApplies *prometheus.CounterVec
 	// syncErrors counts failed reconciles and status writes.
 	syncErrors *prometheus.CounterVec
 	// statusWrites counts SpeakerStatus writes (creates and updates).
@@ -29,12 +32,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Time to compute and apply what this node announces.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}),
 		l2Plans: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "l2_plans_total",
 			Help: "L2 decisions of what this node answers for, by kind: full (every address: at start, and when the configuration, the nodes, their liveness or the hold changed) or changed (only the addresses of the Services that changed)."}, []string{"kind"}),
+		bgpApplies: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "bgp_applies_total",
+			Help: "Hand-overs of this node's BGP sessions and routes to its BGP server, by kind: full (every route: at start, and when the configuration, the node or its addresses changed, or the last one was refused in part) or changed (only the prefixes of the Services that changed)."}, []string{"kind"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "sync_errors_total",
 			Help: "Failed syncs, by sync: reconcile (what this node announces) or status (its SpeakerStatus); each is retried with backoff."}, []string{"sync"}),
 		statusWrites: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "status_writes_total",
 			Help: "Writes of this node's SpeakerStatus (only when what it announces changed, at most one per --status-interval)."}),
 	}
-	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.held, m.reconcile, m.l2Plans, m.syncErrors, m.statusWrites} {
+	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.held, m.reconcile, m.l2Plans, m.bgpApplies, m.syncErrors, m.statusWrites} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

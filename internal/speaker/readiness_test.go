@@ -11,9 +11,10 @@ import (
 // fakeBGP reports the sessions the test sets.
 type fakeBGP struct{ sessions []bgp.SessionState }
 
-func (f *fakeBGP) Apply(context.Context, bgp.Desired) error { return nil }
-func (f *fakeBGP) Sessions() []bgp.SessionState             { return f.sessions }
-func (f *fakeBGP) Shutdown(context.Context) error           { return nil }
+func (f *fakeBGP) Apply(context.Context, bgp.Desired) error         { return nil }
+func (f *fakeBGP) ApplyPaths(context.Context, bgp.PathChange) error { return nil }
+func (f *fakeBGP) Sessions() []bgp.SessionState                     { return f.sessions }
+func (f *fakeBGP) Shutdown(context.Context) error                   { return nil }
 
 // TestReadyOnlyWhenTakingPart: not Ready before the caches synced, before
 // the member list settled and a decision was applied, before every BGP

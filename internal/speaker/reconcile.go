@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/bgp"
 )
 
 // reconcile computes what this node announces and applies the difference
@@ -34,7 +35,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	defer s.mu.Unlock()
 	held := s.currentHold()
 	s.reconcileL2(st, changes, start, isolated, held)
-	if err := s.reconcileBGP(ctx, st, held); err != nil {
+	if err := s.reconcileBGP(ctx, st, changes, held); err != nil {
 		return err
 	}
 	if ml := s.memberList(); ml == nil || ml.Settled() {
@@ -127,9 +128,21 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 	}
 }
 
-func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool) error {
-	if s.opts.BGP == nil || s.leaving.Load() {
-		s.bgpRoutes, s.bgpApplied = nil, bgpApplied{}
+// reconcileBGP decides this node's BGP sessions and routes and hands them
+// to the backend. When only some Services changed since the last
+// reconcile (changes) and nothing else did, it works out and hands over
+// only their prefixes (UpdateChanged, ApplyPaths): the work is
+// proportional to the change. Otherwise it hands over everything.
+func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes serviceChanges, held bool) error {
+	if s.opts.BGP == nil {
+		return nil
+	}
+	// The memo learns of changed Services from changes alone: a reconcile
+	// that does not tell it leaves the next one to compare them all.
+	fullUpdate := changes.everything || s.bgpMemoBehind
+	s.bgpMemoBehind = true
+	if s.leaving.Load() {
+		s.bgpAdvertising, s.bgpApplied = false, bgpApplied{}
 		return nil
 	}
 	me, err := s.nodes.Get(s.opts.NodeName)
@@ -137,9 +150,14 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 		return fmt.Errorf("node %s: %w", s.opts.NodeName, err)
 	}
 	v4, v6 := nodeAddresses(me)
-	var res announce.BGPResult // held: no session, no route
-	if !held {
-		res = s.bgpMemo.Decide(st, s.opts.NodeName) // the last result when nothing it depends on changed
+	switch {
+	case held:
+	case fullUpdate:
+		s.bgpMemo.Update(st, s.opts.NodeName)
+		s.bgpMemoBehind = false
+	default:
+		s.bgpMemo.UpdateChanged(st, s.opts.NodeName, changes.keys) // nothing to do when nothing it depends on changed
+		s.bgpMemoBehind = false
 	}
 	applied := bgpApplied{ok: true, v4: v4, v6: v6}
 	if !held && s.bgpMemo.Same() && s.bgpApplied == applied {
@@ -148,18 +166,57 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 		// no O(routes) hand-over to the backend, no events to compare.
 		return nil
 	}
-	err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
+	// Only Services changed, and the last Apply took with these node
+	// addresses: the backend gets the changed prefixes alone, and only
+	// the Services whose routes may have changed are compared for events.
+	incremental := !held && !s.bgpMemo.Changes().All && s.bgpApplied == applied
+	if incremental {
+		err = s.opts.BGP.ApplyPaths(ctx, changedPaths(&s.bgpMemo))
+		incremental = !errors.Is(err, bgp.ErrFullApplyNeeded)
+	}
+	var res announce.BGPResult // held: no session, no route
+	if !incremental {
+		if !held {
+			res = s.bgpMemo.Result()
+		}
+		err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
+	}
+	s.metrics.bgpApplies.WithLabelValues(applyKind(incremental)).Inc()
 	s.bgpApplied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6}
 	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
 	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {
 		s.log.Warn("BGP configuration partly refused", "error", err)
 	}
 	s.lastBGP = err
-	s.bgpRoutes = res.Routes
-	routes := advertisedRoutes(res)
-	s.metrics.announced.WithLabelValues("bgp").Set(float64(len(res.Routes)))
+	s.bgpAdvertising = !held
+	s.metrics.announced.WithLabelValues("bgp").Set(float64(s.bgpRouteCount()))
+	if incremental {
+		s.bgpEvents(changedAdvertisements(&s.bgpMemo), false)
+	} else {
+		s.bgpEvents(advertisedRoutes(res), true)
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil // refused sessions are reported, not retried in a loop
+}
+
+func applyKind(incremental bool) string {
+	if incremental {
+		return "changed"
+	}
+	return "full"
+}
+
+// bgpEvents records an event for each Service whose advertised routes
+// changed and logs those withdrawn. routes holds every Service's routes
+// when all, else only those that may have changed (nil: none left).
+func (s *Speaker) bgpEvents(routes map[string][]string, all bool) {
+	if s.bgpAdvert == nil {
+		s.bgpAdvert = map[string][]string{}
+	}
 	for key, desc := range routes {
-		if slices.Equal(s.bgpAdvert[key], desc) {
+		if len(desc) == 0 || slices.Equal(s.bgpAdvert[key], desc) {
 			continue
 		}
 		if svc := s.service(key); svc != nil {
@@ -168,15 +225,34 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, held bool
 		s.log.Info("advertising", "service", key, "routes", desc)
 	}
 	for key := range s.bgpAdvert {
-		if _, ok := routes[key]; !ok {
+		if desc, ok := routes[key]; (all && !ok) || (ok && len(desc) == 0) {
 			s.log.Info("withdrawn", "service", key, "protocol", "bgp")
+			delete(s.bgpAdvert, key)
 		}
 	}
-	s.bgpAdvert = routes
-	if errors.Is(err, context.Canceled) {
-		return err
+	for key, desc := range routes {
+		if len(desc) > 0 {
+			s.bgpAdvert[key] = desc
+		}
 	}
-	return nil // refused sessions are reported, not retried in a loop
+}
+
+// bgpRouteCount is the number of routes this node advertises. Call with
+// s.mu held.
+func (s *Speaker) bgpRouteCount() int {
+	if !s.bgpAdvertising {
+		return 0
+	}
+	return s.bgpMemo.RouteCount()
+}
+
+// bgpRoutesNow are the routes this node advertises, laid out (O(routes))
+// when they changed since the last call. Call with s.mu held.
+func (s *Speaker) bgpRoutesNow() []announce.Route {
+	if !s.bgpAdvertising {
+		return nil
+	}
+	return s.bgpMemo.Result().Routes
 }
 
 // bgpApplied is what a successful BGP Apply outside a hold was given

@@ -112,15 +112,16 @@ type Speaker struct {
 	renewer      *leaseRenewer
 	leases       *leaseBook
 
-	mu        sync.Mutex // guards the reconcile state below
-	l2        l2State
-	l2Memo    announce.L2Memo     // the L2 decisions of the last reconcile, per address
-	bgpMemo   announce.BGPMemo    // the BGP decision of the last reconcile
-	bgpAdvert map[string][]string // Service -> routes it is advertised with, for events
-	bgpRoutes []announce.Route    // what BGP advertises, for the status
-	hold      announceHold        // the announcement hold last acted on
-	l2Since   map[netip.Addr]time.Time
-	lastBGP   error
+	mu             sync.Mutex // guards the reconcile state below
+	l2             l2State
+	l2Memo         announce.L2Memo     // the L2 decisions of the last reconcile, per address
+	bgpMemo        announce.BGPMemo    // the BGP decision of the last reconcile
+	bgpAdvert      map[string][]string // Service -> routes it is advertised with, for events
+	bgpAdvertising bool                // the BGP memo's routes are advertised (not held, not leaving)
+	bgpMemoBehind  bool                // a reconcile's Service changes did not reach the BGP memo
+	hold           announceHold        // the announcement hold last acted on
+	l2Since        map[netip.Addr]time.Time
+	lastBGP        error
 	// reconcileMu serialises reconciles: the worker's and Shutdown's.
 	reconcileMu sync.Mutex
 	// bgpApplied is what the last BGP Apply was given besides the memo's

@@ -43,7 +43,7 @@ func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
 	for _, ip := range slices.SortedFunc(maps.Keys(s.l2.owned), netip.Addr.Compare) {
 		l2 = append(l2, l2Entry{IP: ip, Since: s.l2Since[ip]})
 	}
-	routes := s.bgpRoutes
+	routes := s.bgpRoutesNow()
 	s.mu.Unlock()
 	if s.opts.L2 != nil {
 		for i := range l2 {

@@ -39,17 +39,21 @@ type serviceCache struct {
 	// Service was converted (the first time).
 	byIP       map[netip.Addr][]string
 	changed    map[netip.Addr]bool
+	changedSvc map[string]bool // Services with a new Rev, created or removed
 	everything bool
 }
 
 func newServiceCache() *serviceCache {
-	return &serviceCache{dirty: map[string]bool{}, all: true, byIP: map[netip.Addr][]string{}, changed: map[netip.Addr]bool{}}
+	return &serviceCache{dirty: map[string]bool{}, all: true, byIP: map[netip.Addr][]string{},
+		changed: map[netip.Addr]bool{}, changedSvc: map[string]bool{}}
 }
 
-// serviceChanges are the addresses whose Services changed between two
-// takeChanges, sorted; everything: any address may have.
+// serviceChanges are the addresses whose Services changed and the
+// Services whose conversion changed (a new Rev, created or removed)
+// between two takeChanges, sorted; everything: any may have.
 type serviceChanges struct {
 	ips        []netip.Addr
+	keys       []string
 	everything bool
 }
 
@@ -57,8 +61,10 @@ type serviceChanges struct {
 func (c *serviceCache) takeChanges() serviceChanges {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := serviceChanges{ips: slices.SortedFunc(maps.Keys(c.changed), netip.Addr.Compare), everything: c.everything}
+	out := serviceChanges{ips: slices.SortedFunc(maps.Keys(c.changed), netip.Addr.Compare),
+		keys: slices.Sorted(maps.Keys(c.changedSvc)), everything: c.everything}
 	clear(c.changed)
+	clear(c.changedSvc)
 	c.everything = false
 	return out
 }
@@ -156,6 +162,7 @@ func (c *serviceCache) services(src serviceSource) ([]announce.Service, error) {
 			c.index(c.sorted[i], true)
 		}
 		clear(c.changed)
+		clear(c.changedSvc)
 		c.everything = true
 		c.all, c.dirty = false, map[string]bool{}
 		return c.sorted, nil
@@ -185,6 +192,7 @@ func (c *serviceCache) put(key string, svc *corev1.Service, src serviceSource) {
 		if found {
 			c.index(c.sorted[i], false)
 			c.sorted = slices.Delete(c.sorted, i, i+1)
+			c.changedSvc[key] = true
 		}
 		return
 	}
@@ -193,6 +201,7 @@ func (c *serviceCache) put(key string, svc *corev1.Service, src serviceSource) {
 		return // keeps its Rev: nothing announcing reads changed, nothing to decide again
 	}
 	next.Rev = c.nextRev()
+	c.changedSvc[key] = true
 	if found {
 		c.index(c.sorted[i], false)
 		c.sorted[i] = next
