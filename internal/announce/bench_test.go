@@ -13,8 +13,9 @@ import (
 // reconcile, with 1,000 and 10,000 Services on 3 nodes (one address each,
 // from an IPv6 pool): BGP for node1 (one peer, one advertisement with a
 // community), L2 from scratch, the BGP and L2 memos when nothing
-// changed, and the BGP memo when one Service changed and when this node
-// changed (which works every Service out again).
+// changed, and the BGP memo when one Service changed (found by comparing
+// every Service's revision, or told which, as the speaker tells it) and
+// when this node changed (which works every Service out again).
 //
 // Run it with: go test -run XXX -bench Decide -benchmem ./internal/announce/
 func BenchmarkDecide(b *testing.B) {
@@ -43,6 +44,19 @@ func BenchmarkDecide(b *testing.B) {
 				st.Services[i%n].Rev += uint64(n) // a new conversion of one Service
 				if r := m.Decide(st, "node1"); len(r.Routes) != n || m.Worked() != 1 {
 					b.Fatalf("%d routes, %d worked out; want %d, 1", len(r.Routes), m.Worked(), n)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("BGPMemo-one-changed-told/%d", n), func(b *testing.B) {
+			var m BGPMemo
+			m.Decide(st, "node1")
+			b.ResetTimer()
+			for i := range b.N {
+				s := &st.Services[i%n]
+				s.Rev += uint64(n) // a new conversion of one Service, as the speaker's cache reports it
+				m.UpdateChanged(st, "node1", []string{s.Key})
+				if m.RouteCount() != n || m.Worked() != 1 {
+					b.Fatalf("%d routes, %d worked out; want %d, 1", m.RouteCount(), m.Worked(), n)
 				}
 			}
 		})
