@@ -12,7 +12,10 @@ import (
 // TestServiceDeletionWithdraws: deleting a Service withdraws its routes
 // from the router. The time from the delete call to the last path leaving
 // FRR's RIB is logged; the issue asks for about a second, asserted with a
-// generous bound (the machine is shared with other tests).
+// generous bound (the machine is shared with other tests). In a settled
+// cluster a Service change reaches the BGP server as a change of its
+// prefixes alone (ApplyPaths), on every node: the speakers' counters of
+// hand-overs by kind show it.
 func TestServiceDeletionWithdraws(t *testing.T) {
 	l, _ := herald(t)
 	ctx := context.Background()
@@ -20,6 +23,15 @@ func TestServiceDeletionWithdraws(t *testing.T) {
 	_, ips := service(t, l, "deleted", poolMain, dualStack, all...)
 	for _, ip := range ips {
 		waitFIB(t, l, host(ip), all...)
+	}
+	changed := func(node string) float64 {
+		n, _ := l.Node(node)
+		m, _ := lab.ScrapeMetrics(n.IPv4.String() + ":7472")
+		return m[`herald_speaker_bgp_applies_total{kind="changed"}`]
+	}
+	before := map[string]float64{}
+	for _, n := range all {
+		before[n] = changed(n)
 	}
 	start := time.Now()
 	if err := l.DeleteService(ctx, testNS, "deleted"); err != nil {
@@ -50,6 +62,14 @@ func TestServiceDeletionWithdraws(t *testing.T) {
 	for _, ip := range ips {
 		waitFIB(t, l, host(ip))
 	}
+	lab.Poll(t, "every speaker handed over the deletion as a change of its prefixes", 10*time.Second, func() bool {
+		for _, n := range all {
+			if changed(n) <= before[n] {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // TestSIGTERMWithdrawsBeforeClosing: a speaker stopped with SIGTERM
