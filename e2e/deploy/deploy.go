@@ -56,12 +56,19 @@ func Install(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
 // and every speaker are rolled out and run the images built from this
 // checkout.
 func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Herald, root string) error) (*Herald, error) {
+	start := time.Now()
+	phase := func(name string) {
+		l.Logger().Info("herald install phase done", "phase", name, "took", time.Since(start).Round(time.Millisecond))
+		start = time.Now()
+	}
 	if err := images.Build(); err != nil {
 		return nil, err
 	}
+	phase("images built")
 	if err := l.ImportImages(ctx, images.List()...); err != nil {
 		return nil, err
 	}
+	phase("images imported")
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
@@ -73,9 +80,11 @@ func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Hera
 	if err := apply(h, root); err != nil {
 		return nil, err
 	}
+	phase("applied")
 	if err := h.WaitRollout(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
+	phase("rolled out")
 	return h, h.CheckImages(ctx)
 }
 

@@ -159,6 +159,9 @@ func (l *Lab) addTiming(phase string, since time.Time) {
 	l.log.Info("lab phase done", "phase", phase, "took", took.Round(time.Millisecond))
 }
 
+// Logger is the lab's log, for helpers that report their own phases.
+func (l *Lab) Logger() *slog.Logger { return l.log }
+
 // Timings of the phases of Start, in order.
 func (l *Lab) Timings() []Timing {
 	l.mu.Lock()
