@@ -53,7 +53,7 @@ func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
 	}
 	s.pathsOnly = false // until this change has taken
 	plan := planPaths(c.Paths, s.last.sessions, s.last.nodeV4, s.last.nodeV6)
-	changed := changedPrefixes(c, plan)
+	changed := changedPrefixes(c)
 	if s.warns.forget(changed) || !plan.warnings.empty() {
 		s.warns.merge(plan.warnings)
 		s.status.setWarnings(s.warns)
@@ -66,17 +66,20 @@ func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
 	return errors.Join(errs...)
 }
 
-// changedPrefixes are the prefixes c names, normalised as planPaths
-// normalises them, with those of its paths, sorted.
-func changedPrefixes(c PathChange, plan pathPlan) []netip.Prefix {
+// changedPrefixes are the prefixes c names and those of its paths,
+// normalised as planPaths normalises them, sorted.
+func changedPrefixes(c PathChange) []netip.Prefix {
 	set := map[netip.Prefix]bool{}
-	for _, p := range c.Prefixes {
+	add := func(p netip.Prefix) {
 		if n, ok := normalPrefix(p); ok {
 			set[n] = true
 		}
 	}
-	for p := range plan.rib {
-		set[p] = true
+	for _, p := range c.Prefixes {
+		add(p)
+	}
+	for _, p := range c.Paths {
+		add(p.Prefix)
 	}
 	return slices.SortedFunc(maps.Keys(set), comparePrefix)
 }

@@ -109,7 +109,7 @@ func TestApplyPathsEqualsApply(t *testing.T) {
 			c.Paths = append(c.Paths, want[p]...)
 		}
 		plan := planPaths(c.Paths, inc.last.sessions, inc.last.nodeV4, inc.last.nodeV6)
-		if _, e, rebuild := inc.diffChanged(changedPrefixes(c, plan), plan); rebuild {
+		if _, e, rebuild := inc.diffChanged(changedPrefixes(c), plan); rebuild {
 			rebuilds++
 		} else if len(e) > 0 {
 			edits++
@@ -269,7 +269,7 @@ func TestLoopbackApplyPaths(t *testing.T) {
 	}
 	for _, st := range steps {
 		plan := planPaths(st.change.Paths, s.last.sessions, s.last.nodeV4, s.last.nodeV6)
-		if _, _, rebuild := s.diffChanged(changedPrefixes(st.change, plan), plan); rebuild != st.rebuild {
+		if _, _, rebuild := s.diffChanged(changedPrefixes(st.change), plan); rebuild != st.rebuild {
 			t.Fatalf("%s: installs the policy again: %t, want %t", st.what, rebuild, st.rebuild)
 		}
 		must(t, s.ApplyPaths(context.Background(), st.change))
@@ -284,5 +284,21 @@ func TestLoopbackApplyPaths(t *testing.T) {
 	}
 	if n1, n2 := r1.establishedCount(), r2.establishedCount(); n1 != 1 || n2 != 1 {
 		t.Errorf("sessions reset by path changes: established %d and %d times", n1, n2)
+	}
+}
+
+// TestApplyPathsNamesThePrefixesOfItsPaths: a prefix given only by its
+// paths counts as named, also when those paths now reach no session: it
+// is withdrawn.
+func TestApplyPathsNamesThePrefixesOfItsPaths(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newTestSpeaker(t, nil)
+	must(t, s.Apply(ctx, Desired{NodeIPv4: nodeV4, NodeIPv6: nodeV6, Sessions: idleSessions(), Paths: []Path{{Prefix: vip4}, {Prefix: vip4b}}}))
+	must(t, s.ApplyPaths(ctx, PathChange{Paths: []Path{{Prefix: vip4, Peers: []string{"no-such-session"}}}}))
+	if _, ok := s.rib[vip4]; ok {
+		t.Errorf("%s still in the RIB: %v", vip4, s.rib)
+	}
+	if _, ok := s.rib[vip4b]; !ok {
+		t.Errorf("%s, not named, left the RIB: %v", vip4b, s.rib)
 	}
 }
