@@ -207,7 +207,7 @@ func (m *BGPMemo) ServiceRoutes(key string) []Route {
 		}
 		seen = append(seen, c.k.prefix)
 		for _, r := range m.PrefixRoutes(c.k.prefix) {
-			if slices.Contains(r.Services, key) {
+			if _, ok := slices.BinarySearch(r.Services, key); ok { // an aggregate's route may carry thousands
 				out = append(out, r)
 			}
 		}
