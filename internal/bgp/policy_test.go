@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net/netip"
 	"strings"
 	"testing"
@@ -158,5 +159,48 @@ func TestStateNames(t *testing.T) {
 	}
 	if got := connectHint("connect: connection refused", true); strings.Contains(got, "MD5") {
 		t.Errorf("no hint for a refused connection: %q", got)
+	}
+}
+
+// TestDeliveryKeyIsTheFmtForm: the keys built by hand are those fmt gives
+// (the form the tests and the grouping were written against), for random
+// attributes.
+func TestDeliveryKeyIsTheFmtForm(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 13))
+	fmtAttrs := func(a attrs) string {
+		lp := "-"
+		if a.hasLocalPref {
+			lp = fmt.Sprint(a.localPref)
+		}
+		return fmt.Sprintf("c=%v l=%v lp=%s nh=%s", a.communities, a.large, lp, a.nextHop)
+	}
+	for range 1000 {
+		d := delivery{}
+		for _, peer := range []netip.Addr{peerA, peerB, peerC6} {
+			if r.IntN(2) == 0 {
+				continue
+			}
+			var a attrs
+			for range r.IntN(3) {
+				a.communities = append(a.communities, r.Uint32())
+			}
+			for range r.IntN(3) {
+				a.large = append(a.large, [3]uint32{r.Uint32(), r.Uint32(), r.Uint32()})
+			}
+			a.localPref, a.hasLocalPref = r.Uint32(), r.IntN(2) == 0
+			if r.IntN(2) == 0 {
+				a.nextHop = []netip.Addr{nodeV4, nodeV6}[r.IntN(2)]
+			}
+			d[peer] = a
+		}
+		var want strings.Builder
+		for _, peer := range []netip.Addr{peerA, peerB, peerC6} { // in address order
+			if a, ok := d[peer]; ok {
+				fmt.Fprintf(&want, "%s{%s};", peer, fmtAttrs(a))
+			}
+		}
+		if got := deliveryKey(d); got != want.String() {
+			t.Fatalf("deliveryKey\n %s\nwant\n %s", got, want.String())
+		}
 	}
 }
