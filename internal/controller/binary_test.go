@@ -134,15 +134,19 @@ func (e *env) snapshot() (map[string][]string, map[string]string) {
 // addresses.
 func (e *env) waitAllAssigned(timeout time.Duration, want func(name string) int) {
 	e.t.Helper()
-	e.eventually("every Service to have its addresses", timeout, func() bool {
-		addrs, _ := e.snapshot()
-		for name, a := range addrs {
-			if len(a) != want(name) {
-				return false
-			}
+	e.eventually("every Service to have its addresses", timeout, func() bool { return e.allAssigned(want) })
+}
+
+// allAssigned reports whether every Service of the namespace has as many
+// addresses as want says.
+func (e *env) allAssigned(want func(name string) int) bool {
+	addrs, _ := e.snapshot()
+	for name, a := range addrs {
+		if len(a) != want(name) {
+			return false
 		}
-		return true
-	})
+	}
+	return true
 }
 
 // waitAllAnnotated waits until every Service of the namespace carries the
