@@ -104,11 +104,9 @@ func (s *Speaker) applyChangedPaths(ctx context.Context, changed []netip.Prefix,
 	if rebuild {
 		next := maps.Clone(s.deliveries)
 		setDeliveries(next, changed, plan.deliveries)
-		req, layout := buildPolicyLayout(next)
-		if err := s.srv.setPolicies(ctx, req); err != nil {
+		if err := s.installPolicy(ctx, next); err != nil {
 			return append(errs, err)
 		}
-		s.deliveries, s.layout = next, layout
 	} else {
 		if err := s.srv.editPrefixSets(ctx, edits); err != nil {
 			return append(errs, err)

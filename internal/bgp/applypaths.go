@@ -28,15 +28,24 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	if err := s.withdraw(diff.withdraw); err != nil {
 		errs = append(errs, err)
 	}
-	req, layout := buildPolicyLayout(plan.deliveries)
-	if err := s.srv.setPolicies(ctx, req); err != nil {
+	if err := s.installPolicy(ctx, plan.deliveries); err != nil {
 		return append(errs, err) // announcing now would go out under the old policy
 	}
-	s.deliveries, s.layout = plan.deliveries, layout
 	errs = append(errs, s.announce(diff.announce, plan.rib)...)
 	errs = append(errs, s.refresh(ctx, diff.refresh)...)
 	s.logApplied(diff)
 	return errs
+}
+
+// installPolicy renders the deliveries as the export policy and installs
+// it; they are then the ones applied.
+func (s *Speaker) installPolicy(ctx context.Context, deliveries map[netip.Prefix]delivery) error {
+	req, layout := buildPolicyLayout(deliveries)
+	if err := s.srv.setPolicies(ctx, req); err != nil {
+		return err
+	}
+	s.deliveries, s.layout = deliveries, layout
+	return nil
 }
 
 func (s *Speaker) logApplied(diff pathDiff) {

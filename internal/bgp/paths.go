@@ -40,12 +40,11 @@ func planPaths(paths []Path, sessions []Session, nodeV4, nodeV6 netip.Addr) path
 		byName[s.Name] = s
 	}
 	for _, path := range paths {
-		prefix := path.Prefix.Masked()
-		if !prefix.IsValid() {
+		prefix, ok := normalPrefix(path.Prefix)
+		if !ok {
 			p.errs = append(p.errs, fmt.Errorf("path %q: invalid prefix", path.Prefix))
 			continue
 		}
-		prefix = netip.PrefixFrom(prefix.Addr().Unmap(), prefix.Bits()).Masked()
 		nh, err := ribNextHop(prefix, nodeV6)
 		if err != nil {
 			p.errs = append(p.errs, err)
