@@ -2,16 +2,18 @@
 # working in the network lab. Both need Linux and root (network
 # namespaces); the scripts install what is missing.
 
-export GOFLAGS := -buildvcs=false
-export CGO_ENABLED := 0
+# GOFLAGS, CGO_ENABLED, GOWORK: hack/build.env, shared with the scripts and
+# the tests' own builds.
+export GOFLAGS := $(shell . ./hack/build.env && echo "$$GOFLAGS")
+export CGO_ENABLED := $(shell . ./hack/build.env && echo "$$CGO_ENABLED")
+export GOWORK := $(shell . ./hack/build.env && echo "$$GOWORK")
 GO ?= go
 FUZZTIME ?= 10s
 BIN := bin
 # How Herald's binaries are built everywhere (here, in the Dockerfile, and
-# as testenv.BuildFlags for every build the tests make): grpcnotrace leaves
-# out grpc's x/net/trace, whose html/template execution turns off the
-# linker's dead-code elimination (speaker 71 MB -> 41 MB, and its resident
-# memory with it).
+# as testenv.BuildFlags for every build the tests make): GOFLAGS' -trimpath
+# and grpcnotrace (hack/build.env says why) spelt out for the Dockerfile's
+# sake, and stripped.
 GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 
 include hack/versions.env

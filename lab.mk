@@ -25,7 +25,7 @@ HERALD_LAB := bin/herald-lab
 
 herald-lab:
 	@mkdir -p bin
-	CGO_ENABLED=0 GOFLAGS=-buildvcs=false go build -o $(HERALD_LAB) ./e2e/cmd/herald-lab
+	set -a && . ./hack/build.env && go build -o $(HERALD_LAB) ./e2e/cmd/herald-lab
 
 lab-up: herald-lab
 	$(HERALD_LAB) up -nodes $(LAB_NODES) -router $(LAB_ROUTER) -proxy-mode $(LAB_PROXY_MODE) -port $(LAB_PORT)

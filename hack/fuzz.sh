@@ -10,7 +10,8 @@
 # failing input, panicked or failed otherwise fails at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export GOFLAGS=-buildvcs=false
+# the flags every go command of the project shares (hack/build.env)
+set -a; . hack/build.env; set +a
 fuzztime=${FUZZTIME:-10s}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

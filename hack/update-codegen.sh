@@ -10,7 +10,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root
 cd "$root"
-export GOFLAGS=-buildvcs=false GOWORK=off
+# the flags every go command of the project shares (hack/build.env)
+set -a; . hack/build.env; set +a
 
 mod=github.com/herald-lb/herald
 gen=$mod/api/generated

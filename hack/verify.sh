@@ -9,7 +9,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-export GOFLAGS=-buildvcs=false GOWORK=off
+# the flags every go command of the project shares (hack/build.env)
+set -a; . hack/build.env; set +a
 fail=0
 say() { printf '[verify] %s\n' "$*" >&2; }
 

@@ -24,6 +24,10 @@ func TestMakeDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no lab")
 	}
+	goEnv, err := testenv.GoEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +39,7 @@ func TestMakeDemo(t *testing.T) {
 		cmd.Dir = root
 		// the demo's lab is held for this process: killed, it leaves no lab
 		// that the next run would refuse to replace
-		cmd.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false", fmt.Sprintf("%s=%d", lab.HolderEnv, os.Getpid()))
+		cmd.Env = append(append(os.Environ(), goEnv...), fmt.Sprintf("%s=%d", lab.HolderEnv, os.Getpid()))
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

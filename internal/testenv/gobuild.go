@@ -36,7 +36,11 @@ func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 	args := append(append([]string{"build"}, BuildFlags...), "-o", out)
 	cmd := exec.CommandContext(ctx, goBin, append(args, pkgs...)...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	env, err := GoEnv()
+	if err != nil {
+		return err
+	}
+	cmd.Env = append(os.Environ(), env...)
 	if goarch != "" {
 		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+goarch)
 	}
@@ -44,6 +48,44 @@ func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 		return fmt.Errorf("go build %s (%s): %w\n%s", strings.Join(pkgs, " "), archName(goarch), err, msg)
 	}
 	return nil
+}
+
+// GoEnv is the environment every go command of the project runs with
+// (GOFLAGS, CGO_ENABLED, GOWORK), read from hack/build.env, which the
+// Makefile and the scripts read too: a test that runs go with other flags
+// compiles every dependency again.
+func GoEnv() ([]string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	return readBuildEnv(filepath.Join(root, "hack", "build.env"))
+}
+
+// readBuildEnv parses the shell assignments of hack/build.env (one
+// KEY=value per line, value optionally in double quotes; comments and
+// blank lines skipped).
+func readBuildEnv(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var env []string
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, val, ok := strings.Cut(line, "=")
+		if !ok || key == "" || strings.ContainsAny(key, " \t") {
+			return nil, fmt.Errorf("%s:%d: not a KEY=value assignment: %q", path, i+1, line)
+		}
+		if len(val) >= 2 && val[0] == '"' && val[len(val)-1] == '"' {
+			val = val[1 : len(val)-1]
+		}
+		env = append(env, key+"="+val)
+	}
+	return env, nil
 }
 
 // GoCommand finds the go command: PATH, $GOROOT/bin, /usr/local/go/bin
