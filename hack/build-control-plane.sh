@@ -31,6 +31,26 @@ components=("$@")
 
 log() { printf '[control-plane] %s\n' "$*" >&2; }
 
+# herald_client_modules prints a require block of the modules Herald's
+# client-go code is built from, at Herald's versions (go.mod). Kubernetes
+# then builds client-go, k8s.io/api and apimachinery from exactly the
+# modules Herald's own builds use, and with the same flags (-trimpath,
+# CGO off) the go command compiles those packages once for both: on a
+# fresh machine, minutes of compiling fewer. Herald's versions are the
+# same or newer patch/minor releases (go mod tidy keeps the higher of the
+# two); the binaries are test fixtures, not what Herald ships.
+herald_client_modules() {
+  local mods
+  mods=$(cd "$here/.." && go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' \
+    k8s.io/client-go/kubernetes k8s.io/client-go/informers k8s.io/client-go/tools/cache \
+    k8s.io/client-go/tools/leaderelection k8s.io/client-go/tools/record 2>/dev/null | sort -u) || return 0
+  [ -n "$mods" ] || return 0
+  echo "require ("
+  printf '%s\n' "$mods" | sed 's/^/\t/'
+  echo ")"
+  echo
+}
+
 k8s_wrapper() {
   local dir=$SRC/k8s-$KUBERNETES_VERSION minor patch staging_version modfile
   minor=${KUBERNETES_VERSION#v1.}; minor=${minor%%.*}
@@ -47,6 +67,7 @@ k8s_wrapper() {
       echo
       echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
       echo
+      herald_client_modules
       echo "replace ("
       for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
         # sample-* staging modules are not published and no binary needs them
