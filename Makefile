@@ -96,18 +96,24 @@ generate:
 	@if [ -x hack/render-manifests.sh ]; then hack/render-manifests.sh; fi
 
 verify:
-	hack/verify.sh
+	$(BESIDE_E2E) hack/verify.sh
 
 # The unit packages that build network namespaces run first, alone: their
 # timing assertions would compete with the lab's processes. Then the
 # end-to-end tests run beside everything else (the API-only unit and race
 # tests, verify, the fuzzers), none of which asserts anything about time
 # within a deadline the lab could starve: the lab's processes run at the
-# highest CPU weight (see e2e/lab/cgroups.go). Each target's output is
+# highest CPU weight (see e2e/lab/cgroups.go). verify and fuzz, which only
+# compile and compute, run at nice 10 (BESIDE_E2E): on a fresh machine the
+# end-to-end tests' own compiles (their test binaries, Herald's images,
+# MetalLB) are the longest chain, and go vet's and the fuzzers' compiles
+# (instrumented: every dependency again) then fill the CPU time it leaves
+# instead of slowing it down. unit-api keeps the default priority: its
+# leader-election and -race tests have deadlines. Each target's output is
 # printed in one piece when it ends.
 test: deps control-plane tools
 	$(MAKE) --no-print-directory unit-lab
-	$(MAKE) --no-print-directory -j4 --output-sync=target e2e unit-api verify fuzz
+	$(MAKE) --no-print-directory -j4 --output-sync=target e2e unit-api verify fuzz BESIDE_E2E="nice -n 10"
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages; hack/unit-packages.sh says which is
@@ -128,7 +134,7 @@ e2e:
 	$(GO) test -count=1 -p 1 -timeout 60m ./e2e/...
 
 fuzz:
-	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+	FUZZTIME=$(FUZZTIME) $(BESIDE_E2E) hack/fuzz.sh
 
 bench: bench-pure bench-controller bench-l2 bench-bgp
 

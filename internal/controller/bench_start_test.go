@@ -44,8 +44,13 @@ func benchStart(b *testing.B, n int, pool string) {
 		// The floor first, its Services deleted again before the
 		// controller's are created: creating a Service costs the test
 		// API server more the more exist (its ClusterIP allocation).
+		var floorCPU time.Duration
+		probe := func() func() {
+			c0 := serverCPU(b)
+			return func() { floorCPU = serverCPU(b) - c0 }
+		}
 		fl, err := floor.Measure(context.Background(), testenv.Shared(b).AdminConfig,
-			floor.Options{Namespace: "apifloor", Services: n, Writers: benchWorkers(), IPv6: true})
+			floor.Options{Namespace: "apifloor", Services: n, Writers: benchWorkers(), IPv6: true, Probe: probe})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -55,10 +60,12 @@ func benchStart(b *testing.B, n int, pool string) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		cpu0 := serverCPU(b)
 		start := time.Now()
 		proc := e.startBinary("controller", append([]string{"--leader-elect=false"}, benchFlags()...)...)
 		w.waitAll(e, n, 300*time.Second)
 		total := time.Since(start)
+		runCPU := serverCPU(b) - cpu0
 		assigned, err := apiRequests(context.Background(), b)
 		if err != nil {
 			b.Fatal(err)
@@ -76,6 +83,10 @@ func benchStart(b *testing.B, n int, pool string) {
 		b.ReportMetric(float64(logTime(proc.LogPath, "first status written").Sub(synced).Milliseconds()), "first-status-ms")
 		b.ReportMetric(last.Sub(first).Seconds(), "writes-s")
 		b.ReportMetric(float64(mem.RSS)/(1<<20), "rss-MiB")
+		b.ReportMetric(msPer(floorCPU, n), "floor-server-cpu-ms/write")
+		b.ReportMetric(msPer(runCPU, n), "server-cpu-ms/svc")
+		b.Logf("API server and etcd CPU: floor %s (%.2f ms a write); from controller start until all were assigned %s (%.2f ms a Service: its initial list, status writes, Events, and the watches of the controller and of this test); the controller's own CPU %s",
+			floorCPU.Round(time.Millisecond), msPer(floorCPU, n), runCPU.Round(time.Millisecond), msPer(runCPU, n), mem.CPU.Round(time.Millisecond))
 		b.Logf("%s; controller (%d workers): all assigned %.1f× the floor; process start → informers starting %s → caches synced +%s → first address +%s → last address +%s; %s",
 			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), began.Sub(start).Round(time.Millisecond), synced.Sub(began).Round(time.Millisecond),
 			first.Sub(synced).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond), mem)
@@ -85,6 +96,23 @@ func benchStart(b *testing.B, n int, pool string) {
 		}
 	}
 }
+
+// serverCPU is the CPU time the shared API server and its etcd have used:
+// where the floor and the controller differ when both wait on them.
+func serverCPU(tb testing.TB) time.Duration {
+	cp := testenv.Shared(tb)
+	var total time.Duration
+	for _, p := range []*testenv.Process{cp.APIServer, cp.Etcd} {
+		m, err := testenv.ProcessMemory(p.PID())
+		if err != nil {
+			tb.Fatalf("CPU of the control plane: %v", err)
+		}
+		total += m.CPU
+	}
+	return total
+}
+
+func msPer(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
 
 // benchWorkers is the controller's --workers: from $HERALD_BENCH_FLAGS,
 // else its default.

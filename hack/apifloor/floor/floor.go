@@ -47,6 +47,10 @@ type Options struct {
 	IPv6 bool
 	// Keep leaves the Services in place (to look at them).
 	Keep bool
+	// Probe, when set, is called as the status writes start, and the
+	// function it returns as they end (a benchmark reads the API server's
+	// CPU time with it).
+	Probe func() (end func())
 }
 
 // Result is one measurement.
@@ -103,12 +107,17 @@ func Measure(ctx context.Context, cfg *rest.Config, o Options) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("floor: creating Services: %w", err)
 	}
+	end := func() {}
+	if o.Probe != nil {
+		end = o.Probe()
+	}
 	start = time.Now()
 	err = parallel(ctx, o.Writers, o.Services, func(ctx context.Context, i int) error {
 		_, err := kube.CoreV1().Services(o.Namespace).ApplyStatus(ctx, statusOf(o, names[i], i), metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 		return err
 	})
 	res.Write = time.Since(start)
+	end()
 	if err != nil {
 		return res, fmt.Errorf("floor: status writes: %w", err)
 	}
