@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -117,6 +118,12 @@ type Controller struct {
 	speakerUp  map[string]bool                   // nodes whose speaker Lease was fresh when last synced
 	dependsOn  map[cache.ObjectName][]string     // nodes a Service's Announced condition was computed from
 	dependents map[string]map[cache.ObjectName]bool
+	// lastAnnounced is a hash (msgSeed) of what each Service's Announced
+	// condition said when it was last True, kept while the condition
+	// waits (Unknown) for a new owner to confirm a hand-over: the
+	// Service's status no longer shows it then.
+	lastAnnounced map[cache.ObjectName]uint64
+	msgSeed       maphash.Seed
 }
 
 // New wires the controller's informers and queues; Run starts it.
@@ -140,6 +147,7 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{}, servicesIdle: newSignal(),
 		moved: map[cache.ObjectName][]netip.Addr{}, speakerUp: map[string]bool{},
 		dependsOn: map[cache.ObjectName][]string{}, dependents: map[string]map[cache.ObjectName]bool{},
+		lastAnnounced: map[cache.ObjectName]uint64{}, msgSeed: maphash.MakeSeed(),
 		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "services"}),
 		annotationQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"net/netip"
 	"strings"
 	"time"
@@ -51,6 +52,8 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 	}
 	if hasAnnounced {
 		c.announcementEvents(svc, announced)
+	} else {
+		c.forgetAnnounced(cache.MetaObjectToName(svc))
 	}
 	if len(out.outside) > 0 && condsChanged {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressOutsidePool", "%s is in no IPAddressPool any more; the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
@@ -63,9 +66,12 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 
 // announcementEvents tells the story of who may announce the Service:
 // Warning UnAvailableLoadBalancer when nobody may, UpdatedLoadBalancer when
-// the announcing nodes change.
+// the announcing nodes change. A hand-over usually passes through Unknown
+// (the new owner has not reported the address yet), so the change is
+// measured against the last True condition, not the one just before.
 func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 	prev := findCondition(svc.Status.Conditions, v1beta1.ConditionAnnounced)
+	changed := c.noteAnnounced(cache.MetaObjectToName(svc), prev, now)
 	if prev != nil && prev.Status == now.status() && prev.Message == now.Message {
 		return
 	}
@@ -76,9 +82,36 @@ func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
 	case !now.Status && now.Reason == announce.ReasonNoAdvertisement:
 		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
-	case now.Status && prev != nil && prev.Status == metav1.ConditionTrue:
+	case now.Status && changed:
 		c.rec.Eventf(svc, corev1.EventTypeNormal, "UpdatedLoadBalancer", "Announcing nodes changed: %s", now.Message)
 	}
+}
+
+// noteAnnounced remembers what the Announced condition said when last
+// True, through any Unknown (a hand-over not yet confirmed) or False (an
+// owner's speaker down, no eligible node) that follows, and reports
+// whether now is True and says something else. Without a memory (a new
+// leader) the Service's current condition, if True, is the last.
+func (c *Controller) noteAnnounced(key cache.ObjectName, prev *metav1.Condition, now condition) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	last, had := c.lastAnnounced[key]
+	if !had && prev != nil && prev.Status == metav1.ConditionTrue {
+		last, had = maphash.String(c.msgSeed, prev.Message), true
+		c.lastAnnounced[key] = last
+	}
+	if now.status() != metav1.ConditionTrue {
+		return false
+	}
+	h := maphash.String(c.msgSeed, now.Message)
+	c.lastAnnounced[key] = h
+	return had && h != last
+}
+
+func (c *Controller) forgetAnnounced(key cache.ObjectName) {
+	c.mu.Lock()
+	delete(c.lastAnnounced, key)
+	c.mu.Unlock()
 }
 
 // poolAnnotation is the value herald.dev/ip-allocated-from-pool should have.
@@ -196,6 +229,7 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	c.mu.Lock()
 	a, held := c.alloc.Lookup(key.String())
 	delete(c.pending, key)
+	delete(c.lastAnnounced, key)
 	c.mu.Unlock()
 	if !held && !ownsFields(svc) {
 		return nil

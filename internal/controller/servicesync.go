@@ -165,6 +165,7 @@ func (c *Controller) releaseDeleted(key cache.ObjectName) {
 	tomb := c.tombstones[key]
 	delete(c.tombstones, key)
 	delete(c.pending, key)
+	delete(c.lastAnnounced, key)
 	moved := c.moved[key]
 	delete(c.moved, key)
 	c.mu.Unlock()

@@ -101,7 +101,11 @@ func TestUpdatedLoadBalancerEvent(t *testing.T) {
 	e := newEnv(t)
 	prefix := e.ns[:8] + "-"
 	e.nodes(prefix+"n1", prefix+"n2")
-	e.speakers(prefix+"n1", prefix+"n2")
+	// Speakers that write their status at most every 2 s, as in a
+	// cluster (1 s by default): the controller then mostly sees the new
+	// owner not yet confirmed (Unknown) before it is, and the event must
+	// come all the same.
+	e.startSpeakers(nil, 2*time.Second, prefix+"n1", prefix+"n2")
 	e.pool("p", nil, "198.51.100.64/29")
 	if _, err := e.herald.HeraldV1beta1().L2Advertisements().Create(e.ctx, &v1beta1.L2Advertisement{
 		ObjectMeta: metav1.ObjectMeta{Name: "l2"}, Spec: v1beta1.L2AdvertisementSpec{IPAddressPools: []string{"p"}}}, metav1.CreateOptions{}); err != nil {
