@@ -19,7 +19,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images release demo test unit unit-lab unit-api e2e fuzz verify generate deps control-plane tools bench bench-controller bench-scale clean help
+.PHONY: all build images release demo test unit unit-lab unit-api e2e fuzz verify generate deps control-plane tools metallb bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -84,7 +84,12 @@ control-plane:
 # manifests/ from the chart (versions in hack/versions.env), built once
 # into ~/.cache/herald: a few minutes each, cold.
 tools:
-	hack/build-tools.sh
+	$(BESIDE_E2E) hack/build-tools.sh
+
+# MetalLB for e2e/metallb's takeover test (hack/build-metallb.sh), built
+# once into ~/.cache/herald: a few minutes, cold.
+metallb:
+	@$(BESIDE_E2E) hack/build-metallb.sh >/dev/null
 
 # The lab with Herald in it, a sample Service, and a report; the lab stays
 # up afterwards (make lab-down removes it).
@@ -103,17 +108,17 @@ verify:
 # end-to-end tests run beside everything else (the API-only unit and race
 # tests, verify, the fuzzers), none of which asserts anything about time
 # within a deadline the lab could starve: the lab's processes run at the
-# highest CPU weight (see e2e/lab/cgroups.go). verify and fuzz, which only
-# compile and compute, run at nice 10 (BESIDE_E2E): on a fresh machine the
-# end-to-end tests' own compiles (their test binaries, Herald's images,
-# MetalLB) are the longest chain, and go vet's and the fuzzers' compiles
-# (instrumented: every dependency again) then fill the CPU time it leaves
-# instead of slowing it down. unit-api keeps the default priority: its
-# leader-election and -race tests have deadlines. Each target's output is
-# printed in one piece when it ends.
-test: deps control-plane tools
+# highest CPU weight (see e2e/lab/cgroups.go). What only compiles and
+# computes runs beside them at nice 10 (BESIDE_E2E): verify, the fuzzers,
+# and on a fresh machine the builds of helm, promtool and MetalLB (each
+# under a lock, so a test that needs one first waits for that build): the
+# end-to-end tests' own chain (their test binaries, Herald's images, then
+# the lab) goes first and these fill the CPU time it leaves. unit-api
+# keeps the default priority: its leader-election and -race tests have
+# deadlines. Each target's output is printed in one piece when it ends.
+test: deps control-plane
 	$(MAKE) --no-print-directory unit-lab
-	$(MAKE) --no-print-directory -j4 --output-sync=target e2e unit-api verify fuzz BESIDE_E2E="nice -n 10"
+	$(MAKE) --no-print-directory -j6 --output-sync=target e2e unit-api verify fuzz tools metallb BESIDE_E2E="nice -n 10"
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages; hack/unit-packages.sh says which is

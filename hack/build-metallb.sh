@@ -31,7 +31,17 @@ export CGO_ENABLED=0 GOFLAGS=-buildvcs=false GOWORK=off GOTOOLCHAIN=local
 
 log() { printf '[metallb] %s\n' "$*" >&2; }
 
-if [ -f "$OUT/images/controller.tar" ] && [ -f "$OUT/images/speaker.tar" ] && [ -f "$OUT/metallb-native.yaml" ]; then
+built() { [ -f "$OUT/images/controller.tar" ] && [ -f "$OUT/images/speaker.tar" ] && [ -f "$OUT/metallb-native.yaml" ]; }
+if built; then
+  echo "$OUT"
+  exit 0
+fi
+# One build at a time: `make test` builds MetalLB beside the tests, and
+# e2e/metallb, when it gets here first, waits for that build.
+mkdir -p "$HERALD_CACHE"
+exec 9>"$HERALD_CACHE/.metallb-$METALLB_VERSION.lock"
+flock 9
+if built; then
   echo "$OUT"
   exit 0
 fi

@@ -30,17 +30,27 @@ tools=("$@")
 log() { printf '[tools] %s\n' "$*" >&2; }
 
 # install TOOL VERSION PACKAGE [go build flags...]
+# One build at a time per tool: `make test` builds the tools beside the
+# tests, and a test that needs a tool first (testenv.Tool runs this
+# script) waits on the lock for that build instead of starting another.
 install() {
-  local tool=$1 version=$2 pkg=$3 out tmp t0
+  local tool=$1 version=$2 pkg=$3 out tmp t0 lock
   shift 3
   out=$BIN/$tool-$version
   [ -x "$out" ] && return 0
+  exec {lock}>"$BIN/.$tool-$version.lock"
+  flock "$lock"
+  if [ -x "$out" ]; then
+    exec {lock}>&-
+    return 0
+  fi
   tmp=$(mktemp -d)
   log "building $tool $version (cold: a few minutes; cached afterwards in $BIN)"
   t0=$(date +%s)
   (cd / && GOBIN=$tmp go install -trimpath "$@" "$pkg@$version")
   mv "$tmp/$tool" "$out"
   rm -rf "$tmp"
+  exec {lock}>&-
   log "built $tool in $(( $(date +%s) - t0 )) s"
 }
 
