@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestMakeDemo(t *testing.T) {
 		cmd.Dir = root
 		// the demo's lab is held for this process: killed, it leaves no lab
 		// that the next run would refuse to replace
-		cmd.Env = append(append(os.Environ(), goEnv...), fmt.Sprintf("%s=%d", lab.HolderEnv, os.Getpid()))
+		cmd.Env = append(slices.Clone(goEnv), fmt.Sprintf("%s=%d", lab.HolderEnv, os.Getpid()))
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}

@@ -83,11 +83,9 @@ func (im *Images) build() error {
 	cmd := exec.Command(goBin, "run", "./hack/images", "-bin", static, "-out", im.Dir,
 		"-arch", strings.Join(arches, ","), "-images", strings.Join(Components, ","))
 	cmd.Dir = root
-	env, err := testenv.GoEnv()
-	if err != nil {
+	if cmd.Env, err = testenv.GoEnv(); err != nil {
 		return err
 	}
-	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("building images (go run ./hack/images): %w\n%s", err, out)

@@ -1,7 +1,6 @@
 package testenv
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -40,18 +39,13 @@ func RepoRoot() (string, error) {
 
 // ReadVersions parses hack/versions.env.
 func ReadVersions(root string) (Versions, error) {
-	f, err := os.Open(filepath.Join(root, "hack", "versions.env"))
+	env, err := readEnvFile(filepath.Join(root, "hack", "versions.env"))
 	if err != nil {
 		return Versions{}, err
 	}
-	defer f.Close()
 	var v Versions
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		key, val, ok := strings.Cut(strings.TrimSpace(sc.Text()), "=")
-		if !ok || strings.HasPrefix(key, "#") {
-			continue
-		}
+	for _, kv := range env {
+		key, val, _ := strings.Cut(kv, "=")
 		switch key {
 		case "KUBERNETES_VERSION":
 			v.Kubernetes = val
@@ -66,7 +60,7 @@ func ReadVersions(root string) (Versions, error) {
 	if v.Kubernetes == "" || v.Etcd == "" {
 		return v, fmt.Errorf("hack/versions.env: KUBERNETES_VERSION and ETCD_VERSION must be set")
 	}
-	return v, sc.Err()
+	return v, nil
 }
 
 // CacheDir is where the binaries live: $HERALD_CACHE, else

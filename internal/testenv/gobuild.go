@@ -36,11 +36,9 @@ func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 	args := append(append([]string{"build"}, BuildFlags...), "-o", out)
 	cmd := exec.CommandContext(ctx, goBin, append(args, pkgs...)...)
 	cmd.Dir = root
-	env, err := GoEnv()
-	if err != nil {
+	if cmd.Env, err = GoEnv(); err != nil {
 		return err
 	}
-	cmd.Env = append(os.Environ(), env...)
 	if goarch != "" {
 		cmd.Env = append(cmd.Env, "GOOS=linux", "GOARCH="+goarch)
 	}
@@ -50,22 +48,26 @@ func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 	return nil
 }
 
-// GoEnv is the environment every go command of the project runs with
-// (GOFLAGS, CGO_ENABLED, GOWORK), read from hack/build.env, which the
-// Makefile and the scripts read too: a test that runs go with other flags
-// compiles every dependency again.
+// GoEnv is the environment for a go command of the project: this
+// process's, with GOFLAGS, CGO_ENABLED and GOWORK from hack/build.env,
+// which the Makefile and the scripts read too (a test that runs go with
+// other flags compiles every dependency again).
 func GoEnv() ([]string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	return readBuildEnv(filepath.Join(root, "hack", "build.env"))
+	build, err := readEnvFile(filepath.Join(root, "hack", "build.env"))
+	if err != nil {
+		return nil, err
+	}
+	return append(os.Environ(), build...), nil
 }
 
-// readBuildEnv parses the shell assignments of hack/build.env (one
-// KEY=value per line, value optionally in double quotes; comments and
-// blank lines skipped).
-func readBuildEnv(path string) ([]string, error) {
+// readEnvFile parses a file of shell assignments (hack/build.env,
+// hack/versions.env) into KEY=value pairs: one per line, the value
+// optionally in double quotes; comments and blank lines skipped.
+func readEnvFile(path string) ([]string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

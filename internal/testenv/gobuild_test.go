@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestReadBuildEnv(t *testing.T) {
+func TestReadEnvFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "build.env")
 	write := func(s string) {
 		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
@@ -16,7 +16,7 @@ func TestReadBuildEnv(t *testing.T) {
 		}
 	}
 	write("# comment\n\nGOFLAGS=\"-a -b\"\n  CGO_ENABLED=0\nEMPTY=\n")
-	got, err := readBuildEnv(path)
+	got, err := readEnvFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func TestReadBuildEnv(t *testing.T) {
 	}
 	for _, bad := range []string{"export X=1\n", "no assignment\n", "=1\n"} {
 		write(bad)
-		if _, err := readBuildEnv(path); err == nil || !strings.Contains(err.Error(), "build.env:1") {
+		if _, err := readEnvFile(path); err == nil || !strings.Contains(err.Error(), "build.env:1") {
 			t.Errorf("%q: error %v, want one naming build.env:1", bad, err)
 		}
 	}
@@ -36,7 +36,11 @@ func TestReadBuildEnv(t *testing.T) {
 // are compiled (GOFLAGS of hack/build.env), or a fresh machine compiles
 // every dependency twice.
 func TestBuildFlagsShareTheTestsCache(t *testing.T) {
-	env, err := GoEnv()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := readEnvFile(filepath.Join(root, "hack", "build.env"))
 	if err != nil {
 		t.Fatal(err)
 	}
