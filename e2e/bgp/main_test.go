@@ -110,6 +110,7 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 		t.Fatal(shared.err)
 	}
 	h := shared.h
+	h.LogsOnFailure(t)
 	if err := h.Apply(ctx, baseConfig); err != nil {
 		t.Fatal(err)
 	}

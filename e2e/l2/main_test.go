@@ -92,6 +92,7 @@ func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
 		t.Fatal(shared.err)
 	}
 	h := shared.h
+	h.LogsOnFailure(t)
 	if err := h.Heal(ctx); err != nil {
 		t.Fatal(err)
 	}
