@@ -1,6 +1,7 @@
 package lab_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -111,6 +112,7 @@ func TestEndpointSlices(t *testing.T) {
 	if fmt.Sprint(fams) != "[IPv4 IPv6]" {
 		t.Errorf("slices for %v", fams)
 	}
+	checkPodLogs(ctx, t, l, "slices")
 	if err := l.SetEndpoints(ctx, svc, "node3"); err != nil {
 		t.Fatal(err)
 	}
@@ -199,5 +201,21 @@ func TestLinks(t *testing.T) {
 		if _, err := l.Exec(ctx, "node3", "ping", "-c1", "-W1", pod3.IPv6.String()); err != nil {
 			t.Errorf("node3 -> its pod over IPv6: %v", err)
 		}
+	}
+}
+
+// checkPodLogs: kubectl logs reaches a node's kubelet through the API
+// server (its kubelet client certificate), as an operator reading a
+// backend's log does.
+func checkPodLogs(ctx context.Context, t *testing.T, l *lab.Lab, namespace string) {
+	t.Helper()
+	pods, err := l.Client().CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("pods in %s: %d, %v", namespace, len(pods.Items), err)
+	}
+	p := pods.Items[0]
+	out, err := l.Kubectl(ctx, "-n", namespace, "logs", p.Name)
+	if err != nil || !strings.Contains(out, "serving") {
+		t.Errorf("kubectl logs %s (on %s): %v\n%s", p.Name, p.Spec.NodeName, err, out)
 	}
 }

@@ -183,6 +183,19 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	if err := cp.PKI.write("apiserver.key", serving.KeyPEM); err != nil {
 		return err
 	}
+	// The API server's client certificate towards kubelets (kubectl logs,
+	// exec, port-forward): kubelets trust the CA and authorize
+	// system:masters.
+	kubeletClient, err := cp.PKI.ClientCert("kube-apiserver-kubelet-client", "system:masters")
+	if err != nil {
+		return err
+	}
+	if err := cp.PKI.write("apiserver-kubelet-client.crt", kubeletClient.CertPEM); err != nil {
+		return err
+	}
+	if err := cp.PKI.write("apiserver-kubelet-client.key", kubeletClient.KeyPEM); err != nil {
+		return err
+	}
 	saKey, saPub, err := cp.PKI.serviceAccountKey()
 	if err != nil {
 		return err
@@ -200,6 +213,8 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		"--etcd-servers=" + etcdURL, "--bind-address=" + bind.String(),
 		"--tls-cert-file=" + filepath.Join(p, "apiserver.crt"), "--tls-private-key-file=" + filepath.Join(p, "apiserver.key"),
 		"--client-ca-file=" + filepath.Join(p, "ca.crt"),
+		"--kubelet-client-certificate=" + filepath.Join(p, "apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + filepath.Join(p, "apiserver-kubelet-client.key"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
 		"--service-cluster-ip-range=" + cidrs,
