@@ -114,7 +114,14 @@ func TestDrainOwnerNode(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = l.Uncordon(context.Background(), own) })
 	_, _ = mons[0].Wait(ctx, time.Now().Add(2*time.Second), func(lab.Probe) bool { return true })
-	stopAll(t, []netip.Addr{vip}, mons, start, "drain of the owner "+own, 0)
+	// A drain loads the node (its pods stopping) and the machine: a
+	// speaker not scheduled for longer than the member list's suspicion
+	// timeout (DefaultTiming: about 200 ms) is declared dead, another node
+	// claims the address, and the two answer side by side until the fence
+	// and the refutation end it, within tens of milliseconds (measured:
+	// 55 ms, with the owner's speaker 382 ms late, on a 2-core machine at
+	// load 6). So the drain is held to the bound of a hand-over.
+	stopAll(t, []netip.Addr{vip}, mons, start, "drain of the owner "+own, rollingOverlap)
 	logLateAnswers(t, l, "drain of the owner "+own)
 	if err := l.Uncordon(ctx, own); err != nil {
 		t.Fatal(err)
@@ -214,7 +221,10 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkServedOverlap(t, "owner's kubelet stopped, then its Node deleted", probes.After(start), rollingOverlap)
-	for _, p := range probes.After(moved.Sent) {
+	// The old owner answers, releasing, until it has read the new owner's
+	// gratuitous ARP; a starved speaker reads it late (checkServedOverlap
+	// bounds that). Past a hand-over's bound it must never answer again.
+	for _, p := range probes.After(moved.Sent.Add(rollingOverlap)) {
 		if slices.Contains(p.Nodes(), own) {
 			t.Errorf("the deleted node %s answered again at +%v", own, p.Sent.Sub(moved.Sent).Round(time.Millisecond))
 			break
