@@ -1,8 +1,9 @@
 // Command kubectl-herald is Herald's kubectl plugin: "kubectl herald
 // migrate" converts a MetalLB configuration (and, with --plan, prints the
 // takeover script for the cluster), "kubectl herald status" shows who
-// announces what. The logic lives in internal/migrate and
-// internal/statusview; this file parses arguments and wires clients.
+// announces what. The logic lives in internal/migratecmd (on
+// internal/migrate) and internal/statusview; this file parses arguments
+// and wires clients.
 package main
 
 import (
@@ -19,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/herald-lb/herald/internal/migrate"
+	"github.com/herald-lb/herald/internal/migratecmd"
 	"github.com/herald-lb/herald/internal/statusview"
 )
 
@@ -64,7 +65,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "kubectl herald: %v\n%s", err, usage)
 		return 2
-	case errors.Is(err, migrate.ErrPartial):
+	case errors.Is(err, migratecmd.ErrPartial):
 		fmt.Fprintln(stderr, "kubectl herald:", err)
 		return 3
 	}
@@ -106,7 +107,7 @@ func runMigrate(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var cf clusterFlags
 	cf.register(fs)
 	var in files
-	o := migrate.RunOptions{Stdin: stdin, Out: stdout, Err: stderr}
+	o := migratecmd.RunOptions{Stdin: stdin, Out: stdout, Err: stderr}
 	fs.Var(&in, "f", "MetalLB YAML: a file, a directory, or - for standard input (repeatable); without it, read the cluster")
 	fs.BoolVar(&o.Plan, "plan", false, "print the ordered takeover steps for this cluster as a shell script")
 	fs.BoolVar(&o.AllowPartial, "allow-partial", false, "exit 0 even when some MetalLB configuration could not be translated")
@@ -126,7 +127,7 @@ func runMigrate(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		}
 		o.Kube, o.Dynamic = kube, dyn
 	}
-	return migrate.Run(ctx, o)
+	return migratecmd.Run(ctx, o)
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -11,11 +11,12 @@
 // decode.go (YAML documents and Lists in, objects by kind out), names.go
 // (cluster-scoped names that cannot collide), convert*.go (one file per
 // kind family), report.go (what changed, what was dropped, which Secrets
-// to copy), output.go (Herald objects as YAML), cluster.go (reading
-// MetalLB's objects and inventory from a cluster), plan.go.
+// to copy), output.go (Herald objects as YAML), plan.go.
 //
-// It never writes to a cluster: it reads, and prints what to apply. The
-// MetalLB module is not a dependency: its API package pulls in
+// It never talks to a cluster: internal/migratecmd reads MetalLB's objects
+// and inventory from one and hands them here. So this package imports no
+// client-go, and its fuzzer's instrumented build stays small. The MetalLB
+// module is not a dependency either: its API package pulls in
 // controller-runtime and FRR-K8s; the few fields read here are declared
 // here, checked against MetalLB v0.14-v0.16's API types.
 package migrate

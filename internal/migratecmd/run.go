@@ -1,4 +1,4 @@
-package migrate
+package migratecmd
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/herald-lb/herald/internal/migrate"
 )
 
 // ErrPartial is returned when something could not be translated and the
@@ -42,7 +44,7 @@ type RunOptions struct {
 // and the report to Err. A lossy conversion returns ErrPartial unless
 // AllowPartial, after writing everything.
 func Run(ctx context.Context, o RunOptions) error {
-	var src *Source
+	var src *migrate.Source
 	var err error
 	if len(o.Files) > 0 {
 		src, err = readFiles(o.Files, o.Stdin)
@@ -55,7 +57,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if err != nil {
 		return err
 	}
-	res := Convert(src, Options{HeraldNamespace: o.HeraldNamespace})
+	res := migrate.Convert(src, migrate.Options{HeraldNamespace: o.HeraldNamespace})
 	if err := res.Report.Write(o.Err); err != nil {
 		return err
 	}
@@ -67,11 +69,11 @@ func Run(ctx context.Context, o RunOptions) error {
 		if err != nil {
 			return err
 		}
-		steps := Plan(inv, PlanOptions{ConfigFile: o.ConfigFile, HeraldNamespace: o.HeraldNamespace, Secrets: res.Report.Secrets})
-		if err := WriteScript(o.Out, steps); err != nil {
+		steps := migrate.Plan(inv, migrate.PlanOptions{ConfigFile: o.ConfigFile, HeraldNamespace: o.HeraldNamespace, Secrets: res.Report.Secrets})
+		if err := migrate.WriteScript(o.Out, steps); err != nil {
 			return err
 		}
-	} else if err := WriteYAML(o.Out, res.Objects); err != nil {
+	} else if err := migrate.WriteYAML(o.Out, res.Objects); err != nil {
 		return err
 	}
 	if res.Report.Lossy() && !o.AllowPartial {
@@ -82,8 +84,8 @@ func Run(ctx context.Context, o RunOptions) error {
 
 // readFiles reads YAML files, directories of them (.yaml, .yml, .json, in
 // name order, recursively) and "-" for standard input.
-func readFiles(paths []string, stdin io.Reader) (*Source, error) {
-	src := &Source{}
+func readFiles(paths []string, stdin io.Reader) (*migrate.Source, error) {
+	src := &migrate.Source{}
 	for _, p := range paths {
 		if p == "-" {
 			data, err := io.ReadAll(stdin)
