@@ -364,3 +364,46 @@ func TestConcurrentReconcilesAreSerialised(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestOwnNodeDeletedWithdrawsBGP: when the cluster deletes this node's
+// Node object while its speaker runs (its kubelet stopped), the speaker is
+// no load-balancer node any more: it closes its sessions and withdraws its
+// routes without failing the reconcile, and takes them up again when the
+// node is registered anew.
+func TestOwnNodeDeletedWithdrawsBGP(t *testing.T) {
+	svc := benchService(1, 1)
+	kube, herald := announcingClients(svc)
+	node := benchNode(1) // with an IPv6 address: the next hop of the Service's
+	node.Status.Addresses = append(node.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: "2001:db8::11"})
+	nodes := kube.CoreV1().Nodes()
+	if _, err := nodes.Update(context.Background(), node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	routes := &recordingBGP{}
+	s, _ := startedSpeaker(t, kube, herald, 1, Options{NodeName: "node1", Namespace: testNS, BGP: routes})
+	s.ready.synced.Store(true)
+	must(t, s.sliceIndex.Add(readySlice(svc)))
+	s.svcCache.touchObject(svc)
+	reconcile := func(what string, sessions, paths int) {
+		t.Helper()
+		if err := s.reconcile(context.Background()); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if len(routes.last.Sessions) != sessions || len(routes.last.Paths) != paths {
+			t.Fatalf("%s: BGP %+v, want %d sessions and %d paths", what, routes.last, sessions, paths)
+		}
+	}
+	reconcile("registered", 1, 1)
+	if err := nodes.Delete(context.Background(), "node1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "node1 gone from the cache", func() bool { _, err := s.nodes.Get("node1"); return err != nil })
+	reconcile("Node deleted", 0, 0)
+	reconcile("Node still deleted", 0, 0)
+	node.ResourceVersion = ""
+	if _, err := nodes.Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "node1 back in the cache", func() bool { _, err := s.nodes.Get("node1"); return err == nil })
+	reconcile("registered again", 1, 1)
+}

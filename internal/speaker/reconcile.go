@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
@@ -145,11 +146,27 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 		s.bgpAdvertising, s.bgpApplied = false, bgpApplied{}
 		return nil
 	}
-	me, err := s.nodes.Get(s.opts.NodeName)
-	if err != nil {
+	var v4, v6 netip.Addr
+	switch me, err := s.nodes.Get(s.opts.NodeName); {
+	case apierrors.IsNotFound(err):
+		// The cluster removed this node while its speaker runs (its
+		// kubelet stopped, then its Node deleted): it is no load-balancer
+		// node any more, as the other speakers see it. Like a held speaker
+		// it closes its sessions and withdraws its routes, until the
+		// kubelet registers the node anew.
+		if !s.ownNodeGone {
+			s.log.Warn("this node's Node object is gone: no BGP session and no route until it is registered again")
+		}
+		s.ownNodeGone, held = true, true
+	case err != nil:
 		return fmt.Errorf("node %s: %w", s.opts.NodeName, err)
+	default:
+		if s.ownNodeGone {
+			s.log.Info("this node's Node object is back")
+		}
+		s.ownNodeGone = false
+		v4, v6 = nodeAddresses(me)
 	}
-	v4, v6 := nodeAddresses(me)
 	switch {
 	case held:
 	case fullUpdate:
@@ -170,6 +187,7 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 	// addresses: the backend gets the changed prefixes alone, and only
 	// the Services whose routes may have changed are compared for events.
 	incremental := !held && !s.bgpMemo.Changes().All && s.bgpApplied == applied
+	var err error
 	if incremental {
 		err = s.opts.BGP.ApplyPaths(ctx, changedPaths(&s.bgpMemo))
 		incremental = !errors.Is(err, bgp.ErrFullApplyNeeded)
