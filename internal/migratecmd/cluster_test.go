@@ -21,7 +21,9 @@ import (
 	"github.com/herald-lb/herald/internal/service"
 )
 
-func selector(l map[string]string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: l} }
+func selector(l map[string]string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{MatchLabels: l}
+}
 
 func unstructuredObj(gvr schema.GroupVersionResource, kind, ns, name string, spec map[string]any) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
