@@ -177,10 +177,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	if err != nil {
 		return err
 	}
-	if err := cp.PKI.write("apiserver.crt", serving.CertPEM); err != nil {
-		return err
-	}
-	if err := cp.PKI.write("apiserver.key", serving.KeyPEM); err != nil {
+	if err := cp.PKI.writePair("apiserver", serving); err != nil {
 		return err
 	}
 	// The API server's client certificate towards kubelets (kubectl logs,
@@ -190,10 +187,7 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 	if err != nil {
 		return err
 	}
-	if err := cp.PKI.write("apiserver-kubelet-client.crt", kubeletClient.CertPEM); err != nil {
-		return err
-	}
-	if err := cp.PKI.write("apiserver-kubelet-client.key", kubeletClient.KeyPEM); err != nil {
+	if err := cp.PKI.writePair("apiserver-kubelet-client", kubeletClient); err != nil {
 		return err
 	}
 	saKey, saPub, err := cp.PKI.serviceAccountKey()

@@ -132,6 +132,14 @@ func (p *PKI) WriteCAKey() (string, error) {
 	return filepath.Join(p.Dir, "ca.key"), p.write("ca.key", pemBlock("EC PRIVATE KEY", der))
 }
 
+// writePair writes a key pair as name.crt and name.key.
+func (p *PKI) writePair(name string, kp KeyPair) error {
+	if err := p.write(name+".crt", kp.CertPEM); err != nil {
+		return err
+	}
+	return p.write(name+".key", kp.KeyPEM)
+}
+
 func (p *PKI) write(name string, data []byte) error {
 	return os.WriteFile(filepath.Join(p.Dir, name), data, 0o600)
 }
