@@ -134,9 +134,13 @@ unit-api:
 	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $$(GO=$(GO) hack/unit-packages.sh race)
 
 # End-to-end tests in the network lab, one package at a time (each brings
-# up its own lab on 198.51.100.0/24).
+# up its own lab on 198.51.100.0/24), in this order: those needing helm or
+# MetalLB last, so that on a fresh machine their builds (beside the tests,
+# at nice 10) have until then; first, e2e/helm waited 15 minutes for helm
+# with the whole chain behind it.
+E2E_LAST = ./e2e/helm ./e2e/metallb
 e2e:
-	$(GO) test -count=1 -p 1 -timeout 60m ./e2e/...
+	$(GO) test -count=1 -p 1 -timeout 60m $$($(GO) list ./e2e/... | grep -v -e '/e2e/helm$$' -e '/e2e/metallb$$') $(E2E_LAST)
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) $(BESIDE_E2E) hack/fuzz.sh
