@@ -221,9 +221,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, bin, etcdURL string,
 		// the kubernetes Service's endpoint cannot be a loopback address;
 		// tests on 127.0.0.1 do without it.
 		args = append(args, "--endpoint-reconciler-type=none")
-	} else {
-		args = append(args, "--advertise-address="+bind.String())
 	}
+	// Advertised explicitly: without it the API server picks the address
+	// of the default route's interface, and a test in a network namespace
+	// of its own (hack/own-network.sh) has no default route.
+	args = append(args, "--advertise-address="+bind.String())
 	args = append(args, opts.ExtraArgs...)
 	for attempt := 1; ; attempt++ {
 		port := opts.Port
