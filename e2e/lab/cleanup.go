@@ -24,6 +24,9 @@ func clearStaleRuns(ctx context.Context, root string, log *slog.Logger) error {
 	for _, id := range knownRuns(root) {
 		st, err := readState(filepath.Join(root, id))
 		switch {
+		case err == nil && st.aliveElsewhere():
+			log.Debug("lab run of another network namespace left alone", "run", id, "world", st.World)
+			continue
 		case err == nil && st.leftToUser():
 			return fmt.Errorf("a lab left up by `make lab-up` or `make demo` (run %s) is up; only one lab fits the address plan: run `make lab-down` first", id)
 		case err == nil && st.Owner.alive() && st.Owner.PID != os.Getpid():
@@ -107,7 +110,7 @@ func removeRun(ctx context.Context, root, id string, log *slog.Logger) ([]string
 	}
 	errs = append(errs, removeProcsCgroup(id)...)
 	if stErr == nil && len(st.SoftirqThreads) > 0 {
-		errs = append(errs, restoreSoftirqThreads(st.SoftirqThreads)...)
+		errs = append(errs, releaseSoftirq(root, id, st.SoftirqThreads)...)
 		removed = append(removed, "real-time ksoftirqd")
 	}
 	for _, ns := range labNamespaces(id) {

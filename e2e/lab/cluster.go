@@ -193,7 +193,7 @@ func (l *Lab) containerdScript(n Node) string {
 	fmt.Fprintf(&b, "mkdir -p /sys/fs/cgroup/systemd && mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd && mkdir -p /sys/fs/cgroup/systemd/%s\n", cg)
 	b.WriteString("mkdir -p /sys/fs/cgroup/unified && mount -t cgroup2 none /sys/fs/cgroup/unified\n")
 	fmt.Fprintf(&b, "cat /sys/fs/cgroup/cpuset/cpuset.cpus > /sys/fs/cgroup/cpuset/%[1]s/cpuset.cpus\ncat /sys/fs/cgroup/cpuset/cpuset.mems > /sys/fs/cgroup/cpuset/%[1]s/cpuset.mems\n", cg)
-	fmt.Fprintf(&b, "echo %d > /sys/fs/cgroup/cpu/%s/cpu.shares\n", labCPUShares, cg)
+	fmt.Fprintf(&b, "echo %d > /sys/fs/cgroup/cpu/%s/cpu.shares\n", l.opts.CPUShares, cg)
 	fmt.Fprintf(&b, "exec containerd --config %s\n", filepath.Join(l.nodeDir(n), "containerd.toml"))
 	return b.String()
 }

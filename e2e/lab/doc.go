@@ -51,9 +51,14 @@
 // the internal lab tests of internal/bgp, internal/layer2 and
 // internal/members.
 //
-// One lab at a time per machine (there is one address plan): Start waits
-// for a machine-wide lock, so test packages that run in parallel take
-// turns, and it removes what crashed runs left behind. A detached lab is
+// One lab at a time per root namespace (there is one address plan): Start
+// waits for that namespace's lock, so test packages that run in parallel
+// in it take turns, and it removes what crashed runs left behind. A test
+// binary run in a network namespace of its own (hack/own-network.sh) has
+// its own root namespace, a world (world.go), and its lab runs beside the
+// others: `make e2e` runs two lines of packages so. Runs of other worlds
+// that are in use are never taken for leftovers, and ksoftirqd's real-time
+// policy is shared by every run and restored by the last. A detached lab is
 // left alone only once its owner handed it over (Release, and while its
 // holder, if any, runs): one killed during bring-up is a crashed run.
 package lab

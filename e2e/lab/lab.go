@@ -110,35 +110,71 @@ func (l *Lab) prepare(ctx context.Context) error {
 	return nil
 }
 
+// makeRunDir creates the run directory with its state in one step: a
+// directory made under a temporary name and renamed into place. A lab of
+// another world (world.go) thus never finds a run directory without its
+// owner recorded and takes it for a crash's leftover.
 func (l *Lab) makeRunDir() error {
-	l.id = l.opts.RunID
-	for l.id == "" {
-		id := randomID()
-		if _, err := os.Stat(filepath.Join(l.opts.StateRoot, id)); os.IsNotExist(err) {
-			l.id = id
-		}
+	root := l.opts.StateRoot
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("lab state root: %w", err)
 	}
-	l.dir = filepath.Join(l.opts.StateRoot, l.id)
-	if err := os.MkdirAll(filepath.Join(l.dir, "logs"), 0o755); err != nil {
+	tmp, err := os.MkdirTemp(root, newRunDirPrefix)
+	if err != nil {
 		return fmt.Errorf("run directory: %w", err)
 	}
-	if err := os.Chmod(l.dir, 0o755); err != nil { // FRR drops to user frr
+	defer os.RemoveAll(tmp) // only when the rename did not happen
+	if err := os.Mkdir(filepath.Join(tmp, "logs"), 0o755); err != nil {
+		return fmt.Errorf("run directory: %w", err)
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil { // FRR drops to user frr
 		return err
 	}
-	for i := 1; i <= l.opts.Nodes; i++ {
-		l.nodes = append(l.nodes, newNode(i, l.id))
+	for {
+		id := l.opts.RunID
+		if id == "" {
+			id = randomID()
+		}
+		dir := filepath.Join(root, id)
+		if exists(dir) {
+			if l.opts.RunID != "" {
+				return fmt.Errorf("run directory %s exists", dir)
+			}
+			continue
+		}
+		st, err := newStateFile(tmp, l.initialState(id))
+		if err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			if l.opts.RunID == "" && exists(dir) {
+				continue // taken meanwhile by a lab of another world
+			}
+			return fmt.Errorf("run directory: %w", err)
+		}
+		st.path = filepath.Join(dir, stateName)
+		l.id, l.dir, l.state = id, dir, st
+		for i := 1; i <= l.opts.Nodes; i++ {
+			l.nodes = append(l.nodes, newNode(i, id))
+		}
+		return nil
 	}
+}
+
+// newRunDirPrefix names run directories not yet renamed into place.
+const newRunDirPrefix = ".new-"
+
+// initialState is what run id records before it makes anything.
+func (l *Lab) initialState(id string) state {
 	var nss []string
-	for _, h := range l.hostNames() {
-		nss = append(nss, l.ns(h))
+	for _, h := range hostNamesFor(l.opts.Nodes) {
+		nss = append(nss, nsName(id, h))
 	}
-	var err error
-	l.state, err = newStateFile(l.dir, state{
-		RunID: l.id, Created: time.Now(), Detached: l.opts.Detached,
+	return state{
+		RunID: id, World: thisWorld(), Created: time.Now(), Detached: l.opts.Detached,
 		Owner: recordOf("owner", "", os.Getpid(), ""), Nodes: l.opts.Nodes, Router: l.opts.Router,
-		Namespaces: nss, RootLink: rootLinkName(l.id),
-	})
-	return err
+		Namespaces: nss, RootLink: rootLinkName(id),
+	}
 }
 
 func randomID() string {

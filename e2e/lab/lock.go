@@ -12,14 +12,21 @@ import (
 	"time"
 )
 
-// machineLock serializes labs on one machine: there is one address plan,
-// so one lab at a time. Test packages that run in parallel wait for each
-// other here. The kernel drops the lock when its holder dies.
+// machineLock serializes the labs of one world (see world.go): there is
+// one address plan per root namespace, so one lab at a time in it. Test
+// packages that run in parallel in the same namespace wait for each other
+// here. The kernel drops the lock when its holder dies.
 type machineLock struct{ f *os.File }
 
-// lockPath is next to the state root (/run/herald-lab.lock), so that the
+// lockPath is next to the state root (/run/herald-lab.lock, or
+// /run/herald-lab.net-<inode>.lock in a world of its own), so that the
 // state root itself can go when the last run does.
-func lockPath(root string) string { return filepath.Clean(root) + ".lock" }
+func lockPath(root string) string {
+	if w := worldLockSuffix(); w != "" {
+		return filepath.Clean(root) + "." + w + ".lock"
+	}
+	return filepath.Clean(root) + ".lock"
+}
 
 func openLock(root string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(filepath.Clean(root)), 0o755); err != nil {

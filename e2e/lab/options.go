@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
@@ -26,6 +28,10 @@ const (
 	NFTables ProxyMode = "nftables"
 	IPTables ProxyMode = "iptables"
 )
+
+// CPUSharesEnv names the environment variable that sets Options.CPUShares
+// for every lab a test binary starts (the Makefile's way through go test).
+const CPUSharesEnv = "HERALD_LAB_CPU_SHARES"
 
 // HolderEnv names the environment variable through which a test tells
 // `herald-demo` its PID, for Options.HolderPID.
@@ -63,6 +69,11 @@ type Options struct {
 	// Release: once it exits the lab counts as a leftover that the next
 	// lab removes (a test running `make demo`; see HolderEnv).
 	HolderPID int
+	// CPUShares is the CPU weight (cgroup v1 cpu.shares, 2..262144) of
+	// each of the lab's cgroups (labCPUShares); default from CPUSharesEnv,
+	// else 262144. `make e2e` gives the labs of the line that measures no
+	// sub-second failover a lower weight than the L2 line's.
+	CPUShares int
 	// NoInstall refuses to apt-get missing packages (default: install).
 	NoInstall bool
 	// Logger receives progress; default: discard.
@@ -117,6 +128,19 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.ProxyMode != NFTables && o.ProxyMode != IPTables {
 		return o, fmt.Errorf("options: ProxyMode = %q, want nftables or iptables (no IPVS on this kernel)", o.ProxyMode)
+	}
+	if o.CPUShares == 0 {
+		o.CPUShares = labCPUShares
+		if v := os.Getenv(CPUSharesEnv); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return o, fmt.Errorf("options: %s=%q: not a number", CPUSharesEnv, v)
+			}
+			o.CPUShares = n
+		}
+	}
+	if o.CPUShares < 2 || o.CPUShares > labCPUShares {
+		return o, fmt.Errorf("options: CPUShares = %d, want 2..%d", o.CPUShares, labCPUShares)
 	}
 	if o.ProbeWindow == 0 {
 		o.ProbeWindow = 300 * time.Millisecond

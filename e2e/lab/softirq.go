@@ -1,8 +1,12 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -52,32 +56,118 @@ func ksoftirqdThreads() []procRecord {
 }
 
 // boostSoftirqThreads gives every ksoftirqd thread that runs SCHED_OTHER
-// SCHED_FIFO softirqPriority. It records them in the run's state first, so
-// that removeRun restores them even if this process dies right after. A
-// thread already real-time (an administrator's choice) is left alone.
-// Failing only logs: the lab then runs, its figures less about Herald on a
-// busy machine.
+// SCHED_FIFO softirqPriority. The boost is the machine's, shared by the
+// labs of every world (world.go): under the softirq lock, a run records
+// the threads it boosts and those another run's boost holds, in its state
+// first, so that removeRun can give them back even if this process dies
+// right after; the last run to let go restores them (releaseSoftirq). A
+// thread made real-time by anyone else (an administrator's choice) is
+// left alone. Failing only logs: the lab then runs, its figures less
+// about Herald on a busy machine.
 func (l *Lab) boostSoftirqThreads() {
-	var normal []procRecord
-	for _, t := range ksoftirqdThreads() {
-		if attr, err := unix.SchedGetAttr(t.PID, 0); err == nil && attr.Policy == unix.SCHED_NORMAL {
-			normal = append(normal, t)
+	var normal, held []procRecord
+	err := withSoftirqLock(l.opts.StateRoot, func() error {
+		others := boostHeldBy(l.opts.StateRoot, l.id)
+		for _, t := range ksoftirqdThreads() {
+			attr, err := unix.SchedGetAttr(t.PID, 0)
+			switch {
+			case err != nil:
+			case attr.Policy == unix.SCHED_NORMAL:
+				normal = append(normal, t)
+			case others[t] && stillBoosted(t):
+				held = append(held, t)
+			}
 		}
-	}
-	if len(normal) == 0 {
+		if len(normal)+len(held) == 0 {
+			return nil
+		}
+		if err := l.state.update(func(s *state) { s.SoftirqThreads = append(slices.Clone(normal), held...) }); err != nil {
+			return fmt.Errorf("recording ksoftirqd's policy: %w", err)
+		}
+		for _, t := range normal {
+			fifo := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: softirqPriority}
+			if err := unix.SchedSetAttr(t.PID, &fifo, 0); err != nil {
+				l.log.Warn("ksoftirqd keeps its scheduling policy", "thread", t.Name, "pid", t.PID, "err", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		l.log.Warn("ksoftirqd keeps its scheduling policy", "err", err)
 		return
 	}
-	if err := l.state.update(func(s *state) { s.SoftirqThreads = normal }); err != nil {
-		l.log.Warn("ksoftirqd keeps its scheduling policy: recording it failed", "err", err)
-		return
+	l.log.Debug("ksoftirqd runs real-time while the lab runs", "boosted", len(normal), "already_boosted_by_another_lab", len(held))
+}
+
+// softirqReleased marks a run directory whose run has let go of the
+// boost (its threads are restored or held by another run).
+const softirqReleased = "softirq-released"
+
+// withSoftirqLock runs fn holding the machine's softirq lock (blocking):
+// boosting and letting go are serialized across every lab process.
+func withSoftirqLock(root string, fn func() error) error {
+	if err := os.MkdirAll(filepath.Dir(filepath.Clean(root)), 0o755); err != nil {
+		return err
 	}
-	for _, t := range normal {
-		fifo := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: softirqPriority}
-		if err := unix.SchedSetAttr(t.PID, &fifo, 0); err != nil {
-			l.log.Warn("ksoftirqd keeps its scheduling policy", "thread", t.Name, "pid", t.PID, "err", err)
+	f, err := os.OpenFile(filepath.Clean(root)+".softirq.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("softirq lock: %w", err)
+	}
+	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck // closing drops it too
+	return fn()
+}
+
+// boostHeldBy is the set of threads whose boost runs other than except
+// hold: recorded in their state and not let go, crashed runs included
+// (their removal lets go).
+func boostHeldBy(root, except string) map[procRecord]bool {
+	held := map[procRecord]bool{}
+	entries, _ := os.ReadDir(root)
+	for _, e := range entries {
+		id := e.Name()
+		if !e.IsDir() || id == except || !validRunID(id) || exists(filepath.Join(root, id, softirqReleased)) {
+			continue
+		}
+		st, err := readState(filepath.Join(root, id))
+		if err != nil {
+			continue
+		}
+		for _, t := range st.SoftirqThreads {
+			held[procRecord{Name: t.Name, PID: t.PID, Start: t.Start}] = true
 		}
 	}
-	l.log.Debug("ksoftirqd runs real-time while the lab runs", "threads", len(normal))
+	return held
+}
+
+// SoftirqBoostHeld reports whether a lab run on the machine (any world)
+// holds ksoftirqd's real-time policy, for tests that check a lab left the
+// threads as it found them.
+func SoftirqBoostHeld(root string) bool {
+	if root == "" {
+		root = DefaultStateRoot
+	}
+	return len(boostHeldBy(root, "")) > 0
+}
+
+// releaseSoftirq lets run id go of the boost: it restores the threads
+// unless another run still holds them, and marks the run as let go. It
+// returns what it could not restore.
+func releaseSoftirq(root, id string, threads []procRecord) []string {
+	var errs []string
+	err := withSoftirqLock(root, func() error {
+		if len(boostHeldBy(root, id)) == 0 {
+			errs = restoreSoftirqThreads(threads)
+		}
+		return os.WriteFile(filepath.Join(root, id, softirqReleased), nil, 0o644)
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		errs = append(errs, fmt.Sprintf("letting go of ksoftirqd's policy: %v", err))
+	}
+	return errs
 }
 
 // restoreSoftirqThreads gives the recorded threads that still run

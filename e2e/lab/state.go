@@ -32,7 +32,9 @@ func rootLinkName(runID string) string { return linkStem + runID }
 // state is what a run leaves on disk so that another process (`herald-lab
 // down`, or the next lab after a crash) can find and remove everything.
 type state struct {
-	RunID    string    `json:"run_id"`
+	RunID string `json:"run_id"`
+	// World is the network namespace the run was started in (world.go).
+	World    string    `json:"world,omitempty"`
 	Created  time.Time `json:"created"`
 	Detached bool      `json:"detached"`
 	// Owner started the lab; a run whose owner is gone is a leftover of

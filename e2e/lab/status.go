@@ -18,7 +18,10 @@ type RunStatus struct {
 	Detached, Ready bool
 	// LeftToUser: a detached lab handed over to the user, which only `make
 	// lab-down` removes; a detached lab that is not is a crashed bring-up.
-	LeftToUser      bool
+	LeftToUser bool
+	// Elsewhere: the run was started in another network namespace (a
+	// world, see world.go) and shares no address with this one's labs.
+	Elsewhere       bool
 	OwnerPID        int
 	OwnerAlive      bool
 	Router          RouterKind
@@ -52,7 +55,7 @@ func Status(root string) []RunStatus {
 		rs := RunStatus{ID: id, Namespaces: labNamespaces(id)}
 		if st, err := readState(filepath.Join(root, id)); err == nil {
 			rs.Created, rs.Detached, rs.Ready, rs.LeftToUser = st.Created, st.Detached, st.Ready, st.leftToUser()
-			rs.OwnerPID, rs.OwnerAlive = st.Owner.PID, st.Owner.alive()
+			rs.OwnerPID, rs.OwnerAlive, rs.Elsewhere = st.Owner.PID, st.Owner.alive(), st.elsewhere()
 			rs.Router, rs.APIServer, rs.AdminKubeconfig = st.Router, st.APIServer, st.AdminKubeconfig
 			for _, ns := range st.Namespaces {
 				if !slices.Contains(rs.Namespaces, ns) {

@@ -158,7 +158,7 @@ func (l *Lab) findLeftovers() []string {
 			}
 		}
 	}
-	if l.state != nil {
+	if l.state != nil && len(boostHeldBy(l.opts.StateRoot, l.id)) == 0 {
 		for _, t := range l.state.snapshot().SoftirqThreads {
 			if stillBoosted(t) {
 				left = append(left, fmt.Sprintf("%s (pid %d) still real-time", t.Name, t.PID))

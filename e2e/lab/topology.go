@@ -19,10 +19,13 @@ import (
 //	root ns:   herald<runid> (198.51.100.126/25, 2001:db8:1::fe/64)
 
 // hostNames lists every lab namespace's host name, bridge first.
-func (nw *Network) hostNames() []string {
+func (nw *Network) hostNames() []string { return hostNamesFor(len(nw.nodes)) }
+
+// hostNamesFor lists the host names of a lab with nodes nodes.
+func hostNamesFor(nodes int) []string {
 	hosts := []string{Bridge, Router, Client, External}
-	for _, n := range nw.nodes {
-		hosts = append(hosts, n.Name)
+	for i := 1; i <= nodes; i++ {
+		hosts = append(hosts, NodeName(i))
 	}
 	return hosts
 }

@@ -39,7 +39,7 @@ func main() {
 // for `make lab-status` and `make lab-down`.
 func run(ctx context.Context, port, holder int) (err error) {
 	for _, rs := range lab.Status("") {
-		if rs.LeftToUser {
+		if rs.LeftToUser && !rs.Elsewhere {
 			return fmt.Errorf("a lab is already up (run %s); `make lab-down` first, then `make demo` again", rs.ID)
 		}
 	}

@@ -73,7 +73,7 @@ func up(ctx context.Context, args []string) error {
 		return err
 	}
 	for _, rs := range lab.Status("") {
-		if rs.LeftToUser {
+		if rs.LeftToUser && !rs.Elsewhere {
 			fmt.Printf("A lab is already up (run %s); `make lab-down` first to start a new one.\n\n", rs.ID)
 			return printDescription(os.Stdout, rs.ID)
 		}
@@ -151,6 +151,9 @@ func status(w io.Writer) error {
 		kind := "test run"
 		if rs.Detached {
 			kind = "lab-up"
+		}
+		if rs.Elsewhere {
+			kind += " in another network namespace"
 		}
 		fmt.Fprintf(w, "run %s (%s, %s router, created %s, ready %v, owner pid %d alive %v)\n",
 			rs.ID, kind, rs.Router, rs.Created.Format(time.RFC3339), rs.Ready, rs.OwnerPID, rs.OwnerAlive)
