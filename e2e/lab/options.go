@@ -71,8 +71,8 @@ type Options struct {
 	HolderPID int
 	// CPUShares is the CPU weight (cgroup v1 cpu.shares, 2..262144) of
 	// each of the lab's cgroups (labCPUShares); default from CPUSharesEnv,
-	// else 262144. `make e2e` gives the labs of the line that measures no
-	// sub-second failover a lower weight than the L2 line's.
+	// else 262144. `make e2e E2E_LINES=2` gives the labs of the line
+	// beside the L2 one a 16th of the L2 line's weight.
 	CPUShares int
 	// NoInstall refuses to apt-get missing packages (default: install).
 	NoInstall bool
