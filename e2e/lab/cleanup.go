@@ -21,6 +21,7 @@ import (
 // (`make lab-up`, `make demo`) is not stale: refuse and say how to remove
 // it. A detached lab whose bring-up was killed before the hand-over is.
 func clearStaleRuns(ctx context.Context, root string, log *slog.Logger) error {
+	removeStaleWorldLocks(root)
 	for _, id := range knownRuns(root) {
 		st, err := readState(filepath.Join(root, id))
 		switch {

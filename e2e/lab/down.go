@@ -42,6 +42,7 @@ func Down(ctx context.Context, root string, log *slog.Logger) ([]string, error) 
 		}
 	}
 	removeUnfinishedRunDirs(root)
+	removeStaleWorldLocks(root)
 	_ = os.Remove(root) // only when empty
 	return removed, nil
 }

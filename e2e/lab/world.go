@@ -2,6 +2,7 @@ package lab
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -64,5 +65,33 @@ func worldLockSuffix() string {
 	if w == "" || w == machineWorld() {
 		return ""
 	}
-	return "net-" + strings.Trim(strings.TrimPrefix(w, "net:"), "[]")
+	return worldName(w)
+}
+
+// worldName is the name a world's lock goes by: "net-<inode>".
+func worldName(netns string) string {
+	return "net-" + strings.Trim(strings.TrimPrefix(netns, "net:"), "[]")
+}
+
+// removeStaleWorldLocks removes the lock files of worlds that are gone:
+// no process is left in their network namespace, so nothing can take
+// their lock again (an anonymous namespace dies with its last process).
+func removeStaleWorldLocks(root string) {
+	locks, _ := filepath.Glob(filepath.Clean(root) + ".net-*.lock")
+	if len(locks) == 0 {
+		return
+	}
+	live := map[string]bool{}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		if w := netnsOf(p.Name()); w != "" {
+			live[worldName(w)] = true
+		}
+	}
+	for _, lock := range locks {
+		world := strings.TrimSuffix(strings.TrimPrefix(lock, filepath.Clean(root)+"."), ".lock")
+		if !live[world] {
+			_ = os.Remove(lock)
+		}
+	}
 }

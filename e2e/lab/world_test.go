@@ -28,6 +28,23 @@ func TestWorlds(t *testing.T) {
 	}
 }
 
+func TestRemoveStaleWorldLocks(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "herald-lab")
+	gone, here := root+".net-1.lock", root+"."+worldName(thisWorld())+".lock"
+	for _, f := range []string{gone, here, root + ".lock"} {
+		if err := os.WriteFile(f, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	removeStaleWorldLocks(root)
+	if exists(gone) {
+		t.Error("the lock of a world no process is in is left")
+	}
+	if !exists(here) || !exists(root+".lock") {
+		t.Error("a live world's lock, or the machine's, was removed")
+	}
+}
+
 func TestCPUSharesOption(t *testing.T) {
 	t.Setenv(CPUSharesEnv, "")
 	if o, err := (Options{}).withDefaults(); err != nil || o.CPUShares != labCPUShares {
