@@ -169,7 +169,13 @@ func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = mons[0].Wait(ctx, time.Now().Add(3*time.Second), func(lab.Probe) bool { return true })
-	stopAll(t, vips, mons, start, held+"'s speaker arriving", 0)
+	// The arriving speaker takes its share as a restarted one does in a
+	// rolling update: make-before-break, the old owner answering until it
+	// has read the new owner's gratuitous ARP or unsolicited NA. So it is
+	// held to the same bound. Seen in CI: the answers of both nodes
+	// reached the client 70-85 ms late in one burst, and the two answered
+	// side by side for 79 ms.
+	stopAll(t, vips, mons, start, held+"'s speaker arriving", rollingOverlap)
 }
 
 // TestKubeletStoppedOwnerKeepsAnnouncing stops the owner's kubelet: the
