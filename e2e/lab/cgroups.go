@@ -106,8 +106,9 @@ func removeCgroupDir(d string) error {
 
 // labCPUShares is the default CPU weight (cgroup v1 cpu.shares, the
 // largest there is; Options.CPUShares) of every lab cgroup: each node's
-// cgroup root and the group of the lab's own processes. A process in no group weighs 1024, so when other work loads
-// the machine (a build, another test package) the cluster under test
+// cgroup root and the group of the lab's own processes. A process in no
+// group weighs 1024, so when other work loads the machine (a build,
+// another test package) the cluster under test
 // still gets the CPU it needs, as a real node's kubepods does: an L2
 // answer measured late must be Herald's lateness, not the machine's.
 const labCPUShares = 262144
@@ -119,8 +120,8 @@ const labCPUShares = 262144
 func procsCgroup(id string) string { return filepath.Join(cgroupMount, "cpu", nsPrefix+id+"_lab") }
 
 // joinProcsCgroup moves pid into the run's procsCgroup, creating it with
-// the lab's CPU weight first. Failing is not fatal (the lab then runs at the
-// weight of everything else), so it only logs.
+// the lab's CPU weight first. Failing is not fatal (the lab then runs at
+// the weight of everything else), so it only logs.
 func (l *Lab) joinProcsCgroup(pid int) {
 	dir := procsCgroup(l.id)
 	err := os.Mkdir(dir, 0o755)

@@ -57,9 +57,9 @@
 // binary run in a network namespace of its own (hack/own-network.sh) has
 // its own root namespace, a world (world.go), and its lab runs beside the
 // others: `make e2e` runs every package so (one at a time; E2E_LINES=2,
-// two). Runs of other worlds
-// that are in use are never taken for leftovers, and ksoftirqd's real-time
-// policy is shared by every run and restored by the last. A detached lab is
-// left alone only once its owner handed it over (Release, and while its
-// holder, if any, runs): one killed during bring-up is a crashed run.
+// two). Runs of other worlds that are in use are never taken for
+// leftovers, and ksoftirqd's real-time policy is shared by every run and
+// restored by the last. A detached lab is left alone only once its owner
+// handed it over (Release, and while its holder, if any, runs): one killed
+// during bring-up is a crashed run.
 package lab

@@ -15,8 +15,8 @@ import (
 // by name (namespaces herald-<id>-*, root legs herald<id>, run
 // directories). It refuses while a live process holds this world's lab
 // lock (a test is using its lab), and leaves alone the runs of other
-// worlds that are in use (world.go). Idempotent: with nothing to remove it does
-// nothing and succeeds.
+// worlds that are in use (world.go). Idempotent: with nothing to remove
+// it does nothing and succeeds.
 func Down(ctx context.Context, root string, log *slog.Logger) ([]string, error) {
 	if root == "" {
 		root = DefaultStateRoot

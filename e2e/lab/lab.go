@@ -30,7 +30,7 @@ type Lab struct {
 	opts  Options
 	log   *slog.Logger
 	dir   string
-	lock  *machineLock
+	lock  *worldLock
 	state *stateFile
 	bin   binaries
 	repo  string

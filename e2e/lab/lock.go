@@ -12,32 +12,36 @@ import (
 	"time"
 )
 
-// machineLock serializes the labs of one world (see world.go): there is
+// worldLock serializes the labs of one world (see world.go): there is
 // one address plan per root namespace, so one lab at a time in it. Test
 // packages that run in parallel in the same namespace wait for each other
 // here. The kernel drops the lock when its holder dies.
-type machineLock struct{ f *os.File }
+type worldLock struct{ f *os.File }
 
 // lockPath is next to the state root (/run/herald-lab.lock, or
-// /run/herald-lab.net-<inode>.lock in a world of its own), so that the
-// state root itself can go when the last run does.
+// worldLockPath in a world of its own), so that the state root itself can
+// go when the last run does.
 func lockPath(root string) string {
-	if w := worldLockSuffix(); w != "" {
-		return filepath.Clean(root) + "." + w + ".lock"
+	if w := thisWorld(); w != "" && w != machineWorld() {
+		return worldLockPath(root, w)
 	}
 	return filepath.Clean(root) + ".lock"
 }
 
-func openLock(root string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(root)), 0o755); err != nil {
+func openLock(root string) (*os.File, error) { return openLockFile(lockPath(root)) }
+
+// openLockFile opens (creating) a lock file beside the state root: the
+// lab lock, or the softirq lock.
+func openLockFile(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("lab lock directory: %w", err)
 	}
-	return os.OpenFile(lockPath(root), os.O_CREATE|os.O_RDWR, 0o644)
+	return os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 }
 
 // acquireLock waits for the machine lock until ctx ends, saying once who
 // holds it.
-func acquireLock(ctx context.Context, root string, log *slog.Logger) (*machineLock, error) {
+func acquireLock(ctx context.Context, root string, log *slog.Logger) (*worldLock, error) {
 	f, err := openLock(root)
 	if err != nil {
 		return nil, err
@@ -66,11 +70,11 @@ func acquireLock(ctx context.Context, root string, log *slog.Logger) (*machineLo
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &machineLock{f: f}, nil
+	return &worldLock{f: f}, nil
 }
 
 // tryLock takes the lock if it is free; otherwise it returns the holder.
-func tryLock(root string) (*machineLock, int, error) {
+func tryLock(root string) (*worldLock, int, error) {
 	f, err := openLock(root)
 	if err != nil {
 		return nil, 0, err
@@ -82,7 +86,7 @@ func tryLock(root string) (*machineLock, int, error) {
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
-	return &machineLock{f: f}, 0, nil
+	return &worldLock{f: f}, 0, nil
 }
 
 func lockHolder(root string) int {
@@ -91,7 +95,7 @@ func lockHolder(root string) int {
 	return pid
 }
 
-func (l *machineLock) release() {
+func (l *worldLock) release() {
 	if l == nil || l.f == nil {
 		return
 	}

@@ -106,10 +106,7 @@ const softirqReleased = "softirq-released"
 // withSoftirqLock runs fn holding the machine's softirq lock (blocking):
 // boosting and letting go are serialized across every lab process.
 func withSoftirqLock(root string, fn func() error) error {
-	if err := os.MkdirAll(filepath.Dir(filepath.Clean(root)), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Clean(root)+".softirq.lock", os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openLockFile(filepath.Clean(root) + ".softirq.lock")
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,9 @@ import (
 // namespace, cgroup, directory and process of a run carries the run's id,
 // so two labs conflict only in that root namespace. A test binary started
 // in a network namespace of its own (hack/own-network.sh, `unshare --net`)
-// therefore gets a lab of its own beside the others: a world. `make test`
-// runs its end-to-end packages in two worlds side by side.
+// therefore gets a lab of its own beside the others: a world. `make e2e`
+// runs every end-to-end package in a world of its own (one at a time;
+// E2E_LINES=2, two side by side).
 //
 // Runs of the same world exclude each other (the lab lock is per world);
 // a run of another world whose owner is alive, or that is handed to a
@@ -57,27 +58,17 @@ func (s state) aliveElsewhere() bool {
 	return s.elsewhere() && (s.Owner.alive() || s.leftToUser())
 }
 
-// worldLockSuffix names the lab lock of this world: "" in the machine's
-// namespace (the lock is /run/herald-lab.lock, as before worlds), else
-// the namespace's inode ("net-4026532301").
-func worldLockSuffix() string {
-	w := thisWorld()
-	if w == "" || w == machineWorld() {
-		return ""
-	}
-	return worldName(w)
-}
-
-// worldName is the name a world's lock goes by: "net-<inode>".
-func worldName(netns string) string {
-	return "net-" + strings.Trim(strings.TrimPrefix(netns, "net:"), "[]")
+// worldLockPath is the lab lock of the world netns:
+// <root>.net-<inode>.lock.
+func worldLockPath(root, netns string) string {
+	return filepath.Clean(root) + ".net-" + strings.Trim(strings.TrimPrefix(netns, "net:"), "[]") + ".lock"
 }
 
 // removeStaleWorldLocks removes the lock files of worlds that are gone:
 // no process is left in their network namespace, so nothing can take
 // their lock again (an anonymous namespace dies with its last process).
 func removeStaleWorldLocks(root string) {
-	locks, _ := filepath.Glob(filepath.Clean(root) + ".net-*.lock")
+	locks, _ := filepath.Glob(worldLockPath(root, "*"))
 	if len(locks) == 0 {
 		return
 	}
@@ -85,12 +76,11 @@ func removeStaleWorldLocks(root string) {
 	procs, _ := os.ReadDir("/proc")
 	for _, p := range procs {
 		if w := netnsOf(p.Name()); w != "" {
-			live[worldName(w)] = true
+			live[worldLockPath(root, w)] = true
 		}
 	}
 	for _, lock := range locks {
-		world := strings.TrimSuffix(strings.TrimPrefix(lock, filepath.Clean(root)+"."), ".lock")
-		if !live[world] {
+		if !live[lock] {
 			_ = os.Remove(lock)
 		}
 	}

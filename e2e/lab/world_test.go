@@ -30,7 +30,7 @@ func TestWorlds(t *testing.T) {
 
 func TestRemoveStaleWorldLocks(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "herald-lab")
-	gone, here := root+".net-1.lock", root+"."+worldName(thisWorld())+".lock"
+	gone, here := root+".net-1.lock", worldLockPath(root, thisWorld())
 	for _, f := range []string{gone, here, root + ".lock"} {
 		if err := os.WriteFile(f, nil, 0o644); err != nil {
 			t.Fatal(err)
