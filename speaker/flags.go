@@ -18,7 +18,7 @@ type flags struct {
 	lbClassOnly                                                        bool
 	profiling                                                          bool
 	memberlist                                                         bool
-	memberlistBindAddr, memberlistKeyFile                              string
+	memberlistBindAddr, memberlistKeyFile, memberlistSecret            string
 	memberlistPort                                                     int
 	probeInterval, probeTimeout, gossipInterval                        time.Duration
 	suspicionMult                                                      int
@@ -48,6 +48,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.memberlistBindAddr, "memberlist-bind-addr", "", "address the member list binds and advertises (default: the node's InternalIP)")
 	fs.IntVar(&f.memberlistPort, "memberlist-port", 7947, "UDP and TCP port of the member list")
 	fs.StringVar(&f.memberlistKeyFile, "memberlist-key-file", "/etc/herald/memberlist/key", "file holding the member list's encryption key (16, 24 or 32 bytes, raw or base64; or several base64 keys, one per line, the first used to send: key rotation), mounted from a Secret")
+	fs.StringVar(&f.memberlistSecret, "memberlist-secret", "herald-memberlist", "the Secret in --namespace that --memberlist-key-file is mounted from (its key \"key\"): while the kubelet has not filled the volume yet, as right after an install, the speaker reads the key from the Secret itself; empty: the file only")
 	fs.DurationVar(&f.probeInterval, "memberlist-probe-interval", d.ProbeInterval, "interval between liveness probes; larger is lighter on big clusters but detects a dead node later")
 	fs.DurationVar(&f.probeTimeout, "memberlist-probe-timeout", d.ProbeTimeout, "time to wait for a probe's answer before probing indirectly")
 	fs.IntVar(&f.suspicionMult, "memberlist-suspicion-mult", d.SuspicionMult, "how many probe intervals (scaled by log n) a suspected node has to refute before it is declared dead")

@@ -22,6 +22,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	corelisters "k8s.io/client-go/listers/core/v1"
 
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
@@ -129,9 +130,9 @@ func run(f flags) error {
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {
-		opts.StartMembers = func(ctx context.Context) (speaker.Liveness, error) {
+		opts.StartMembers = func(ctx context.Context, secrets corelisters.SecretNamespaceLister) (speaker.Liveness, error) {
 			var err error
-			ml, err = startMembers(ctx, api.Nodes, f, log, reg, trigger)
+			ml, err = startMembers(ctx, api.Nodes, secrets, f, log, reg, trigger)
 			return ml, err
 		}
 		defer func() {
@@ -177,12 +178,13 @@ func run(f flags) error {
 
 // startMembers starts the member list on the node's address, or returns
 // nil when it is disabled.
-func startMembers(ctx context.Context, nodes lean.NodeClient, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
-	// The Secret volume is optional: right after an install the key may
-	// not be there yet (the controller creates the Secret).
-	keys, err := waitForKey(ctx, f.memberlistKeyFile, 2*time.Second, 5*time.Minute, log)
+func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelisters.SecretNamespaceLister, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
+	// Right after an install the key may not be there yet (the controller
+	// creates the Secret); the file and the cache are local reads.
+	src := keySource{File: f.memberlistKeyFile, Secret: f.memberlistSecret, Namespace: f.namespace, Secrets: secrets}
+	keys, err := waitForKey(ctx, src, 250*time.Millisecond, 5*time.Minute, log)
 	if err != nil {
-		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the herald-memberlist Secret): %w", err)
+		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the Secret --memberlist-secret=%q): %w", f.memberlistSecret, err)
 	}
 	bind := f.memberlistBindAddr
 	if bind == "" {

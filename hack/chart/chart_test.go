@@ -138,7 +138,7 @@ func TestValuesReachTheObjects(t *testing.T) {
 			t.Errorf("controller args %q lack %s", args(dep), want)
 		}
 	}
-	for _, want := range []string{"--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb"} {
+	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb"} {
 		if !strings.Contains(args(ds), want) {
 			t.Errorf("speaker args %q lack %s", args(ds), want)
 		}

@@ -35,15 +35,16 @@ func ReadKeyFile(path string) (Keys, error) {
 	if err != nil {
 		return Keys{}, fmt.Errorf("members key file %s: %w", path, err)
 	}
-	keys, err := parseKeys(data)
+	keys, err := ParseKeys(data)
 	if err != nil {
 		return Keys{}, fmt.Errorf("members key file %s: %w", path, err)
 	}
 	return keys, nil
 }
 
-// parseKeys reads one key (raw or base64), else a list of base64 keys.
-func parseKeys(data []byte) (Keys, error) {
+// ParseKeys reads the content of a key file or of the Secret's key: one
+// key (raw or base64), else a list of base64 keys (see ReadKeyFile).
+func ParseKeys(data []byte) (Keys, error) {
 	key, err := parseKey(data)
 	if err == nil {
 		return Keys{Primary: key}, nil

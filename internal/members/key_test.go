@@ -118,7 +118,7 @@ func FuzzParseKeys(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		keys, err := parseKeys(data)
+		keys, err := ParseKeys(data)
 		if err != nil {
 			return
 		}
@@ -133,7 +133,7 @@ func FuzzParseKeys(f *testing.F) {
 			seen = append(seen, k)
 		}
 		if validKeyLen(len(data)) {
-			if again, err := parseKeys(data); err != nil || !bytes.Equal(again.Primary, keys.Primary) {
+			if again, err := ParseKeys(data); err != nil || !bytes.Equal(again.Primary, keys.Primary) {
 				t.Fatal("parsing is not deterministic")
 			}
 		}

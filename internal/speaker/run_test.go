@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	k8stesting "k8s.io/client-go/testing"
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
@@ -37,7 +38,10 @@ func TestUnsyncedSpeakerNeverJoins(t *testing.T) {
 	var started atomic.Bool
 	ml := &fakeMembers{settled: true}
 	s, err := New(leantest.FromClientsets(kube, heraldfake.NewClientset(), testNS), Options{NodeName: "node1", Namespace: testNS,
-		StartMembers: func(context.Context) (Liveness, error) { started.Store(true); return ml, nil }})
+		StartMembers: func(context.Context, corelisters.SecretNamespaceLister) (Liveness, error) {
+			started.Store(true)
+			return ml, nil
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,12 +40,14 @@ type Options struct {
 	// L2, BGP and Members are the backends; a nil L2 or BGP backend
 	// disables that mode. Members may instead be started by StartMembers
 	// once the caches have synced, so that a speaker that cannot sync
-	// never becomes a member others hand addresses to. Without a member
-	// list, liveness comes from the Leases alone.
+	// never becomes a member others hand addresses to; it is given the
+	// synced Secrets of Herald's namespace (the member-list key's
+	// Secret). Without a member list, liveness comes from the Leases
+	// alone.
 	L2           L2
 	BGP          BGP
 	Members      Liveness
-	StartMembers func(ctx context.Context) (Liveness, error)
+	StartMembers func(ctx context.Context, secrets corelisters.SecretNamespaceLister) (Liveness, error)
 	// LeaseRenew is how often this speaker renews its liveness Lease
 	// (LeaseName) once synced; the Lease lasts three renewals (default
 	// DefaultLeaseRenew).
@@ -249,7 +251,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 		return fmt.Errorf("caches did not sync")
 	}
 	if s.opts.StartMembers != nil {
-		ml, err := s.opts.StartMembers(ctx)
+		ml, err := s.opts.StartMembers(ctx, s.listers.Secrets)
 		if err != nil {
 			return fmt.Errorf("member list: %w", err)
 		}
