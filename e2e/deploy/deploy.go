@@ -42,8 +42,8 @@ type Herald struct {
 }
 
 // Install builds and imports the images, applies manifests/herald.yaml and
-// waits until the controller and every speaker are rolled out and run the
-// images built from this checkout.
+// waits until the controller and every speaker are updated and Ready and
+// run the images built from this checkout.
 func Install(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
 	return install(ctx, l, images, func(h *Herald, root string) error {
 		_, err := h.Kubectl(ctx, "apply", "--server-side", "--field-manager=herald-e2e", "-f", filepath.Join(root, "manifests", "herald.yaml"))
@@ -53,8 +53,8 @@ func Install(ctx context.Context, l *lab.Lab, images *Images) (*Herald, error) {
 
 // install builds and imports the images, lets apply create Herald's
 // objects (root is the repository's root), and waits until the controller
-// and every speaker are rolled out and run the images built from this
-// checkout.
+// and every speaker are updated and Ready and run the images built from
+// this checkout.
 func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Herald, root string) error) (*Herald, error) {
 	start := time.Now()
 	phase := func(name string) {
@@ -81,7 +81,9 @@ func install(ctx context.Context, l *lab.Lab, images *Images, apply func(h *Hera
 		return nil, err
 	}
 	phase("applied")
-	if err := h.WaitRollout(ctx, 3*time.Minute); err != nil {
+	// Ready, not yet available: availability comes minReadySeconds later
+	// and only paces a rolling update (which then waits for it).
+	if err := h.WaitReady(ctx, 3*time.Minute); err != nil {
 		return nil, err
 	}
 	phase("rolled out")
@@ -145,12 +147,26 @@ func (h *Herald) Apply(ctx context.Context, yaml string) error {
 }
 
 // WaitRollout waits until the controller Deployment and the speaker
-// DaemonSet have every replica updated, Ready and available.
+// DaemonSet have every replica updated, Ready and available (as kubectl
+// rollout status does).
 func (h *Herald) WaitRollout(ctx context.Context, timeout time.Duration) error {
+	return h.waitRolledOut(ctx, timeout, true)
+}
+
+// WaitReady waits until the controller Deployment and the speaker
+// DaemonSet have every replica updated and Ready: all of Herald is up.
+// Unlike WaitRollout it does not wait for availability, which for the
+// speakers comes minReadySeconds (10 s) after Ready and paces a rolling
+// update; a test that starts one meanwhile sees the rollout wait for it.
+func (h *Herald) WaitReady(ctx context.Context, timeout time.Duration) error {
+	return h.waitRolledOut(ctx, timeout, false)
+}
+
+func (h *Herald) waitRolledOut(ctx context.Context, timeout time.Duration, available bool) error {
 	var state string
 	err := lab.PollContext(ctx, timeout, func() bool {
 		var ok bool
-		ok, state = h.rolledOut(ctx)
+		ok, state = h.rolledOut(ctx, available)
 		return ok
 	})
 	if err != nil {
@@ -159,7 +175,7 @@ func (h *Herald) WaitRollout(ctx context.Context, timeout time.Duration) error {
 	return nil
 }
 
-func (h *Herald) rolledOut(ctx context.Context) (bool, string) {
+func (h *Herald) rolledOut(ctx context.Context, available bool) (bool, string) {
 	kube := h.Lab.Client()
 	d, err := kube.AppsV1().Deployments(Namespace).Get(ctx, ControllerDeployment, metav1.GetOptions{})
 	if err != nil {
@@ -178,9 +194,12 @@ func (h *Herald) rolledOut(ctx context.Context) (bool, string) {
 		d.Status.ReadyReplicas, want, d.Status.UpdatedReplicas, d.Status.Replicas,
 		ds1.NumberReady, ds1.DesiredNumberScheduled, ds1.UpdatedNumberScheduled, ds1.NumberAvailable)
 	ok := d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == want && d.Status.ReadyReplicas == want &&
-		d.Status.AvailableReplicas == want && d.Status.Replicas == want &&
+		d.Status.Replicas == want &&
 		ds1.ObservedGeneration >= ds.Generation && ds1.DesiredNumberScheduled > 0 && ds1.UpdatedNumberScheduled == ds1.DesiredNumberScheduled &&
-		ds1.NumberReady == ds1.DesiredNumberScheduled && ds1.NumberAvailable == ds1.DesiredNumberScheduled
+		ds1.NumberReady == ds1.DesiredNumberScheduled
+	if available {
+		ok = ok && d.Status.AvailableReplicas == want && ds1.NumberAvailable == ds1.DesiredNumberScheduled
+	}
 	return ok, state
 }
 
@@ -257,8 +276,8 @@ func (h *Herald) ServeService(ctx context.Context, svc *corev1.Service, nodes ..
 }
 
 // Heal brings every node's link, kubelet and kube-proxy up and waits until
-// every node has a Ready speaker and the controller is rolled out, so that
-// the next test starts with all of Herald up.
+// every node has a Ready speaker and the controller's replicas are Ready,
+// so that the next test starts with all of Herald up.
 func (h *Herald) Heal(ctx context.Context) error {
 	for _, n := range h.Lab.Nodes() {
 		if err := h.Lab.SetLink(ctx, n.Name, true); err != nil {
@@ -276,5 +295,5 @@ func (h *Herald) Heal(ctx context.Context) error {
 			return err
 		}
 	}
-	return h.WaitRollout(ctx, 2*time.Minute)
+	return h.WaitReady(ctx, 2*time.Minute)
 }
