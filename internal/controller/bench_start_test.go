@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -63,8 +65,10 @@ func benchStart(b *testing.B, n int, pool string) {
 		cpu0 := serverCPU(b)
 		start := time.Now()
 		proc := e.startBinary("controller", append([]string{"--leader-elect=false"}, benchFlags()...)...)
+		profiled := cpuProfile(b)
 		w.waitAll(e, n, 300*time.Second)
 		total := time.Since(start)
+		profiled()
 		runCPU := serverCPU(b) - cpu0
 		assigned, err := apiRequests(context.Background(), b)
 		if err != nil {
@@ -95,6 +99,48 @@ func benchStart(b *testing.B, n int, pool string) {
 			b.Logf("the controller's log until its first assignment:\n%s", strings.Join(lines, "\n"))
 		}
 	}
+}
+
+// cpuProfile, with $HERALD_BENCH_CPUPROFILE set to a file and
+// HERALD_BENCH_FLAGS="--metrics-addr=127.0.0.1:<port> --profiling",
+// fetches a CPU profile of the controller's first seconds (from
+// /debug/pprof/profile, as soon as it answers) into that file; the
+// returned function waits for it. Without them it does nothing.
+func cpuProfile(tb testing.TB) (wait func()) {
+	out := os.Getenv("HERALD_BENCH_CPUPROFILE")
+	addr := ""
+	for _, f := range benchFlags() {
+		if v, ok := strings.CutPrefix(f, "--metrics-addr="); ok {
+			addr = v
+		}
+	}
+	if out == "" || addr == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		url := "http://" + addr + "/debug/pprof/profile?seconds=2"
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			resp, err := http.Get(url)
+			if err != nil {
+				continue
+			}
+			data, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != http.StatusOK {
+				tb.Logf("CPU profile from %s: status %s, %v", url, resp.Status, err)
+				return
+			}
+			if err := os.WriteFile(out, data, 0o644); err != nil {
+				tb.Log(err)
+			}
+			tb.Logf("CPU profile of the controller's first 2 s in %s", out)
+			return
+		}
+		tb.Logf("CPU profile: %s never answered", url)
+	}()
+	return func() { <-done }
 }
 
 // serverCPU is the CPU time the shared API server and its etcd have used:

@@ -200,7 +200,7 @@ func (c *Controller) RunFenced(ctx context.Context, fence *leader.Fence) error {
 	defer c.lightInformers.Shutdown()
 	defer c.secretInformers.Shutdown()
 	defer c.heraldInformers.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
+	if !k8s.WaitForCacheSync(ctx, c.synced...) {
 		if ctx.Err() != nil {
 			return nil // stopped before it started
 		}

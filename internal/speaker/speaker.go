@@ -202,7 +202,7 @@ func (s *Speaker) syncCaches(ctx context.Context) bool {
 	for _, inf := range s.informers {
 		go inf.RunWithContext(ctx)
 	}
-	return cache.WaitForCacheSync(ctx.Done(), s.synced...)
+	return k8s.WaitForCacheSync(ctx, s.synced...)
 }
 
 // Trigger asks for a reconcile (member changes, hand-over confirmations).
