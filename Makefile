@@ -103,22 +103,29 @@ generate:
 verify:
 	$(BESIDE_E2E) hack/verify.sh
 
-# The unit packages that build network namespaces run first, alone: their
+# On a fresh machine the control plane, helm, promtool and MetalLB are
+# built first, side by side (cached afterwards: nothing to do on a warm
+# run). That phase is all compiling, so the CPU each build leaves (the
+# linker's single-threaded minutes) goes to the others. Built beside the
+# end-to-end tests instead, at nice 10, helm took 25 minutes and e2e/helm
+# waited 4.5 of them for it, while the builds slowed the tests.
+#
+# The unit packages that build network namespaces run next, alone: their
 # timing assertions would compete with the lab's processes. Then the
 # end-to-end tests run beside everything else (the API-only unit and race
 # tests, verify, the fuzzers), none of which asserts anything about time
 # within a deadline the lab could starve: the lab's processes run at the
 # highest CPU weight (see e2e/lab/cgroups.go). What only compiles and
-# computes runs beside them at nice 10 (BESIDE_E2E): verify, the fuzzers,
-# and on a fresh machine the builds of helm, promtool and MetalLB (each
-# under a lock, so a test that needs one first waits for that build): the
-# end-to-end tests' own chain (their test binaries, Herald's images, then
-# the lab) goes first and these fill the CPU time it leaves. unit-api
-# keeps the default priority: its leader-election and -race tests have
-# deadlines. Each target's output is printed in one piece when it ends.
-test: deps control-plane
+# computes runs beside them at nice 10 (BESIDE_E2E): verify and the
+# fuzzers: the end-to-end tests' own chain (their test binaries, Herald's
+# images, then the lab) goes first and these fill the CPU time it leaves.
+# unit-api keeps the default priority: its leader-election and -race
+# tests have deadlines. Each target's output is printed in one piece when
+# it ends.
+test: deps
+	$(MAKE) --no-print-directory -j3 --output-sync=target control-plane tools metallb
 	$(MAKE) --no-print-directory unit-lab
-	$(MAKE) --no-print-directory -j7 --output-sync=target e2e unit-api verify fuzz tools metallb BESIDE_E2E="nice -n 10"
+	$(MAKE) --no-print-directory -j7 --output-sync=target e2e unit-api verify fuzz BESIDE_E2E="nice -n 10"
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages; hack/unit-packages.sh says which is
