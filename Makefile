@@ -19,7 +19,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build images release demo test unit unit-lab unit-api e2e e2e-l2-line e2e-other-line fuzz verify generate deps control-plane tools metallb bench bench-controller bench-scale clean help
+.PHONY: all build compile images release demo test unit unit-lab unit-api e2e e2e-l2-line e2e-other-line fuzz verify generate deps control-plane tools metallb bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -86,6 +86,14 @@ control-plane:
 tools:
 	$(BESIDE_E2E) hack/build-tools.sh
 
+# Herald's packages with their tests and every dependency compiled into
+# the Go build cache with the flags of hack/build.env, as the tests, vet
+# and the binaries compile them, and the race-detector variants unit-api
+# tests; go list -export compiles without linking.
+compile:
+	$(GO) list -deps -test -export ./... >/dev/null
+	CGO_ENABLED=1 $(GO) list -race -deps -test -export $$(GO=$(GO) hack/unit-packages.sh race) >/dev/null
+
 # MetalLB for e2e/metallb's takeover test (hack/build-metallb.sh), built
 # once into ~/.cache/herald: a few minutes, cold.
 metallb:
@@ -104,11 +112,17 @@ verify:
 	$(BESIDE_E2E) hack/verify.sh
 
 # On a fresh machine the control plane, helm, promtool and MetalLB are
-# built first, side by side (cached afterwards: nothing to do on a warm
-# run). That phase is all compiling, so the CPU each build leaves (the
-# linker's single-threaded minutes) goes to the others. Built beside the
-# end-to-end tests instead, at nice 10, helm took 25 minutes and e2e/helm
-# waited 4.5 of them for it, while the builds slowed the tests.
+# built first, side by side, and Herald's packages, their tests and their
+# dependencies compiled, with the race detector too (compile; cached
+# afterwards: seconds on a warm run). That phase is all compiling, so the
+# CPU each build leaves (the linker's single-threaded minutes) goes to the
+# others. Built beside
+# the end-to-end tests instead, at nice 10, helm took 25 minutes and
+# e2e/helm waited 4.5 of them for it, while the builds slowed the tests;
+# and the end-to-end and unit test binaries compiled the same
+# dependencies at the same time, each for itself (the race tests, whose
+# variants nothing else compiles, finished last, 20 minutes after they
+# started).
 #
 # The unit packages that build network namespaces run next, alone: their
 # timing assertions would compete with the lab's processes. Then the
@@ -123,7 +137,7 @@ verify:
 # tests have deadlines. Each target's output is printed in one piece when
 # it ends.
 test: deps
-	$(MAKE) --no-print-directory -j3 --output-sync=target control-plane tools metallb
+	$(MAKE) --no-print-directory -j4 --output-sync=target control-plane tools metallb compile
 	$(MAKE) --no-print-directory unit-lab
 	$(MAKE) --no-print-directory -j7 --output-sync=target e2e unit-api verify fuzz BESIDE_E2E="nice -n 10"
 

@@ -341,12 +341,19 @@ func (e *env) waitEvent(ns, name, reason string, fragments ...string) corev1.Eve
 	return found
 }
 
+// eventReasons are the reasons of the Events the controller recorded on
+// the object ns/name, sorted.
 func (e *env) eventReasons(ns, name string) []string {
 	evs, _ := e.kube.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	var out []string
 	if evs != nil {
 		for _, ev := range evs.Items {
-			out = append(out, ev.Reason)
+			// Herald's only: the API server's own repair loop records
+			// ClusterIPNotAllocated on a Service it saw before its
+			// ClusterIP's allocation (seen once, on a busy machine).
+			if ev.Source.Component == "herald-controller" {
+				out = append(out, ev.Reason)
+			}
 		}
 	}
 	sort.Strings(out)
