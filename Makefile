@@ -34,6 +34,7 @@ help:
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
 	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
 	@echo "make verify        fail when generated files are stale or code is unformatted"
+	@echo "make compile       compile every package, its tests and the race variants into the Go build cache (no linking)"
 	@echo "make bench         print the benchmark figures"
 	@echo "make bench-scale   10,000 Services and 200 members: figures next to their goals"
 
