@@ -12,12 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
+	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/members"
 )
-
-// memberlistSecretKey is the key of the member-list Secret that holds the
-// keys (the file the volume mounts).
-const memberlistSecretKey = "key"
 
 // keySource is where the member-list key comes from: the file mounted
 // from the Secret, and, while that file is not there yet, the same Secret
@@ -61,14 +58,14 @@ func (k keySource) read() (members.Keys, string, error) {
 	case serr != nil:
 		return keys, "", fmt.Errorf("%w: %w; Secret %s/%s: %w", errNoKeyYet, err, k.Namespace, k.Secret, serr)
 	}
-	data := sec.Data[memberlistSecretKey]
+	data := sec.Data[heraldv1.MemberlistSecretKey]
 	if len(data) == 0 {
 		// The controller repairs an empty key; the file would be empty too.
-		return keys, "", fmt.Errorf("%w: %w; Secret %s/%s has no data under %q", errNoKeyYet, err, k.Namespace, k.Secret, memberlistSecretKey)
+		return keys, "", fmt.Errorf("%w: %w; Secret %s/%s has no data under %q", errNoKeyYet, err, k.Namespace, k.Secret, heraldv1.MemberlistSecretKey)
 	}
 	keys, err = members.ParseKeys(data)
 	if err != nil {
-		return keys, "", fmt.Errorf("Secret %s/%s, key %q: %w", k.Namespace, k.Secret, memberlistSecretKey, err)
+		return keys, "", fmt.Errorf("Secret %s/%s, key %q: %w", k.Namespace, k.Secret, heraldv1.MemberlistSecretKey, err)
 	}
 	return keys, "Secret", nil
 }

@@ -13,11 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-)
 
-// MemberlistKeyName is the key of the member-list Secret the speakers
-// mount as their encryption key file.
-const MemberlistKeyName = "key"
+	"github.com/herald-lb/herald/api/v1beta1"
+)
 
 // memberlistRecheck is how often a healthy member-list Secret is checked
 // again (so a deleted one comes back).
@@ -59,7 +57,7 @@ func ensureMemberlistSecret(ctx context.Context, kube kubernetes.Interface, name
 	secrets := kube.CoreV1().Secrets(namespace)
 	cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
 	switch {
-	case err == nil && len(cur.Data[MemberlistKeyName]) > 0:
+	case err == nil && len(cur.Data[v1beta1.MemberlistSecretKey]) > 0:
 		return nil
 	case err != nil && !apierrors.IsNotFound(err):
 		return fmt.Errorf("reading the member-list Secret %s/%s: %w", namespace, name, err)
@@ -74,7 +72,7 @@ func ensureMemberlistSecret(ctx context.Context, kube kubernetes.Interface, name
 		if cur.Data == nil {
 			cur.Data = map[string][]byte{}
 		}
-		cur.Data[MemberlistKeyName] = key
+		cur.Data[v1beta1.MemberlistSecretKey] = key
 		if _, err := secrets.Update(ctx, cur, metav1.UpdateOptions{FieldManager: FieldManager}); err != nil {
 			return fmt.Errorf("repairing the member-list Secret %s/%s: %w", namespace, name, err)
 		}
@@ -84,7 +82,7 @@ func ensureMemberlistSecret(ctx context.Context, kube kubernetes.Interface, name
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{"app.kubernetes.io/name": "herald", "app.kubernetes.io/component": "speaker"}},
-		Data: map[string][]byte{MemberlistKeyName: key},
+		Data: map[string][]byte{v1beta1.MemberlistSecretKey: key},
 	}
 	_, err = secrets.Create(ctx, secret, metav1.CreateOptions{FieldManager: FieldManager})
 	if apierrors.IsAlreadyExists(err) {

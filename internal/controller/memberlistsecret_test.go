@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/controller"
 )
 
@@ -23,7 +24,7 @@ func TestMemberlistSecretCreatedWhenMissingAndNeverChanged(t *testing.T) {
 		if err != nil {
 			return false
 		}
-		first = s.Data[controller.MemberlistKeyName]
+		first = s.Data[v1beta1.MemberlistSecretKey]
 		return true
 	})
 	raw, err := base64.StdEncoding.DecodeString(string(first))
@@ -35,7 +36,7 @@ func TestMemberlistSecretCreatedWhenMissingAndNeverChanged(t *testing.T) {
 	e.pool("p", nil, "198.51.100.64/30")
 	e.settle("p")
 	s, err := secrets.Get(e.ctx, "test-memberlist", metav1.GetOptions{})
-	if err != nil || string(s.Data[controller.MemberlistKeyName]) != string(first) {
+	if err != nil || string(s.Data[v1beta1.MemberlistSecretKey]) != string(first) {
 		t.Errorf("the key changed across a restart (err %v)", err)
 	}
 	if apierrors.IsNotFound(err) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -17,25 +18,12 @@ const cacheSyncPoll = 5 * time.Millisecond
 // start of the controller and of every speaker. A check is a few atomic
 // loads per informer.
 func WaitForCacheSync(ctx context.Context, synced ...cache.InformerSynced) bool {
-	t := time.NewTicker(cacheSyncPoll)
-	defer t.Stop()
-	for {
-		if allSynced(synced) {
-			return true
+	return wait.PollUntilContextCancel(ctx, cacheSyncPoll, true, func(context.Context) (bool, error) {
+		for _, s := range synced {
+			if !s() {
+				return false, nil
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-		}
-	}
-}
-
-func allSynced(synced []cache.InformerSynced) bool {
-	for _, s := range synced {
-		if !s() {
-			return false
-		}
-	}
-	return true
+		return true, nil
+	}) == nil
 }
