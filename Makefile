@@ -19,7 +19,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build compile images release demo test unit unit-lab unit-api e2e e2e-l2-line e2e-other-line fuzz verify generate deps control-plane tools metallb bench bench-controller bench-scale clean help
+.PHONY: all build programs images release demo test unit unit-lab unit-api e2e e2e-l2-line e2e-other-line fuzz verify generate deps control-plane tools metallb bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -31,10 +31,10 @@ help:
 	@echo "make release       images, plus kubectl-herald archives, checksums.txt and krew manifest in bin/release"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
+	@echo "make programs      etcd, Kubernetes, helm, promtool and MetalLB for the tests, built once into ~/.cache/herald"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
 	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
 	@echo "make verify        fail when generated files are stale or code is unformatted"
-	@echo "make compile       compile every package, its tests and the race variants into the Go build cache (no linking)"
 	@echo "make bench         print the benchmark figures"
 	@echo "make bench-scale   10,000 Services and 200 members: figures next to their goals"
 
@@ -74,31 +74,28 @@ release: images
 deps:
 	@if [ "$$(id -u)" = 0 ]; then hack/install-deps.sh; else echo "make deps: not root; skipping Debian packages (network tests will skip)"; fi
 
-# The Kubernetes control plane the tests run (etcd, kube-apiserver,
-# kube-proxy at the versions in hack/versions.env), built once into
-# ~/.cache/herald. A cold build takes 10-20 minutes on 2 cores.
+# The programs the tests run that are not Herald, at the versions in
+# hack/versions.env, built once into ~/.cache/herald by
+# hack/build-programs.sh from one wrapper module (so what they share is
+# compiled once): control-plane is etcd and the Kubernetes components,
+# tools is helm and promtool (the chart and monitoring tests, and
+# rendering manifests/ from the chart), programs is all of them and
+# MetalLB's binaries. Cold, on 2 cores: the control plane 10-15 minutes,
+# everything about 15.
 control-plane:
-	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-20 minutes..."
-	hack/build-control-plane.sh
+	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-15 minutes..."
+	hack/build-programs.sh control-plane
 
-# helm and promtool for the chart and monitoring tests and for rendering
-# manifests/ from the chart (versions in hack/versions.env), built once
-# into ~/.cache/herald: a few minutes each, cold.
 tools:
-	$(BESIDE_E2E) hack/build-tools.sh
+	hack/build-programs.sh tools
 
-# Herald's packages with their tests and every dependency compiled into
-# the Go build cache with the flags of hack/build.env, as the tests, vet
-# and the binaries compile them, and the race-detector variants unit-api
-# tests; go list -export compiles without linking.
-compile:
-	$(GO) list -deps -test -export ./... >/dev/null
-	CGO_ENABLED=1 $(GO) list -race -deps -test -export $$(GO=$(GO) hack/unit-packages.sh race) >/dev/null
+programs:
+	hack/build-programs.sh all
 
-# MetalLB for e2e/metallb's takeover test (hack/build-metallb.sh), built
-# once into ~/.cache/herald: a few minutes, cold.
+# MetalLB's images for e2e/metallb's takeover test (hack/build-metallb.sh),
+# built once into ~/.cache/herald.
 metallb:
-	@$(BESIDE_E2E) hack/build-metallb.sh >/dev/null
+	@hack/build-metallb.sh >/dev/null
 
 # The lab with Herald in it, a sample Service, and a report; the lab stays
 # up afterwards (make lab-down removes it).
@@ -112,18 +109,12 @@ generate:
 verify:
 	$(BESIDE_E2E) hack/verify.sh
 
-# On a fresh machine the control plane, helm, promtool and MetalLB are
-# built first, side by side, and Herald's packages, their tests and their
-# dependencies compiled, with the race detector too (compile; cached
-# afterwards: seconds on a warm run). That phase is all compiling, so the
-# CPU each build leaves (the linker's single-threaded minutes) goes to the
-# others. Built beside
-# the end-to-end tests instead, at nice 10, helm took 25 minutes and
-# e2e/helm waited 4.5 of them for it, while the builds slowed the tests;
-# and the end-to-end and unit test binaries compiled the same
-# dependencies at the same time, each for itself (the race tests, whose
-# variants nothing else compiles, finished last, 20 minutes after they
-# started).
+# On a fresh machine every program the tests run that is not Herald is
+# built first (programs, then metallb, which packages MetalLB's images):
+# one go build that compiles what they share once; nothing to do when
+# cached. Built beside the end-to-end tests instead, at nice 10, helm took
+# 25 minutes and e2e/helm waited 4.5 of them for it, while the builds
+# slowed the tests.
 #
 # The unit packages that build network namespaces run next, alone: their
 # timing assertions would compete with the lab's processes. Then the
@@ -138,7 +129,7 @@ verify:
 # tests have deadlines. Each target's output is printed in one piece when
 # it ends.
 test: deps
-	$(MAKE) --no-print-directory -j4 --output-sync=target control-plane tools metallb compile
+	$(MAKE) --no-print-directory programs metallb
 	$(MAKE) --no-print-directory unit-lab
 	$(MAKE) --no-print-directory -j7 --output-sync=target e2e unit-api verify fuzz BESIDE_E2E="nice -n 10"
 

@@ -12,14 +12,14 @@
 #     (ServiceMonitors, PrometheusRule) and the Grafana dashboard ConfigMap,
 #     for clusters that run the operator.
 # hack/verify.sh fails when any of them is stale. helm is built once into
-# the cache by hack/build-tools.sh.
+# the cache by hack/build-programs.sh.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 # shellcheck source=versions.env
 . hack/versions.env
 HERALD_CACHE=${HERALD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/herald}
-hack/build-tools.sh helm
+hack/build-programs.sh helm
 helm=$HERALD_CACHE/bin/helm-$HELM_VERSION
 
 rm -rf charts/herald/crds

@@ -56,7 +56,7 @@ func splitRef(ref string) (repo, tag string) {
 	return ref[:i], ref[i+1:]
 }
 
-// Helm runs the pinned helm (hack/build-tools.sh) as the lab's admin and
+// Helm runs the pinned helm (hack/build-programs.sh) as the lab's admin and
 // returns its output.
 func (h *Herald) Helm(ctx context.Context, args ...string) (string, error) {
 	helm, err := testenv.Tool("helm")

@@ -4,7 +4,7 @@
 // the alerts (promtool test rules, one case that fires per alert) and the
 // Grafana dashboard (every query parses, every metric it or the alerts
 // name is one the code exports). helm and promtool come from
-// hack/build-tools.sh.
+// hack/build-programs.sh.
 package chart
 
 import (
@@ -29,7 +29,7 @@ func repoRoot(t *testing.T) string {
 }
 
 // tool returns the cached helm or promtool, building it with
-// hack/build-tools.sh when missing.
+// hack/build-programs.sh when missing.
 func tool(t *testing.T, name string) string {
 	t.Helper()
 	path, err := testenv.Tool(name)

@@ -13,7 +13,7 @@ import (
 type Versions struct {
 	Kubernetes string
 	Etcd       string
-	// Helm and Prometheus (promtool) are the tools hack/build-tools.sh
+	// Helm and Prometheus (promtool) are the tools hack/build-programs.sh
 	// builds; empty when versions.env does not name them.
 	Helm, Prometheus string
 }
@@ -78,7 +78,7 @@ func CacheDir() (string, error) {
 
 // Binary returns the path of a cached control-plane binary (etcd,
 // kube-apiserver, kube-proxy), building it first with
-// hack/build-control-plane.sh when it is missing.
+// hack/build-programs.sh when it is missing.
 func Binary(name string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
@@ -101,7 +101,7 @@ func Binary(name string) (string, error) {
 		return path, nil
 	}
 	fmt.Fprintf(os.Stderr, "testenv: %s %s is not built yet; building it (a cold build takes minutes)\n", name, version)
-	cmd := exec.Command(filepath.Join(root, "hack", "build-control-plane.sh"), name)
+	cmd := exec.Command(filepath.Join(root, "hack", "build-programs.sh"), name)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
 	if err := cmd.Run(); err != nil {
@@ -111,7 +111,7 @@ func Binary(name string) (string, error) {
 }
 
 // Tool returns the path of helm or promtool at the version in
-// hack/versions.env, building it with hack/build-tools.sh when it is not
+// hack/versions.env, building it with hack/build-programs.sh when it is not
 // in the cache yet (a cold build takes minutes).
 func Tool(name string) (string, error) {
 	root, err := RepoRoot()
@@ -134,7 +134,7 @@ func Tool(name string) (string, error) {
 	if _, err := os.Stat(path); err == nil {
 		return path, nil
 	}
-	cmd := exec.Command(filepath.Join(root, "hack", "build-tools.sh"), name)
+	cmd := exec.Command(filepath.Join(root, "hack", "build-programs.sh"), name)
 	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building %s %s: %w\n%s", name, version, err, out)

@@ -1,5 +1,5 @@
 // Package testenv runs a real Kubernetes control plane for tests: etcd and
-// kube-apiserver built from pinned Go modules (hack/build-control-plane.sh,
+// kube-apiserver built from pinned Go modules (hack/build-programs.sh,
 // versions in hack/versions.env), started as child processes with a fresh
 // PKI in a temporary directory, and stopped by PID.
 //
