@@ -175,8 +175,21 @@ wrapper() {
     log "go get in $dir failed"
     exit 1
   fi
+  herald_lags "$dir"
   touch "$dir/.complete"
   echo "$dir"
+}
+
+# herald_lags logs the modules of herald_client_modules the wrapper
+# resolved to a newer version than Herald's go.mod has: client-go then
+# compiles twice on a fresh machine, once for Herald and once here.
+herald_lags() {
+  local m v w
+  while read -r m v; do
+    [ "$m" = require ] || [ "$m" = ")" ] || [ -z "$m" ] && continue
+    w=$(cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$m" 2>/dev/null) || continue
+    [ "$w" = "$v" ] || log "Herald's go.mod has $m $v, the programs need $w: go get $m@$w in Herald shares client-go's compile"
+  done < <(herald_client_modules)
 }
 
 # build_wrapped PROGRAM... builds those from the wrapper module in one go
