@@ -31,7 +31,7 @@ help:
 	@echo "make release       images, plus kubectl-herald archives, checksums.txt and krew manifest in bin/release"
 	@echo "make test          everything CI runs: deps, verify, unit + integration, end-to-end, fuzz"
 	@echo "make demo          bring up the lab, run Herald in it, show a Service being served"
-	@echo "make programs      etcd, Kubernetes, helm, promtool and MetalLB for the tests, built once into ~/.cache/herald"
+	@echo "make programs      etcd, Kubernetes, helm and promtool for the tests, built once into ~/.cache/herald"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
 	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
 	@echo "make verify        fail when generated files are stale or code is unformatted"
@@ -79,9 +79,11 @@ deps:
 # hack/build-programs.sh from one wrapper module (so what they share is
 # compiled once): control-plane is etcd and the Kubernetes components,
 # tools is helm and promtool (the chart and monitoring tests, and
-# rendering manifests/ from the chart), programs is all of them and
-# MetalLB's binaries. Cold, on 2 cores: the control plane 10-15 minutes,
-# everything about 15.
+# rendering manifests/ from the chart), programs is both. MetalLB's
+# binaries come from the same module, built by metallb when its images
+# are missing (a few seconds after programs: what they share is
+# compiled). Cold, on 2 cores: the control plane 10-15 minutes,
+# everything about 16.
 control-plane:
 	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-15 minutes..."
 	hack/build-programs.sh control-plane
@@ -90,7 +92,7 @@ tools:
 	hack/build-programs.sh tools
 
 programs:
-	hack/build-programs.sh all
+	hack/build-programs.sh control-plane tools
 
 # MetalLB's images for e2e/metallb's takeover test (hack/build-metallb.sh),
 # built once into ~/.cache/herald.
@@ -110,9 +112,9 @@ verify:
 	$(BESIDE_E2E) hack/verify.sh
 
 # On a fresh machine every program the tests run that is not Herald is
-# built first (programs, then metallb, which packages MetalLB's images):
-# one go build that compiles what they share once; nothing to do when
-# cached. Built beside the end-to-end tests instead, at nice 10, helm took
+# built first (programs, then metallb: MetalLB's binaries and images),
+# from one module so that what they share compiles once; nothing to do
+# when cached. Built beside the end-to-end tests instead, at nice 10, helm took
 # 25 minutes and e2e/helm waited 4.5 of them for it, while the builds
 # slowed the tests.
 #
