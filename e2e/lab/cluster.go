@@ -18,12 +18,15 @@ import (
 
 // NodeMonitorGracePeriod is kube-controller-manager's
 // --node-monitor-grace-period in the lab: a node whose kubelet stops
-// posting status is marked NotReady (Unknown) this long after its last
-// heartbeat. Production clusters use 40-50 s; the lab's is short so that
-// tests of a stopped kubelet finish quickly, and it is still several
-// times the kubelet's status interval (nodeStatusUpdateFrequency 2 s in
-// the lab) so that a busy machine does not flap nodes.
-const NodeMonitorGracePeriod = 16 * time.Second
+// renewing its Lease and posting status is marked NotReady (Unknown) this
+// long after its last heartbeat. Production clusters use 40-50 s with a
+// heartbeat every 10 s; the lab's is short so that tests of a stopped
+// kubelet finish quickly, and it is still five times the lab kubelets'
+// heartbeat (their Lease, nodeLeaseDurationSeconds 8, is renewed every
+// 2 s) so that a busy machine does not flap nodes: a kubelet may fall 8 s
+// behind. (Until 2026-12-05 the grace was 16 s over the kubelet's default
+// 10 s heartbeat: 6 s of slack, and a NotReady 16 s after the stop.)
+const NodeMonitorGracePeriod = 10 * time.Second
 
 // startClusterControllers runs kube-controller-manager (every controller:
 // endpointslice, node lifecycle, daemonset, deployment, garbage
@@ -267,8 +270,10 @@ func (l *Lab) Ctr(ctx context.Context, node string, args ...string) (string, err
 }
 
 // WaitNodesReady waits until every node's Ready condition is True and the
-// node lifecycle controller has taken its not-ready taint away (so the
-// controllers are at work, not only the kubelets).
+// node lifecycle controller has taken its not-ready and unreachable taints
+// away (so the controllers are at work, not only the kubelets; a node
+// whose kubelet was stopped keeps the unreachable taint, NoExecute, until
+// the controller's next pass after it turned Ready again).
 func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
 	var last string
 	err := PollContext(ctx, timeout, func() bool {
@@ -280,7 +285,9 @@ func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
 		ready := 0
 		var states []string
 		for _, n := range nodes.Items {
-			ok := NodeIsReady(&n) && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == corev1.TaintNodeNotReady })
+			ok := NodeIsReady(&n) && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool {
+				return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+			})
 			if ok {
 				ready++
 			}
