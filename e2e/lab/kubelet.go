@@ -96,6 +96,7 @@ resolvConf: %[1]s/resolv.conf
 clusterDomain: cluster.local
 serializeImagePulls: false
 nodeStatusUpdateFrequency: 2s
+nodeLeaseDurationSeconds: 8
 nodeStatusReportFrequency: 10s
 syncFrequency: 10s
 fileCheckFrequency: 10s
