@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/herald-lb/herald/internal/testenv"
 )
@@ -47,6 +48,13 @@ func (im *Images) build() error {
 	if err != nil {
 		return err
 	}
+	// Test processes side by side (make e2e's lines) build into the same
+	// directory: one at a time.
+	unlock, err := lockFile(filepath.Join(cache, "e2e-images.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
@@ -136,4 +144,18 @@ func (im *Images) List() []string {
 		out = append(out, im.Tarballs[c])
 	}
 	return out
+}
+
+// lockFile takes an exclusive lock on path (created if missing), waiting
+// for it; the kernel drops it if the process dies.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("images lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("images lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
 }

@@ -149,10 +149,13 @@ func tarDir(dir, out string) error {
 		return err
 	}
 	sort.Strings(files)
-	f, err := os.Create(out)
+	// Written beside out and renamed over it: whoever is reading the
+	// previous archive (a lab's node importing it) keeps a whole file.
+	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.tmp")
 	if err != nil {
 		return err
 	}
+	defer os.Remove(f.Name())
 	tw := tar.NewWriter(f)
 	for _, p := range files {
 		if err := addFile(tw, dir, p); err != nil {
@@ -164,7 +167,14 @@ func tarDir(dir, out string) error {
 		f.Close()
 		return err
 	}
-	return f.Close()
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), out)
 }
 
 func addFile(tw *tar.Writer, dir, p string) error {
