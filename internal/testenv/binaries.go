@@ -79,7 +79,18 @@ func CacheDir() (string, error) {
 // Binary returns the path of a cached control-plane binary (etcd,
 // kube-apiserver, kube-proxy), building it first with
 // hack/build-programs.sh when it is missing.
-func Binary(name string) (string, error) {
+func Binary(name string) (string, error) { return program(name) }
+
+// Tool returns the path of helm or promtool at the version in
+// hack/versions.env, building it with hack/build-programs.sh when it is not
+// in the cache yet (a cold build takes minutes).
+func Tool(name string) (string, error) { return program(name) }
+
+// program returns $HERALD_CACHE/bin/<name>-<version> for a program
+// hack/build-programs.sh builds, at its version in hack/versions.env,
+// running the script first when the binary is missing (it waits for a
+// build already under way).
+func program(name string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
@@ -88,13 +99,13 @@ func Binary(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	version := v.programVersion(name)
+	if version == "" {
+		return "", fmt.Errorf("testenv: hack/versions.env names no version of %s", name)
+	}
 	cache, err := CacheDir()
 	if err != nil {
 		return "", err
-	}
-	version := v.Kubernetes
-	if name == "etcd" {
-		version = v.Etcd
 	}
 	path := filepath.Join(cache, "bin", name+"-"+version)
 	if _, err := os.Stat(path); err == nil {
@@ -110,34 +121,17 @@ func Binary(name string) (string, error) {
 	return path, nil
 }
 
-// Tool returns the path of helm or promtool at the version in
-// hack/versions.env, building it with hack/build-programs.sh when it is not
-// in the cache yet (a cold build takes minutes).
-func Tool(name string) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
+// programVersion is the version in hack/versions.env of a program
+// hack/build-programs.sh builds: etcd, helm and promtool their own, every
+// Kubernetes component Kubernetes'.
+func (v Versions) programVersion(name string) string {
+	switch name {
+	case "etcd":
+		return v.Etcd
+	case "helm":
+		return v.Helm
+	case "promtool":
+		return v.Prometheus
 	}
-	v, err := ReadVersions(root)
-	if err != nil {
-		return "", err
-	}
-	version := map[string]string{"helm": v.Helm, "promtool": v.Prometheus}[name]
-	if version == "" {
-		return "", fmt.Errorf("testenv: hack/versions.env names no version of %s", name)
-	}
-	cache, err := CacheDir()
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(cache, "bin", name+"-"+version)
-	if _, err := os.Stat(path); err == nil {
-		return path, nil
-	}
-	cmd := exec.Command(filepath.Join(root, "hack", "build-programs.sh"), name)
-	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building %s %s: %w\n%s", name, version, err, out)
-	}
-	return path, nil
+	return v.Kubernetes
 }
