@@ -182,10 +182,10 @@ e2e_rest = $$($(GO) list ./e2e/... | grep -v -E '/e2e/(l2|helm|bgp|metallb)$$') 
 ifeq ($(E2E_SIDE_BY_SIDE),1)
 e2e:
 	@out=$$(mktemp); status=0; \
+	$(E2E_GOTEST) $(E2E_ALONE) || status=1; \
 	$(E2E_GOTEST) $(E2E_BGP_LINE) >$$out 2>&1 & bgp=$$!; \
 	$(E2E_GOTEST) $(e2e_rest) || status=1; \
 	wait $$bgp || status=1; cat $$out; rm -f $$out; \
-	$(E2E_GOTEST) $(E2E_ALONE) || status=1; \
 	exit $$status
 else
 e2e:
