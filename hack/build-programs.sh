@@ -122,7 +122,7 @@ GO
 # wrapper prints the wrapper module's directory, named by every version in
 # it, writing it the first time.
 wrapper() {
-  local key dir minor patch staging_version modfile frr m
+  local key dir minor patch staging_version modfile frr m client
   key=k8s-$KUBERNETES_VERSION-helm-$HELM_VERSION-prometheus-$PROMETHEUS_VERSION-metallb-$METALLB_VERSION-frrk8s-$METALLB_FRR_K8S_VERSION
   dir=$SRC/programs-$(printf '%s' "$key" | sha256sum | cut -c1-12)
   if [ -f "$dir/go.sum" ] && [ -f "$dir/.complete" ]; then
@@ -137,6 +137,7 @@ wrapper() {
   patch=${KUBERNETES_VERSION##*.}
   staging_version=v0.$minor.$patch
   modfile=$(cd / && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/.*"GoMod": "\(.*\)".*/\1/p')
+  client=$(herald_client_modules)
   {
     echo "module heraldlab/programs"
     echo
@@ -145,7 +146,7 @@ wrapper() {
     echo "// $key"
     echo "require k8s.io/kubernetes $KUBERNETES_VERSION"
     echo
-    herald_client_modules
+    [ -z "$client" ] || printf '%s\n\n' "$client"
     echo "replace ("
     for m in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$modfile"); do
       # sample-* staging modules are not published and no binary needs them
@@ -175,21 +176,22 @@ wrapper() {
     log "go get in $dir failed"
     exit 1
   fi
-  herald_lags "$dir"
+  herald_lags "$dir" "$client"
   touch "$dir/.complete"
   echo "$dir"
 }
 
-# herald_lags logs the modules of herald_client_modules the wrapper
-# resolved to a newer version than Herald's go.mod has: client-go then
-# compiles twice on a fresh machine, once for Herald and once here.
+# herald_lags DIR REQUIRES logs the modules of REQUIRES (what
+# herald_client_modules printed) that the wrapper in DIR resolved to a
+# newer version than Herald's go.mod has: client-go then compiles twice on
+# a fresh machine, once for Herald and once here.
 herald_lags() {
   local m v w
   while read -r m v; do
     [ "$m" = require ] || [ "$m" = ")" ] || [ -z "$m" ] && continue
     w=$(cd "$1" && go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' "$m" 2>/dev/null) || continue
     [ "$w" = "$v" ] || log "Herald's go.mod has $m $v, the programs need $w: go get $m@$w in Herald shares client-go's compile"
-  done < <(herald_client_modules)
+  done <<<"$2"
 }
 
 # build_wrapped PROGRAM... builds those from the wrapper module in one go
