@@ -65,6 +65,18 @@ func services(t testing.TB, l *lab.Lab, prefix string, n int) []netip.Addr {
 	return vips
 }
 
+// waitAvailable waits until the speaker DaemonSet's last rollout is
+// complete, as an operator's upgrade or restart starts (docs/operations.md,
+// Upgrade and restart): the DaemonSet controller replaces together every
+// speaker not yet available (Ready for less than minReadySeconds, as
+// after the previous test restarted some), outside maxUnavailable.
+func waitAvailable(t *testing.T, h *deploy.Herald) {
+	t.Helper()
+	if err := h.WaitRollout(context.Background(), 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // rollingOverlap is how long two nodes may answer side by side at one
 // hand-over of a rolling update.
 const rollingOverlap = 100 * time.Millisecond
@@ -75,12 +87,13 @@ const rollingOverlap = 100 * time.Millisecond
 // longer than maxGap, and two nodes answering side by side only within a
 // hand-over (rollingOverlap).
 func TestSpeakerRollingUpdate(t *testing.T) {
-	l, _ := herald(t)
+	l, h := herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "rolling", 2)
 	for _, vip := range vips {
 		owner(t, l, vip)
 	}
+	waitAvailable(t, h)
 	mons := monitorAll(t, l, vips)
 	start := time.Now()
 	if err := l.RolloutRestart(ctx, deploy.Namespace, "daemonset/"+deploy.SpeakerDaemonSet); err != nil {
@@ -298,6 +311,7 @@ func TestSpeakerCannotSyncStopsRollout(t *testing.T) {
 	if len(broken.Rules) == len(orig.Rules) {
 		t.Fatal("the herald-speaker ClusterRole has no EndpointSlices rule to remove")
 	}
+	waitAvailable(t, h)
 	if _, err := roles.Update(ctx, broken, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
