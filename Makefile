@@ -162,18 +162,23 @@ unit-race:
 #
 # The packages that bound the speakers' answers to tens of milliseconds
 # through rolling updates and a saturated CPU (E2E_ALONE: e2e/l2,
-# e2e/helm) run last, one lab at a time with no other lab beside them. On
-# 2 cores a second lab beside them (E2E_LINES=2 of 2026-12-05, the L2 line
-# beside the rest) failed every one of three runs: at equal CPU weight the
-# other cluster's bursts left an L2 speaker unscheduled for 160 ms (a
-# false death, two nodes answering for 30 ms); at 16:1 the L2 line's
-# CPU-saturation test starved the other lab for seconds. Before them, by
-# default, the rest run in two lines side by side (E2E_SIDE_BY_SIDE=1):
-# e2e/bgp in one, everything else in the other. Their bounds are a second
-# and more (BFD and hold-time withdrawals, the MetalLB takeover), and most
-# of their time is spent waiting on timers, not on the CPU.
-# E2E_SIDE_BY_SIDE=0 runs every package one lab at a time. The line beside
-# e2e/bgp is printed when it ends; a failed line does not stop the others.
+# e2e/helm) run first, one lab at a time with no other lab beside them
+# (the API, race and fuzz tests start beside them, at a CPU weight the
+# lab's cgroups outweigh 256 to 1). On 2 cores a second lab beside them
+# (E2E_LINES=2 of 2026-12-05, the L2 line beside the rest) failed every
+# one of three runs: at equal CPU weight the other cluster's bursts left
+# an L2 speaker unscheduled for 160 ms (a false death, two nodes answering
+# for 30 ms); at 16:1 the L2 line's CPU-saturation test starved the other
+# lab for seconds. Then, by default, the rest run in two lines side by
+# side (E2E_SIDE_BY_SIDE=1): e2e/bgp in one, everything else in the
+# other. Their bounds are a second and more (BFD and hold-time
+# withdrawals, the MetalLB takeover), most of their time is spent waiting
+# on timers, and by then the other tests have ended. In that order a warm
+# make test took 15 min 12 s (2026-12-05), against 18 min 12 s one lab at
+# a time; the lines first, beside the other tests' start, 18 min 25 s
+# (e2e/demo 142 s instead of 44). E2E_SIDE_BY_SIDE=0 runs every package
+# one lab at a time. The e2e/bgp line is printed when it ends; a failed
+# package or line does not stop the others.
 E2E_SIDE_BY_SIDE ?= 1
 E2E_GOTEST = $(GO) test -count=1 -p 1 -timeout 60m -exec $(CURDIR)/hack/own-network.sh
 E2E_ALONE = ./e2e/l2 ./e2e/helm
