@@ -170,8 +170,8 @@ unit-race:
 # an L2 speaker unscheduled for 160 ms (a false death, two nodes answering
 # for 30 ms); at 16:1 the L2 line's CPU-saturation test starved the other
 # lab for seconds. Then, by default, the rest run in two lines side by
-# side (E2E_SIDE_BY_SIDE=1): e2e/bgp in one, everything else in the
-# other. Their bounds are a second and more (BFD and hold-time
+# side (E2E_SIDE_BY_SIDE=1): e2e/bgp and e2e/labcrash in one (4.5
+# minutes), everything else in the other (4.5). Their bounds are a second and more (BFD and hold-time
 # withdrawals, the MetalLB takeover), most of their time is spent waiting
 # on timers, and by then the other tests have ended. In that order a warm
 # make test took 15 min 12 s (2026-12-05), against 18 min 12 s one lab at
@@ -182,8 +182,8 @@ unit-race:
 E2E_SIDE_BY_SIDE ?= 1
 E2E_GOTEST = $(GO) test -count=1 -p 1 -timeout 60m -exec $(CURDIR)/hack/own-network.sh
 E2E_ALONE = ./e2e/l2 ./e2e/helm
-E2E_BGP_LINE = ./e2e/bgp
-e2e_rest = $$($(GO) list ./e2e/... | grep -v -E '/e2e/(l2|helm|bgp|metallb)$$') ./e2e/metallb
+E2E_BGP_LINE = ./e2e/bgp ./e2e/labcrash
+e2e_rest = $$($(GO) list ./e2e/... | grep -v -E '/e2e/(l2|helm|bgp|labcrash|metallb)$$') ./e2e/metallb
 ifeq ($(E2E_SIDE_BY_SIDE),1)
 e2e:
 	@out=$$(mktemp); status=0; \
