@@ -50,6 +50,10 @@ type failureSetup struct {
 	bfd    bool
 	// downReason is in the SessionDown event of the node that lost its link.
 	downReason string
+	// speakerDetects is how long after the link went down the node's
+	// speaker has seen the session die on its own side at the latest
+	// (BFD's detection time, or the hold time).
+	speakerDetects time.Duration
 }
 
 func failureSetups(l *lab.Lab) []failureSetup {
@@ -58,9 +62,9 @@ func failureSetups(l *lab.Lab) []failureSetup {
 		static = append(static, lab.StaticNeighbor{Node: n, BFD: true})
 	}
 	return []failureSetup{
-		{name: "BFD-100msx3", peer: peerBFD, bfd: true, downReason: "BFD down", router: lab.BGPOptions{
+		{name: "BFD-100msx3", peer: peerBFD, bfd: true, downReason: "BFD down", speakerDetects: 300 * time.Millisecond, router: lab.BGPOptions{
 			StaticNeighbors: static, BFD: routerconf.BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}}},
-		{name: "HoldTime-3s", peer: peerHold3, downReason: "hold", router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
+		{name: "HoldTime-3s", peer: peerHold3, downReason: "hold", speakerDetects: 3 * time.Second, router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
 	}
 }
 
@@ -88,6 +92,14 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 			if d > bound {
 				t.Errorf("next hop removed after %v, want under %v", d, bound)
 			}
+			// The link stays down until node3's speaker has seen the
+			// session die on its side too: restored as soon as the router
+			// dropped the next hop (its hold timer runs from its own last
+			// keepalive), the link once came back before the speaker's
+			// hold timer expired, and the router's reset ended the session
+			// as "read-failed" instead (seen in CI).
+			lab.Poll(t, fmt.Sprintf("%v of link loss (node3's own detection and a second)", s.speakerDetects+time.Second), s.speakerDetects+5*time.Second,
+				func() bool { return time.Since(start) >= s.speakerDetects+time.Second })
 			recoverLink(t, l, s, prefix, "node3")
 			// node3's speaker saw it too, and says why on the BGPPeer (the
 			// event reaches the API server once the link is back)
