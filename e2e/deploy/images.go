@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"os/exec"
@@ -20,7 +21,8 @@ import (
 // an image index), but for this machine's architecture only, once per test
 // process, into $HERALD_CACHE/e2e-images. The lab's nodes import
 // them with `ctr images import`, which takes this machine's platform from
-// the index.
+// the index. Another test process reuses what the last one built when its
+// inputs have not changed (go install, and a stamp of hack/images' inputs).
 type Images struct {
 	once sync.Once
 	err  error
@@ -75,28 +77,39 @@ func (im *Images) build() error {
 	for _, c := range Components {
 		pkgs = append(pkgs, "./"+c)
 	}
-	for _, a := range arches {
-		dir := filepath.Join(static, "linux-"+a) + string(filepath.Separator)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		if err := testenv.GoBuildFor(context.Background(), a, dir, pkgs...); err != nil {
-			return err
-		}
+	dir := filepath.Join(static, "linux-"+runtime.GOARCH)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
 	}
-	goBin, err := testenv.GoCommand()
+	// go install links only what changed since the last test process.
+	if err := testenv.GoInstall(context.Background(), dir, pkgs...); err != nil {
+		return err
+	}
+	// The archives too are made again only when their inputs changed: the
+	// binaries, or hack/images itself.
+	key, err := imagesKey(root, dir)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(goBin, "run", "./hack/images", "-bin", static, "-out", im.Dir,
-		"-arch", strings.Join(arches, ","), "-images", strings.Join(Components, ","))
-	cmd.Dir = root
-	if cmd.Env, err = testenv.GoEnv(); err != nil {
-		return err
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("building images (go run ./hack/images): %w\n%s", err, out)
+	stamp := filepath.Join(im.Dir, "images.out")
+	out, ok := reusableOutput(stamp, key, root)
+	if !ok {
+		goBin, err := testenv.GoCommand()
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(goBin, "run", "./hack/images", "-bin", static, "-out", im.Dir,
+			"-arch", strings.Join(arches, ","), "-images", strings.Join(Components, ","))
+		cmd.Dir = root
+		if cmd.Env, err = testenv.GoEnv(); err != nil {
+			return err
+		}
+		if out, err = cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("building images (go run ./hack/images): %w\n%s", err, out)
+		}
+		if err := os.WriteFile(stamp, append([]byte(key+"\n"), out...), 0o644); err != nil {
+			return err
+		}
 	}
 	im.Tarballs, im.Refs = ParseImagesOutput(string(out))
 	im.Digests = map[string]string{}
@@ -158,4 +171,52 @@ func lockFile(path string) (unlock func(), err error) {
 		return nil, fmt.Errorf("images lock %s: %w", path, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// imagesKey names what the archives are made from: each component's
+// binary in dir and hack/images' source, by their SHA-256.
+func imagesKey(root, dir string) (string, error) {
+	files, err := filepath.Glob(filepath.Join(root, "hack", "images", "*.go"))
+	if err != nil {
+		return "", err
+	}
+	for _, c := range Components {
+		files = append(files, filepath.Join(dir, c))
+	}
+	h := sha256.New()
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %x\n", filepath.Base(f), sha256.Sum256(data))
+	}
+	return fmt.Sprintf("inputs %x", h.Sum(nil)), nil
+}
+
+// reusableOutput returns hack/images' output recorded in stamp when it was
+// made from key and every archive it names is still there.
+func reusableOutput(stamp, key, root string) ([]byte, bool) {
+	data, err := os.ReadFile(stamp)
+	if err != nil {
+		return nil, false
+	}
+	first, rest, ok := strings.Cut(string(data), "\n")
+	if !ok || first != key {
+		return nil, false
+	}
+	tarballs, _ := ParseImagesOutput(rest)
+	for _, c := range Components {
+		t := tarballs[c]
+		if t == "" {
+			return nil, false
+		}
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(root, t)
+		}
+		if _, err := os.Stat(t); err != nil {
+			return nil, false
+		}
+	}
+	return []byte(rest), true
 }

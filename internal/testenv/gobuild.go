@@ -48,6 +48,31 @@ func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 	return nil
 }
 
+// GoInstall installs pkgs (main packages of the module) for this machine
+// with BuildFlags into dir (GOBIN). Unlike go build, go install does not
+// link a binary again when the one in dir is up to date, which saves the
+// test processes that need the same binaries their link.
+func GoInstall(ctx context.Context, dir string, pkgs ...string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	goBin, err := GoCommand()
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, goBin, append(append([]string{"install"}, BuildFlags...), pkgs...)...)
+	cmd.Dir = root
+	if cmd.Env, err = GoEnv(); err != nil {
+		return err
+	}
+	cmd.Env = append(cmd.Env, "GOBIN="+dir)
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go install %s: %w\n%s", strings.Join(pkgs, " "), err, msg)
+	}
+	return nil
+}
+
 // GoEnv is the environment for a go command of the project: this
 // process's, with GOFLAGS, CGO_ENABLED and GOWORK from hack/build.env,
 // which the Makefile and the scripts read too (a test that runs go with
