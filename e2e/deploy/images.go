@@ -5,14 +5,13 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 
+	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
@@ -52,11 +51,12 @@ func (im *Images) build() error {
 	}
 	// Test processes side by side (make e2e's lines) build into the same
 	// directory: one at a time.
-	unlock, err := lockFile(filepath.Join(cache, "e2e-images.lock"))
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	return lab.WithFileLock(filepath.Join(cache, "e2e-images.lock"), func() error { return im.buildIn(cache) })
+}
+
+// buildIn builds the binaries and the images into cache's e2e-images,
+// holding its lock.
+func (im *Images) buildIn(cache string) error {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return err
@@ -94,14 +94,9 @@ func (im *Images) build() error {
 	stamp := filepath.Join(im.Dir, "images.out")
 	out, ok := reusableOutput(stamp, key, root)
 	if !ok {
-		goBin, err := testenv.GoCommand()
-		if err != nil {
-			return err
-		}
-		cmd := exec.Command(goBin, "run", "./hack/images", "-bin", static, "-out", im.Dir,
+		cmd, err := testenv.GoCmd(context.Background(), "run", "./hack/images", "-bin", static, "-out", im.Dir,
 			"-arch", strings.Join(arches, ","), "-images", strings.Join(Components, ","))
-		cmd.Dir = root
-		if cmd.Env, err = testenv.GoEnv(); err != nil {
+		if err != nil {
 			return err
 		}
 		if out, err = cmd.CombinedOutput(); err != nil {
@@ -157,20 +152,6 @@ func (im *Images) List() []string {
 		out = append(out, im.Tarballs[c])
 	}
 	return out
-}
-
-// lockFile takes an exclusive lock on path (created if missing), waiting
-// for it; the kernel drops it if the process dies.
-func lockFile(path string) (unlock func(), err error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("images lock: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("images lock %s: %w", path, err)
-	}
-	return func() { f.Close() }, nil
 }
 
 // imagesKey names what the archives are made from: each component's

@@ -25,18 +25,9 @@ func GoBuild(ctx context.Context, out string, pkgs ...string) error {
 // GoBuildFor is GoBuild for another architecture (GOARCH; GOOS linux),
 // the way `make images` cross-builds; an empty goarch is the host's.
 func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
-	root, err := RepoRoot()
-	if err != nil {
-		return err
-	}
-	goBin, err := GoCommand()
-	if err != nil {
-		return err
-	}
 	args := append(append([]string{"build"}, BuildFlags...), "-o", out)
-	cmd := exec.CommandContext(ctx, goBin, append(args, pkgs...)...)
-	cmd.Dir = root
-	if cmd.Env, err = GoEnv(); err != nil {
+	cmd, err := GoCmd(ctx, append(args, pkgs...)...)
+	if err != nil {
 		return err
 	}
 	if goarch != "" {
@@ -53,17 +44,8 @@ func GoBuildFor(ctx context.Context, goarch, out string, pkgs ...string) error {
 // link a binary again when the one in dir is up to date, which saves the
 // test processes that need the same binaries their link.
 func GoInstall(ctx context.Context, dir string, pkgs ...string) error {
-	root, err := RepoRoot()
+	cmd, err := GoCmd(ctx, append(append([]string{"install"}, BuildFlags...), pkgs...)...)
 	if err != nil {
-		return err
-	}
-	goBin, err := GoCommand()
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, goBin, append(append([]string{"install"}, BuildFlags...), pkgs...)...)
-	cmd.Dir = root
-	if cmd.Env, err = GoEnv(); err != nil {
 		return err
 	}
 	cmd.Env = append(cmd.Env, "GOBIN="+dir)
@@ -71,6 +53,25 @@ func GoInstall(ctx context.Context, dir string, pkgs ...string) error {
 		return fmt.Errorf("go install %s: %w\n%s", strings.Join(pkgs, " "), err, msg)
 	}
 	return nil
+}
+
+// GoCmd is a go command of the project: run in the module's root with
+// GoEnv's environment (callers may append to cmd.Env).
+func GoCmd(ctx context.Context, args ...string) (*exec.Cmd, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	goBin, err := GoCommand()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, goBin, args...)
+	cmd.Dir = root
+	if cmd.Env, err = GoEnv(); err != nil {
+		return nil, err
+	}
+	return cmd, nil
 }
 
 // GoEnv is the environment for a go command of the project: this
