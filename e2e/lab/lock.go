@@ -39,6 +39,21 @@ func openLockFile(path string) (*os.File, error) {
 	return os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 }
 
+// WithFileLock runs fn holding an exclusive lock on path (created, with
+// its directory, if missing), waiting for it; the kernel drops the lock
+// if the process dies.
+func WithFileLock(path string, fn func() error) error {
+	f, err := openLockFile(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("locking %s: %w", path, err)
+	}
+	return fn()
+}
+
 // acquireLock waits for the machine lock until ctx ends, saying once who
 // holds it.
 func acquireLock(ctx context.Context, root string, log *slog.Logger) (*worldLock, error) {

@@ -106,16 +106,7 @@ const softirqReleased = "softirq-released"
 // withSoftirqLock runs fn holding the machine's softirq lock (blocking):
 // boosting and letting go are serialized across every lab process.
 func withSoftirqLock(root string, fn func() error) error {
-	f, err := openLockFile(filepath.Clean(root) + ".softirq.lock")
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
-		return fmt.Errorf("softirq lock: %w", err)
-	}
-	defer unix.Flock(int(f.Fd()), unix.LOCK_UN) //nolint:errcheck // closing drops it too
-	return fn()
+	return WithFileLock(filepath.Clean(root)+".softirq.lock", fn)
 }
 
 // boostHeldBy is the set of threads whose boost runs other than except
