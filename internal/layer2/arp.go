@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -126,9 +127,9 @@ func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
 		}
 		return
 	}
-	if vip, ok := arpAnswerFor(pkt, frame.Destination, p.spec.mac); ok {
+	if vip, by, ok := arpAnswerFor(pkt, frame.Destination, p.spec.mac); ok {
 		if p.spec.heard != nil {
-			p.spec.heard(vip)
+			p.spec.heard(vip, by)
 		}
 		return
 	}
@@ -238,16 +239,16 @@ func arpGaveUp(pkt *arp.Packet, dst, ourMAC net.HardwareAddr) (netip.Addr, net.H
 }
 
 // arpAnswerFor decides whether pkt, received in a frame sent to dst, is
-// another host's ARP reply to this node (an answer to solicit), and for
-// which address.
-func arpAnswerFor(pkt *arp.Packet, dst, ourMAC net.HardwareAddr) (netip.Addr, bool) {
+// another host's ARP reply to this node (an answer to solicit), and
+// returns the address it answers for and the answering host's MAC.
+func arpAnswerFor(pkt *arp.Packet, dst, ourMAC net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
 	if pkt == nil || pkt.Operation != arp.OperationReply || !bytes.Equal(dst, ourMAC) {
-		return netip.Addr{}, false
+		return netip.Addr{}, nil, false
 	}
 	if !isOtherHost(pkt.SenderHardwareAddr, ourMAC) || !pkt.SenderIP.Is4() || pkt.SenderIP == pkt.TargetIP {
-		return netip.Addr{}, false
+		return netip.Addr{}, nil, false
 	}
-	return pkt.SenderIP, true
+	return pkt.SenderIP, slices.Clone(pkt.SenderHardwareAddr), true
 }
 
 // arpRequestFor decides whether pkt, received in a frame sent to dst, is a

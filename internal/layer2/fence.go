@@ -120,13 +120,37 @@ func (a *Announcer) tellWinner(iface, proto string, vip netip.Addr, by net.Hardw
 // sent to this node's MAC alone: the loser of a fence telling the winner
 // (tellWinner). It fences as another announcement would, but never yields
 // a VIP being released nor remembers it as contested: the sender has
-// stopped answering, and yielding to it would leave the VIP dark.
+// stopped answering, and yielding to it would leave the VIP dark. A VIP
+// this node is releasing and still answers was lost by that host to this
+// node's claim, read after the claim had turned releasing (too late for
+// the fence here to know it beat that host): this node tells it at once
+// that it gave the VIP up (tellLoser), as tellBeaten does, so that it
+// answers again and this node yields to its announcement. Without that it
+// stayed fenced, answered by no one once this node's release grace ended,
+// until its fence verification noticed.
 func (a *Announcer) noticeConflict(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
 	s := a.owned.Load().state(iface, vip)
-	if s == nil || s.releasing {
+	switch {
+	case s == nil:
+	case s.releasing && s.answering.Load():
+		a.tellLoser(iface, proto, vip, by, s)
+	case !s.releasing:
+		a.fence(iface, proto, vip, ourMAC, by)
+	}
+}
+
+// tellLoser tells the host with MAC by, which lost the fence for vip to
+// this node's claim and is silent since, that this node gave the VIP up
+// (see tellBeaten), at most once per Config.FenceVerify for the state s
+// (a loser that does not lift its fence tells this node again at its next
+// conflict, not in a loop).
+func (a *Announcer) tellLoser(iface, proto string, vip netip.Addr, by net.HardwareAddr, s *vipState) {
+	now := time.Now()
+	last := s.toldLoserAt.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < a.cfg.FenceVerify || !s.toldLoserAt.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	a.fence(iface, proto, vip, ourMAC, by)
+	go a.tellBeaten([]beatenVIP{{vipOnLink{vip, iface}, slices.Clone(by)}})
 }
 
 // verifyFence watches a VIP this node lost the fence for: every

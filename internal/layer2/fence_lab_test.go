@@ -424,3 +424,42 @@ func TestLabFenceWinnerReleasesToFencedLoser(t *testing.T) {
 	after := h.stopProbingAfter(released.Add(-200 * time.Millisecond))
 	expectHandedToLosers(t, after, "200 ms before the hand-over", released, loserMAC)
 }
+
+// TestLabHandBackToAnsweringOwner: a node is declared dead by mistake
+// (its speaker starved of CPU) while it still answers its VIPs; another
+// node claims them, then hears it alive again and hands them back. The
+// owner's claim is younger than the fence's settle time (its Service was
+// created a moment before, as in e2e/l2's drain test), so the takeover's
+// announcement does not fence it, and it has no reason to announce the
+// VIPs again: it never stopped. The node handing back asks who answers
+// (releaseask.go) and yields to the owner's answer. Before, it answered
+// beside the owner until the owner's next periodic announcement or the
+// end of the release grace (420 ms side by side in CI).
+func TestLabHandBackToAnsweringOwner(t *testing.T) {
+	const refresh, settle = 3 * time.Second, 2 * time.Second
+	h, _ := startNodes(t, refresh, settle)
+	const owner, taker = 1, 0
+	vips := []string{labVIP4, labVIP6}
+	m := h.cli.mark()
+	claimed := h.ann[owner].set(vips...)
+	if r := h.cli.call("probeall %s %s 5ms", labVIP4, labVIP6); r != "probing" {
+		t.Fatalf("client: %q", r)
+	}
+	h.waitAnswers(m, owner, 1)
+	took := h.cli.mark()
+	h.ann[taker].set(vips...)
+	labkit.Eventually(t, 10*time.Second, "answers from the node that took the VIPs over", func() bool {
+		f := h.cli.framesSince(took)
+		return countFrames(f, isAnswerFrom(h.macs[taker], labVIP4)) > 0 && countFrames(f, isAnswerFrom(h.macs[taker], labVIP6)) > 0
+	})
+	released := h.ann[taker].set("~"+labVIP4, "~"+labVIP6)
+	if young := released.Sub(claimed); young >= settle {
+		t.Fatalf("the owner's claim was %v old at the hand-back; the test needs it younger than the settle time %v", young, settle)
+	}
+	labkit.Eventually(t, 10*time.Second, "1 s of probes after the hand-back", func() bool {
+		f := h.cli.framesSince(m)
+		return len(f) > 0 && f[len(f)-1].time().After(released.Add(time.Second))
+	})
+	after := h.stopProbingAfter(released.Add(-200 * time.Millisecond))
+	expectHandedToLosers(t, after, "200 ms before the hand-back", released, func(string) string { return h.macs[owner] })
+}

@@ -1,6 +1,7 @@
 package layer2
 
 import (
+	"bytes"
 	"net"
 	"net/netip"
 	"testing"
@@ -58,34 +59,40 @@ func TestARPAnswerFor(t *testing.T) {
 		{"a request", arpPacket(t, arp.OperationRequest, otherMAC, client4, zero, vip4), ourMAC, false},
 		{"nil", nil, ourMAC, false},
 	} {
-		vip, ok := arpAnswerFor(tc.pkt, tc.dst, ourMAC)
-		if ok != tc.want || ok && vip != vip4 {
-			t.Errorf("%s: got %v %v, want %v", tc.name, vip, ok, tc.want)
+		vip, by, ok := arpAnswerFor(tc.pkt, tc.dst, ourMAC)
+		if ok != tc.want || ok && (vip != vip4 || !bytes.Equal(by, otherMAC)) {
+			t.Errorf("%s: got %v %v %v, want %v", tc.name, vip, by, ok, tc.want)
 		}
 	}
 }
 
 // TestNAAnswer: a solicited advertisement counts unless it carries our
-// own MAC; unsolicited ones are announcements, not answers.
+// own MAC, and names the answering host by its target link-layer address
+// or, without one, the frame's source; unsolicited ones are
+// announcements, not answers.
 func TestNAAnswer(t *testing.T) {
 	lla := func(mac net.HardwareAddr) []ndp.Option {
 		return []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Target, Addr: mac}}
 	}
 	for _, tc := range []struct {
-		name string
-		na   *ndp.NeighborAdvertisement
-		want bool
+		name   string
+		na     *ndp.NeighborAdvertisement
+		src    net.HardwareAddr
+		want   bool
+		wantBy net.HardwareAddr
 	}{
-		{"solicited, other MAC", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6, Options: lla(otherMAC)}, true},
-		{"solicited, no option", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6}, true},
-		{"solicited, our MAC", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6, Options: lla(ourMAC)}, false},
-		{"unsolicited", &ndp.NeighborAdvertisement{Override: true, TargetAddress: vip6, Options: lla(otherMAC)}, false},
-		{"multicast target", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: netip.MustParseAddr("ff02::1")}, false},
-		{"nil", nil, false},
+		{"solicited, other MAC", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6, Options: lla(otherMAC)}, clientMAC, true, otherMAC},
+		{"solicited, no option", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6}, otherMAC, true, otherMAC},
+		{"solicited, no option, source unknown", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6}, nil, true, nil},
+		{"solicited, our MAC", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6, Options: lla(ourMAC)}, otherMAC, false, nil},
+		{"solicited, no option, from us", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: vip6}, ourMAC, false, nil},
+		{"unsolicited", &ndp.NeighborAdvertisement{Override: true, TargetAddress: vip6, Options: lla(otherMAC)}, otherMAC, false, nil},
+		{"multicast target", &ndp.NeighborAdvertisement{Solicited: true, TargetAddress: netip.MustParseAddr("ff02::1")}, otherMAC, false, nil},
+		{"nil", nil, otherMAC, false, nil},
 	} {
-		vip, ok := naAnswer(tc.na, ourMAC)
-		if ok != tc.want || ok && vip != vip6 {
-			t.Errorf("%s: got %v %v, want %v", tc.name, vip, ok, tc.want)
+		vip, by, ok := naAnswer(tc.na, tc.src, ourMAC)
+		if ok != tc.want || ok && (vip != vip6 || !bytes.Equal(by, tc.wantBy)) {
+			t.Errorf("%s: got %v %v %v, want %v %v", tc.name, vip, by, ok, tc.want, tc.wantBy)
 		}
 	}
 }

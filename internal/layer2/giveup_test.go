@@ -51,7 +51,7 @@ func TestARPGaveUp(t *testing.T) {
 	if _, _, ok := arpTakeover(pkt, otherMAC, ourMAC, ownsOnly(vip4)); ok {
 		t.Error("a give-up probe read as a takeover")
 	}
-	if _, ok := arpAnswerFor(pkt, ourMAC, ourMAC); ok {
+	if _, _, ok := arpAnswerFor(pkt, ourMAC, ourMAC); ok {
 		t.Error("a give-up probe read as an answer")
 	}
 }

@@ -193,8 +193,8 @@ func (p *ndpProto) handle(ctx context.Context, b []byte, received time.Time) {
 			} else {
 				p.spec.yield(vip, by)
 			}
-		} else if vip, ok := naAnswer(f.na, p.spec.mac); ok && p.spec.heard != nil {
-			p.spec.heard(vip)
+		} else if vip, by, ok := naAnswer(f.na, f.srcMAC, p.spec.mac); ok && p.spec.heard != nil {
+			p.spec.heard(vip, by)
 		}
 		return
 	}
@@ -263,22 +263,28 @@ func (p *ndpProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
 }
 
 // naAnswer decides whether na is another host's solicited advertisement
-// (an answer to solicit), and for which address: its target link-layer
-// address, when it has one, is not ours.
-func naAnswer(na *ndp.NeighborAdvertisement, ourMAC net.HardwareAddr) (netip.Addr, bool) {
+// (an answer to solicit), and returns the address it answers for and the
+// answering host's MAC: its target link-layer address or, without one,
+// srcMAC (the frame's source, nil when unknown). Neither may be ours.
+func naAnswer(na *ndp.NeighborAdvertisement, srcMAC, ourMAC net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
 	if na == nil || !na.Solicited {
-		return netip.Addr{}, false
+		return netip.Addr{}, nil, false
 	}
 	vip := na.TargetAddress.WithZone("")
 	if !vip.Is6() || vip.IsMulticast() || vip.IsUnspecified() {
-		return netip.Addr{}, false
+		return netip.Addr{}, nil, false
 	}
+	by := srcMAC
 	for _, o := range na.Options {
-		if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target && !isOtherHost(lla.Addr, ourMAC) {
-			return netip.Addr{}, false
+		if lla, ok := o.(*ndp.LinkLayerAddress); ok && lla.Direction == ndp.Target {
+			by = lla.Addr
+			break
 		}
 	}
-	return vip, true
+	if by != nil && !isOtherHost(by, ourMAC) {
+		return netip.Addr{}, nil, false
+	}
+	return vip, slices.Clone(by), true
 }
 
 // gratuitous sends an unsolicited NA with the override flag to all nodes.

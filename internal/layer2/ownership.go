@@ -57,6 +57,10 @@ type vipState struct {
 	// gaveUpAt (unix ns) is when a host last told this node, unfenced, that
 	// it gave the VIP up (see Announcer.gaveUp).
 	gaveUpAt atomic.Int64
+	// toldLoserAt (unix ns), for a releasing VIP, is when this node last
+	// told a host that lost the fence to it that it gave the VIP up (see
+	// Announcer.tellLoser).
+	toldLoserAt atomic.Int64
 }
 
 // beatenHost is the MAC of the last host this node won the fence against

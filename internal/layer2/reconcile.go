@@ -21,6 +21,7 @@ func (a *Announcer) reconcileLocked() {
 	a.owned.Store(&o)
 	a.yieldContestedLocked(turned, time.Now())
 	a.tellBeaten(beaten)
+	a.askWhoAnswersLocked(turned)
 	recreated := a.syncRespondersLocked(assigned)
 	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated)
 	a.assigned = assigned
@@ -174,7 +175,7 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 		yield:      func(vip netip.Addr, by net.HardwareAddr) { a.foreignAnnouncement(iface, proto, vip, mac, by) },
 		notice:     func(vip netip.Addr, by net.HardwareAddr) { a.noticeConflict(iface, proto, vip, mac, by) },
 		gaveUp:     func(vip netip.Addr, by net.HardwareAddr) { a.gaveUp(iface, proto, vip, by) },
-		heard:      func(vip netip.Addr) { a.owned.Load().state(iface, vip).markHeard() },
+		heard:      func(vip netip.Addr, by net.HardwareAddr) { a.answered(iface, vip, by) },
 		vips:       func() []netip.Addr { return a.owned.Load().advertised(iface) },
 		refresh:    a.cfg.Refresh,
 		announces:  func(vip netip.Addr) bool { return a.owned.Load().state(iface, vip) != nil },

@@ -79,9 +79,9 @@ type responderSpec struct {
 	// probe sent to its MAC, that it gave vip up: the winner of a fence
 	// telling the loser (see Announcer.gaveUp).
 	gaveUp func(vip netip.Addr, by net.HardwareAddr)
-	// heard records that another host answered for vip (a reply to
-	// solicit).
-	heard func(vip netip.Addr)
+	// heard records that another host (by; nil when unknown) answered
+	// for vip: a reply to solicit.
+	heard func(vip netip.Addr, by net.HardwareAddr)
 	// vips lists the VIPs the periodic refresh announces, every refresh
 	// (0: none).
 	vips    func() []netip.Addr

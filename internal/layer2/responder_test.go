@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,24 +13,59 @@ import (
 	"github.com/herald-lb/herald/internal/labkit"
 )
 
-// fakeProto counts gratuitous packets per VIP; while block is set, a send
-// waits for it to be closed.
+// fakeProto counts gratuitous packets per VIP, and records the questions
+// (solicit) and give-ups it sends; while block is set, a send waits for it
+// to be closed.
 type fakeProto struct {
-	mu    sync.Mutex
-	sent  map[netip.Addr]int
-	block chan struct{}
-	into  chan struct{} // receives when a blocked send starts
+	mu       sync.Mutex
+	sent     map[netip.Addr]int
+	asked    []netip.Addr
+	gaveUpTo []string // "vip mac"
+	block    chan struct{}
+	into     chan struct{} // receives when a blocked send starts
 }
 
 func (p *fakeProto) open(*net.Interface) error              { return nil }
 func (p *fakeProto) serve(context.Context, *sync.WaitGroup) {}
 func (p *fakeProto) close()                                 {}
 func (p *fakeProto) setVIPs([]netip.Addr)                   {}
-func (p *fakeProto) solicit(netip.Addr) error               { return nil }
 func (p *fakeProto) notify(netip.Addr, net.HardwareAddr) error {
 	return nil
 }
-func (p *fakeProto) giveUp(netip.Addr, net.HardwareAddr) error { return nil }
+
+func (p *fakeProto) solicit(vip netip.Addr) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.asked = append(p.asked, vip)
+	return nil
+}
+
+func (p *fakeProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gaveUpTo = append(p.gaveUpTo, vip.String()+" "+to.String())
+	return nil
+}
+
+// questions returns how many times solicit asked about vip.
+func (p *fakeProto) questions(vip netip.Addr) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, v := range p.asked {
+		if v == vip {
+			n++
+		}
+	}
+	return n
+}
+
+// giveUps returns the give-ups sent so far.
+func (p *fakeProto) giveUps() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.gaveUpTo)
+}
 
 func (p *fakeProto) gratuitous(vip netip.Addr) error {
 	p.mu.Lock()
