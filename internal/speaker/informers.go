@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"errors"
+	"log/slog"
 	"reflect"
 	"time"
 
@@ -34,14 +35,14 @@ type kindInformers struct {
 // newKindInformers builds the informers: Services, EndpointSlices and
 // Nodes slimmed (slimObject), the others without managedFields; the hold
 // Lease and this node's SpeakerStatus alone, by a field selector.
-func newKindInformers(api *lean.API, node string) (kindInformers, error) {
+func newKindInformers(api *lean.API, node string, log *slog.Logger) (kindInformers, error) {
 	var errs error
 	check := func(i cache.SharedIndexInformer, err error) cache.SharedIndexInformer {
 		errs = errors.Join(errs, err)
 		return i
 	}
-	slim := lean.InformerOptions{Transform: slimObject, NoWatchList: api.NoWatchList}
-	strip := lean.InformerOptions{Transform: k8s.DropManagedFields, NoWatchList: api.NoWatchList}
+	slim := lean.InformerOptions{Transform: slimObject, NoWatchList: api.NoWatchList, Log: log}
+	strip := lean.InformerOptions{Transform: k8s.DropManagedFields, NoWatchList: api.NoWatchList, Log: log}
 	named := func(name string) lean.InformerOptions {
 		o := strip
 		o.Tweak = func(o *metav1.ListOptions) {
@@ -77,7 +78,7 @@ func (i kindInformers) all() []cache.SharedIndexInformer {
 
 func (s *Speaker) setupInformers(api *lean.API) error {
 	ns := s.opts.Namespace
-	i, err := newKindInformers(api, s.opts.NodeName)
+	i, err := newKindInformers(api, s.opts.NodeName, s.log)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package lean
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,6 +19,9 @@ type InformerOptions struct {
 	Transform cache.TransformFunc
 	// NoWatchList: see API.NoWatchList.
 	NoWatchList bool
+	// Log receives the retries of a refused first list (firstList); nil:
+	// slog.Default().
+	Log *slog.Logger
 }
 
 // NewInformer returns a shared informer of the kind c lists, with a
@@ -28,10 +33,15 @@ func NewInformer[L runtime.Object](c ListWatcher[L], example runtime.Object, o I
 			o.Tweak(opts)
 		}
 	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	first := &firstList{kind: fmt.Sprintf("%T", example), log: log, every: firstListRetry}
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			tweak(&opts)
-			return c.List(ctx, opts)
+			return first.list(ctx, func() (runtime.Object, error) { return c.List(ctx, opts) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			tweak(&opts)
