@@ -446,6 +446,7 @@ func TestLabHandBackToAnsweringOwner(t *testing.T) {
 		t.Fatalf("client: %q", r)
 	}
 	h.waitAnswers(m, owner, 1)
+	answering := time.Now() // every probe from here on must be answered
 	took := h.cli.mark()
 	h.ann[taker].set(vips...)
 	labkit.Eventually(t, 10*time.Second, "answers from the node that took the VIPs over", func() bool {
@@ -460,6 +461,6 @@ func TestLabHandBackToAnsweringOwner(t *testing.T) {
 		f := h.cli.framesSince(m)
 		return len(f) > 0 && f[len(f)-1].time().After(released.Add(time.Second))
 	})
-	after := h.stopProbingAfter(released.Add(-200 * time.Millisecond))
-	expectHandedToLosers(t, after, "200 ms before the hand-back", released, func(string) string { return h.macs[owner] })
+	after := h.stopProbingAfter(answering)
+	expectHandedToLosers(t, after, "the owner's first answers", released, func(string) string { return h.macs[owner] })
 }
