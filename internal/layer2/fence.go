@@ -145,9 +145,7 @@ func (a *Announcer) noticeConflict(iface, proto string, vip netip.Addr, ourMAC, 
 // (a loser that does not lift its fence tells this node again at its next
 // conflict, not in a loop).
 func (a *Announcer) tellLoser(iface, proto string, vip netip.Addr, by net.HardwareAddr, s *vipState) {
-	now := time.Now()
-	last := s.toldLoserAt.Load()
-	if last != 0 && now.Sub(time.Unix(0, last)) < a.cfg.FenceVerify || !s.toldLoserAt.CompareAndSwap(last, now.UnixNano()) {
+	if !onceEvery(&s.toldLoserAt, time.Now(), a.cfg.FenceVerify) {
 		return
 	}
 	go a.tellBeaten([]beatenVIP{{vipOnLink{vip, iface}, slices.Clone(by)}})

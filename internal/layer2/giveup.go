@@ -78,11 +78,7 @@ func (a *Announcer) gaveUp(iface, proto string, vip netip.Addr, by net.HardwareA
 		a.reassert(iface, proto, vip)
 		return
 	}
-	last := s.gaveUpAt.Load()
-	if !s.answering.Load() || (last != 0 && now.Sub(time.Unix(0, last)) < a.cfg.FenceVerify) {
-		return
-	}
-	if s.gaveUpAt.CompareAndSwap(last, now.UnixNano()) {
+	if s.answering.Load() && onceEvery(&s.gaveUpAt, now, a.cfg.FenceVerify) {
 		a.reassert(iface, proto, vip)
 	}
 }

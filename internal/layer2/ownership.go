@@ -63,6 +63,17 @@ type vipState struct {
 	toldLoserAt atomic.Int64
 }
 
+// onceEvery reports whether something done at most once per every may be
+// done at now, and if so records now in at (unix ns; 0: never done). Of
+// callers racing for one slot, one wins.
+func onceEvery(at *atomic.Int64, now time.Time, every time.Duration) bool {
+	last := at.Load()
+	if last != 0 && now.Sub(time.Unix(0, last)) < every {
+		return false
+	}
+	return at.CompareAndSwap(last, now.UnixNano())
+}
+
 // beatenHost is the MAC of the last host this node won the fence against
 // for the VIP, nil when there is none.
 func (s *vipState) beatenHost() net.HardwareAddr {
