@@ -1,7 +1,7 @@
 // Command apifloor measures the API server's write floor for LoadBalancer
-// status: N server-side-apply status writes of pending LoadBalancer
-// Services with W concurrent writers over one persistent client, for each
-// W given. Herald's controller benchmarks print their figures next to this
+// status: N status writes (strategic merge patches, or server-side applies
+// with --apply) of pending LoadBalancer Services with W concurrent writers
+// over one persistent client, for each W given. Herald's controller benchmarks print their figures next to this
 // floor (package floor); run it on its own to size a cluster's API server:
 //
 //	go run ./hack/apifloor --kubeconfig ~/.kube/config --services 1000 --writers 8,16,32
@@ -37,6 +37,7 @@ func run(args []string) error {
 	ns := fs.String("namespace", "herald-apifloor", "namespace to create the Services in (created when missing)")
 	n := fs.Int("services", 1000, "status writes per measurement")
 	writers := fs.String("writers", "8,16,32", "comma-separated writer counts, one measurement each")
+	apply := fs.Bool("apply", false, "write with server-side apply instead of a strategic merge patch")
 	ipv6 := fs.Bool("ipv6", false, "single-stack IPv6 Services (when the API server has few IPv4 cluster IPs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,7 +52,7 @@ func run(args []string) error {
 	}
 	fmt.Printf("%-8s %-8s %-10s %s\n", "writes", "writers", "seconds", "writes/s")
 	for _, w := range ws {
-		r, err := floor.Measure(context.Background(), cfg, floor.Options{Namespace: *ns, Services: *n, Writers: w, IPv6: *ipv6})
+		r, err := floor.Measure(context.Background(), cfg, floor.Options{Namespace: *ns, Services: *n, Writers: w, IPv6: *ipv6, Apply: *apply})
 		if err != nil {
 			return err
 		}

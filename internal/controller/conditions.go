@@ -44,17 +44,28 @@ func sameConditions(existing []metav1.Condition, want []condition, generation in
 	return true
 }
 
-// applyConditions builds apply configurations, keeping the transition time
-// of a condition whose status did not change.
-func applyConditions(existing []metav1.Condition, want []condition, generation int64, now time.Time) []*metav1ac.ConditionApplyConfiguration {
-	out := make([]*metav1ac.ConditionApplyConfiguration, 0, len(want))
+// desiredConditions are the conditions to write, keeping the transition
+// time of a condition whose status did not change.
+func desiredConditions(existing []metav1.Condition, want []condition, generation int64, now time.Time) []metav1.Condition {
+	out := make([]metav1.Condition, 0, len(want))
 	for _, w := range want {
 		t := metav1.NewTime(now)
 		if e := findCondition(existing, w.Type); e != nil && e.Status == w.status() {
 			t = e.LastTransitionTime
 		}
-		out = append(out, metav1ac.Condition().WithType(w.Type).WithStatus(w.status()).
-			WithReason(w.Reason).WithMessage(truncate(w.Message, 32768)).WithObservedGeneration(generation).WithLastTransitionTime(t))
+		out = append(out, metav1.Condition{Type: w.Type, Status: w.status(), Reason: w.Reason,
+			Message: truncate(w.Message, 32768), ObservedGeneration: generation, LastTransitionTime: t})
+	}
+	return out
+}
+
+// applyConditions is desiredConditions as apply configurations.
+func applyConditions(existing []metav1.Condition, want []condition, generation int64, now time.Time) []*metav1ac.ConditionApplyConfiguration {
+	conds := desiredConditions(existing, want, generation, now)
+	out := make([]*metav1ac.ConditionApplyConfiguration, 0, len(conds))
+	for _, c := range conds {
+		out = append(out, metav1ac.Condition().WithType(c.Type).WithStatus(c.Status).
+			WithReason(c.Reason).WithMessage(c.Message).WithObservedGeneration(c.ObservedGeneration).WithLastTransitionTime(c.LastTransitionTime))
 	}
 	return out
 }

@@ -95,6 +95,51 @@ func TestReleaseOnTypeChangeRemovesHeraldStatus(t *testing.T) {
 	e.waitIPs("next", "198.51.100.70")
 }
 
+// Herald's status writes are patches that name only its own fields: a
+// condition another controller keeps on the Service survives Herald's
+// assignment and Herald's cleanup, and only Herald's conditions and
+// ingress go when the Service stops being a LoadBalancer.
+func TestStatusWritesKeepOtherControllersConditions(t *testing.T) {
+	e := newEnv(t)
+	e.pool("one", nil, "198.51.100.71-198.51.100.71")
+	e.svc("web", nil)
+	other := metav1.Condition{Type: "example.com/Checked", Status: metav1.ConditionTrue, Reason: "Checked", Message: "by another controller",
+		LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second))}
+	s := e.get("web")
+	s.Status.Conditions = append(s.Status.Conditions, other)
+	if _, err := e.kube.CoreV1().Services(e.ns).UpdateStatus(e.ctx, s, metav1.UpdateOptions{FieldManager: "example"}); err != nil {
+		t.Fatal(err)
+	}
+	hasOther := func(s *corev1.Service) bool {
+		c := findCond(s.Status.Conditions, other.Type)
+		return c != nil && c.Message == other.Message
+	}
+	e.startController(controller.Options{})
+	e.waitIPs("web", "198.51.100.71")
+	e.waitCondition("web", v1beta1.ConditionAllocated, metav1.ConditionTrue, "Allocated")
+	if s := e.get("web"); !hasOther(s) {
+		t.Fatalf("the other controller's condition is gone after Herald's assignment: %+v", s.Status.Conditions)
+	}
+	e.updateSvc("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP; s.Spec.Ports[0].NodePort = 0 })
+	e.eventually("Herald's status removed", 20*time.Second, func() bool {
+		s := e.get("web")
+		return len(s.Status.LoadBalancer.Ingress) == 0 && findCond(s.Status.Conditions, v1beta1.ConditionAllocated) == nil &&
+			findCond(s.Status.Conditions, v1beta1.ConditionAnnounced) == nil
+	})
+	if s := e.get("web"); !hasOther(s) || len(s.Status.Conditions) != 1 {
+		t.Errorf("after Herald's cleanup the conditions are %+v, want only the other controller's", s.Status.Conditions)
+	}
+}
+
+func findCond(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
 func TestNoNodePortsNeeded(t *testing.T) {
 	e := newEnv(t)
 	e.pool("main", nil, "198.51.100.64/29")

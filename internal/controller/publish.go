@@ -172,25 +172,16 @@ func sameIngress(have, want []corev1.LoadBalancerIngress) bool {
 }
 
 func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingress []corev1.LoadBalancerIngress, conds []condition) error {
-	status := acorev1.ServiceStatus().WithConditions(applyConditions(svc.Status.Conditions, conds, svc.Generation, time.Now())...)
-	if len(ingress) > 0 {
-		lb := acorev1.LoadBalancerStatus()
-		for _, in := range ingress {
-			lb.WithIngress(acorev1.LoadBalancerIngress().WithIP(in.IP).WithIPMode(*in.IPMode))
-		}
-		status.WithLoadBalancer(lb)
+	p := newStatusPatch(svc.ResourceVersion)
+	p.setConditions(desiredConditions(svc.Status.Conditions, conds, svc.Generation, time.Now()))
+	switch {
+	case len(ingress) > 0:
+		p.setIngress(ingress)
+	case len(svc.Status.LoadBalancer.Ingress) > 0 && wroteIngress(svc):
+		p.setIngress(nil)
 	}
-	// Conditional on the version the decision read: a write based on a
-	// stale view (a paused leader's) fails instead of winning.
-	ac := acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(svc.ResourceVersion).WithStatus(status)
-	wctx, cancel, err := c.writeCtx(ctx)
-	if err != nil {
-		return err
-	}
-	defer cancel()
 	start := time.Now()
-	_, err = c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(wctx, ac, applyOpts)
-	if err != nil {
+	if _, err := c.patchStatus(ctx, svc, p); err != nil {
 		return fmt.Errorf("service %s/%s status: %w", svc.Namespace, svc.Name, err)
 	}
 	c.firstStatus.Do(func() {
@@ -234,17 +225,25 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	if !held && !ownsFields(svc) {
 		return nil
 	}
+	rv := svc.ResourceVersion
+	p := newStatusPatch(rv)
+	p.removeHeraldConditions(svc.Status.Conditions)
+	if len(svc.Status.LoadBalancer.Ingress) > 0 && (held || wroteIngress(svc)) {
+		p.setIngress(nil)
+	}
+	if !p.empty() {
+		cleared, err := c.patchStatus(ctx, svc, p)
+		if err != nil {
+			return fmt.Errorf("service %s status cleanup: %w", key, err)
+		}
+		rv = cleared.ResourceVersion
+	}
 	wctx, cancel, err := c.writeCtx(ctx)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	empty := acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(svc.ResourceVersion)
-	cleared, err := c.kube.CoreV1().Services(svc.Namespace).ApplyStatus(wctx, empty.WithStatus(acorev1.ServiceStatus()), applyOpts)
-	if err != nil {
-		return fmt.Errorf("service %s status cleanup: %w", key, err)
-	}
-	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(cleared.ResourceVersion), applyOpts); err != nil {
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(rv), applyOpts); err != nil {
 		return fmt.Errorf("service %s annotation cleanup: %w", key, err)
 	}
 	if !held {

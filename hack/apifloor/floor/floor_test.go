@@ -15,18 +15,23 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestMeasureWritesEveryStatusAndCleansUp: with Keep every Service has its
-// ingress address with ipMode VIP; without it none is left.
+// ingress address with ipMode VIP, patched or applied; without it none is
+// left.
 func TestMeasureWritesEveryStatusAndCleansUp(t *testing.T) {
 	cfg := testenv.Shared(t).AdminConfig
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	for _, ipv6 := range []bool{false, true} {
-		o := floor.Options{Namespace: "floor-test", Services: 20, Writers: 4, IPv6: ipv6, Keep: true}
+	for _, o := range []floor.Options{{IPv6: false}, {IPv6: true}, {Apply: true}} {
+		o.Namespace, o.Services, o.Writers, o.Keep = "floor-test", 20, 4, true
 		r, err := floor.Measure(ctx, cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Services != 20 || r.Writers != 4 || r.Write <= 0 {
+		kind := "patches"
+		if o.Apply {
+			kind = "applies"
+		}
+		if r.Services != 20 || r.Writers != 4 || r.Write <= 0 || r.Kind != kind {
 			t.Errorf("result %+v", r)
 		}
 		svcs, err := kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{})
