@@ -120,9 +120,13 @@ func prepareFailure(t testing.TB, l *lab.Lab, h *deploy.Herald, s failureSetup, 
 }
 
 // waitHealthy waits until every node is a next hop of prefix, every
-// session is up (with BFD up when s uses it), and that holds for a second
-// (GoBGP v4.8.0 may reset a fresh session once after a BFD failure:
-// gobgp-v4-notes.md §5, osrg/gobgp#3561).
+// session is up (with BFD up when s uses it, on the router's side and on
+// every speaker's: herald_bgp_bfd_up), and that holds for a second (GoBGP
+// v4.8.0 may reset a fresh session once after a BFD failure:
+// gobgp-v4-notes.md §5, osrg/gobgp#3561). The router's BFD up alone was
+// not enough: in a CI run node3's own BFD session was not up when its link
+// went down, so its speaker saw the session end by its hold timer
+// ("hold-timer-expired") instead of "BFD down".
 func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) {
 	t.Helper()
 	all := allNodes(l)
@@ -136,7 +140,7 @@ func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) 
 				return false
 			}
 		}
-		return true
+		return !s.bfd || speakersBFDUp(l, all)
 	}
 	var since time.Time
 	lab.Poll(t, fmt.Sprintf("%s: every node a next hop of %s, sessions (and BFD) up for a second", s.name, prefix), 60*time.Second, func() bool {
@@ -149,6 +153,22 @@ func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) 
 		}
 		return time.Since(since) >= time.Second
 	})
+}
+
+// speakersBFDUp reports whether every node's speaker has its BFD session
+// with the router up.
+func speakersBFDUp(l *lab.Lab, nodes []string) bool {
+	for _, name := range nodes {
+		n, err := l.Node(name)
+		if err != nil {
+			return false
+		}
+		m, err := lab.ScrapeMetrics(netip.AddrPortFrom(n.IPv4, 7472).String())
+		if err != nil || m[`herald_bgp_bfd_up{peer="`+peerV4+`"}`] != 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // linkLoss takes node's link down and returns how long the router's FIB

@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/herald-lb/herald/internal/labkit"
 )
 
@@ -108,7 +111,8 @@ func TestFRRSpeakerSide(t *testing.T) {
 	var lab frrLab
 	must(t, json.Unmarshal([]byte(raw), &lab))
 	f := frr{t: t, dir: lab.VtyDir}
-	s, events := newTestSpeaker(t, nil)
+	reg := prometheus.NewRegistry()
+	s, events := newTestSpeaker(t, reg)
 
 	const secret = "herald-secret"
 	c1 := uint32(64512<<16 | 100)
@@ -150,7 +154,7 @@ func TestFRRSpeakerSide(t *testing.T) {
 	}
 
 	checkWrongPassword(t, f, s, &d)
-	checkBFD(t, f, s, events, &d)
+	checkBFD(t, f, s, events, &d, reg)
 	checkLinkBackAndShutdown(t, f, s)
 	checkGracefulRestart(t, f, md5)
 }
@@ -203,7 +207,7 @@ func checkWrongPassword(t *testing.T, f frr, s *Speaker, d *Desired) {
 
 // checkBFD turns BFD on in place, then takes the speaker's link down and
 // measures how fast FRR drops the route (its hold time is 9 s).
-func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired) {
+func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired, reg *prometheus.Registry) {
 	t.Helper()
 	d.Sessions[0].BFD = &BFD{ReceiveInterval: 100 * time.Millisecond, TransmitInterval: 100 * time.Millisecond, DetectMultiplier: 3}
 	apply(t, s, *d)
@@ -216,6 +220,15 @@ func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired) {
 	})
 	t.Logf("BFD up %s after Apply; FRR counts %d connections (FRR 8.4 may reset the first BFD-enabled session once)",
 		took, f.neighbor("198.51.100.11").ConnectionsEstablished)
+	// herald_bgp_bfd_up: 1 for rtr, no series for rtr-md5 (no BFD).
+	bfdMetric := func(v int) error {
+		want := fmt.Sprintf("# HELP herald_bgp_bfd_up 1 when the BGP session's BFD session is Up, else 0; only for sessions with a BFD profile.\n"+
+			"# TYPE herald_bgp_bfd_up gauge\nherald_bgp_bfd_up{peer=\"rtr\"} %d\n", v)
+		return testutil.GatherAndCompare(reg, strings.NewReader(want), "herald_bgp_bfd_up")
+	}
+	if err := bfdMetric(1); err != nil {
+		t.Errorf("with BFD up: %v", err)
+	}
 	downs := events.count("rtr", false)
 	t0 := time.Now()
 	labkit.MustRun(t, "ip", "link", "set", "eth0", "down")
@@ -233,6 +246,10 @@ func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired) {
 	if !strings.Contains(st.LastDownReason, "BFD") {
 		t.Errorf("down reason should name BFD: %q", st.LastDownReason)
 	}
+	labkit.EventuallyWhy(t, waitLong, "herald_bgp_bfd_up 0 with the link down", func() (bool, string) {
+		err := bfdMetric(0)
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // checkLinkBackAndShutdown brings the link back, waits for the session and

@@ -259,6 +259,9 @@ herald_bgp_paths_advertised{peer="r2"} 3
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "herald_bgp_session_up", "herald_bgp_paths_advertised"); err != nil {
 		t.Error(err)
 	}
+	if n, err := testutil.GatherAndCount(reg, "herald_bgp_bfd_up"); err != nil || n != 0 {
+		t.Errorf("herald_bgp_bfd_up series for sessions without BFD: %d, %v", n, err)
+	}
 	if n, err := testutil.GatherAndCount(reg, "herald_bgp_updates_sent_total"); err != nil || n != 2 {
 		t.Errorf("updates_sent_total series: %d, %v", n, err)
 	}

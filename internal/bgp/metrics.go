@@ -9,7 +9,8 @@ import (
 )
 
 // metrics is a prometheus.Collector reading the speaker's sessions at
-// scrape time: herald_bgp_session_up, herald_bgp_paths_advertised and
+// scrape time: herald_bgp_session_up, herald_bgp_bfd_up (sessions with a
+// BFD profile only), herald_bgp_paths_advertised and
 // herald_bgp_updates_sent_total, all labelled by session name.
 //
 // The update counter comes from GoBGP's per-neighbor message counters,
@@ -18,6 +19,7 @@ import (
 type metrics struct {
 	snapshot func(context.Context) []sessionView
 	up       *prometheus.Desc
+	bfd      *prometheus.Desc
 	paths    *prometheus.Desc
 	updates  *prometheus.Desc
 
@@ -35,6 +37,8 @@ func newMetrics(reg prometheus.Registerer, snapshot func(context.Context) []sess
 		snapshot: snapshot,
 		up: prometheus.NewDesc("herald_bgp_session_up",
 			"1 when the BGP session is Established, else 0.", []string{"peer"}, nil),
+		bfd: prometheus.NewDesc("herald_bgp_bfd_up",
+			"1 when the BGP session's BFD session is Up, else 0; only for sessions with a BFD profile.", []string{"peer"}, nil),
 		paths: prometheus.NewDesc("herald_bgp_paths_advertised",
 			"Paths currently advertised on the BGP session.", []string{"peer"}, nil),
 		updates: prometheus.NewDesc("herald_bgp_updates_sent_total",
@@ -52,6 +56,7 @@ func newMetrics(reg prometheus.Registerer, snapshot func(context.Context) []sess
 
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.up
+	ch <- m.bfd
 	ch <- m.paths
 	ch <- m.updates
 }
@@ -67,6 +72,13 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			up = 1
 		}
 		ch <- constMetric(m.up, prometheus.GaugeValue, up, v.Name)
+		if v.bfd {
+			bfd := 0.0
+			if v.BFD == "Up" {
+				bfd = 1
+			}
+			ch <- constMetric(m.bfd, prometheus.GaugeValue, bfd, v.Name)
+		}
 		ch <- constMetric(m.paths, prometheus.GaugeValue, float64(v.PathsAdvertised), v.Name)
 		total := 0.0
 		if t := m.totals[v.Name]; t != nil {

@@ -11,6 +11,7 @@ import (
 type sessionView struct {
 	SessionState
 	up          bool
+	bfd         bool // the session has a BFD profile
 	live        bool // filled from GoBGP just now
 	updatesSent uint64
 }
@@ -35,7 +36,7 @@ func (s *Speaker) snapshot(ctx context.Context) []sessionView {
 	}
 	out := make([]sessionView, 0, len(sts))
 	for _, st := range sts {
-		v := sessionView{up: st.up, SessionState: SessionState{
+		v := sessionView{up: st.up, bfd: st.session.BFD != nil, SessionState: SessionState{
 			Name: st.session.Name, Peer: st.session.PeerAddress, State: st.state, Since: st.since,
 			LastDownReason: st.lastDown, LastError: connectHint(st.lastConnErr, st.session.Password != ""),
 			Error: st.err, Warnings: st.warnings,
