@@ -106,32 +106,18 @@ func (m *Monitor) Probes() ProbeLog {
 // solicitation again (Linux: retrans_time_ms, 1 s).
 const AnswerWindow = time.Second
 
-// matchAnswers gives each burst of answers from one MAC to the probes
-// that burst answers. An ARP reply or NA names no request, but a
-// responder answers each request once, in the order it reads them: a
-// speaker that was not scheduled for 200 ms answers the 20 requests
-// queued meanwhile all at once when it runs again, and those probes were
-// answered late, not unanswered (the client had its answer, late).
-//
-// A burst is a MAC's answers that arrived within burstGap of each other,
-// whichever probes they were read after (a burst can straddle the next
-// probe's send). A burst of k answers, read after probe i:
-//   - from a MAC that answered an earlier probe within window: the k
-//     oldest probes after that one which the MAC has not answered, sent
-//     before the answers arrived: the requests it read first. An old
-//     owner starved at a hand-over answers the requests it read before
-//     the new owner's announcement, then stops; attributing its late
-//     answers to the latest probes would count the new owner's probes as
-//     answered twice and the old owner's as unanswered;
-//   - from a MAC that answered nothing before: the k latest probes up to
-//     i it has not answered, so a new owner's first answers never fill a
-//     silence before it.
-//
-// A single answer stays with the probe it was read after, so a node that
-// starts answering after a silence answers none of the probes sent during
-// it. Answers no such probe waits for (a second answer to one request)
-// stay where they were read. Nothing is answered from more than window
-// before.
+// matchAnswers gives the answers a MAC sent, as read after one probe, to
+// that many of the latest probes up to it which the MAC has not answered
+// yet, sent at most window before the answer arrived: a burst of k
+// answers read together answers the k latest requests, not only the one
+// it was read after. An ARP reply or NA names no request, but a responder
+// answers each request once: a speaker that was not scheduled for 200 ms
+// answers the 20 requests queued meanwhile all at once when it runs
+// again, and those probes were answered late, not unanswered (the client
+// had its answer, late). A single answer stays with the probe it was
+// read after, so a node that starts answering after a silence answers
+// none of the probes sent during it. Answers no such probe waits for (a
+// second answer to one request) stay where they were read.
 func matchAnswers(in ProbeLog, window time.Duration) ProbeLog {
 	out := make(ProbeLog, len(in))
 	for i, p := range in {
@@ -140,84 +126,36 @@ func matchAnswers(in ProbeLog, window time.Duration) ProbeLog {
 	answeredBy := func(j int, mac string) bool {
 		return slices.ContainsFunc(out[j].Answers, func(a Answer) bool { return a.MAC.String() == mac })
 	}
-	for _, b := range bursts(in) {
-		first, last := b.answers[0].At, b.answers[len(b.answers)-1].At
-		waits := func(j int) bool { return !answeredBy(j, b.mac) && !out[j].Sent.After(last) }
-		var to []int
-		if len(b.answers) > 1 {
-			prev := -1 // the latest probe this MAC answered, within window
-			for j := b.readAfter; j >= 0 && first.Sub(out[j].Sent) <= window; j-- {
-				if answeredBy(j, b.mac) {
-					prev = j
+	for i, p := range in {
+		byMAC := map[string][]Answer{}
+		var macs []string
+		for _, a := range p.Answers {
+			mac := a.MAC.String()
+			if byMAC[mac] == nil {
+				macs = append(macs, mac)
+			}
+			byMAC[mac] = append(byMAC[mac], a)
+		}
+		for _, mac := range macs {
+			answers := byMAC[mac]
+			var to []int // latest first
+			for j := i; j >= 0 && len(to) < len(answers); j-- {
+				if answers[0].At.Sub(out[j].Sent) > window {
 					break
 				}
-			}
-			if prev >= 0 {
-				for j := prev + 1; j <= b.readAfter && len(to) < len(b.answers); j++ {
-					if waits(j) {
-						to = append(to, j)
-					}
+				if !answeredBy(j, mac) && !out[j].Sent.After(answers[len(answers)-1].At) {
+					to = append(to, j)
 				}
-			} else {
-				for j := b.readAfter; j >= 0 && len(to) < len(b.answers) && first.Sub(out[j].Sent) <= window; j-- {
-					if waits(j) {
-						to = append(to, j)
-					}
+			}
+			slices.Reverse(to)
+			for k, a := range answers {
+				j := i
+				if k < len(to) {
+					j = to[k]
 				}
-				slices.Reverse(to)
+				out[j].Answers = append(out[j].Answers, a)
 			}
 		}
-		for k, a := range b.answers {
-			j := b.reads[k]
-			if k < len(to) {
-				j = to[k]
-			}
-			out[j].Answers = append(out[j].Answers, a)
-		}
-	}
-	return out
-}
-
-// burstGap is how close a MAC's answers arrive to count as one burst: a
-// responder's answers to requests it had queued leave within microseconds
-// of each other.
-const burstGap = time.Millisecond
-
-// burst is answers from one MAC that arrived together.
-type burst struct {
-	mac       string
-	answers   []Answer
-	reads     []int // the probe each answer was read after
-	readAfter int   // the probe the last answer was read after
-}
-
-// bursts groups the answers of a probe log by MAC and arrival, in order
-// of arrival of each burst's first answer.
-func bursts(in ProbeLog) []burst {
-	type read struct {
-		a Answer
-		i int
-	}
-	var all []read
-	for i, p := range in {
-		for _, a := range p.Answers {
-			all = append(all, read{a, i})
-		}
-	}
-	slices.SortStableFunc(all, func(x, y read) int { return x.a.At.Compare(y.a.At) })
-	var out []burst
-	open := map[string]int{} // MAC -> index in out of its latest burst
-	for _, r := range all {
-		mac := r.a.MAC.String()
-		if k, ok := open[mac]; ok {
-			b := &out[k]
-			if r.a.At.Sub(b.answers[len(b.answers)-1].At) <= burstGap {
-				b.answers, b.reads, b.readAfter = append(b.answers, r.a), append(b.reads, r.i), r.i
-				continue
-			}
-		}
-		open[mac] = len(out)
-		out = append(out, burst{mac: mac, answers: []Answer{r.a}, reads: []int{r.i}, readAfter: r.i})
 	}
 	return out
 }
