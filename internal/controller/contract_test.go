@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -111,7 +112,7 @@ func TestStatusWritesKeepOtherControllersConditions(t *testing.T) {
 		t.Fatal(err)
 	}
 	hasOther := func(s *corev1.Service) bool {
-		c := findCond(s.Status.Conditions, other.Type)
+		c := apimeta.FindStatusCondition(s.Status.Conditions, other.Type)
 		return c != nil && c.Message == other.Message
 	}
 	e.startController(controller.Options{})
@@ -123,21 +124,12 @@ func TestStatusWritesKeepOtherControllersConditions(t *testing.T) {
 	e.updateSvc("web", func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeClusterIP; s.Spec.Ports[0].NodePort = 0 })
 	e.eventually("Herald's status removed", 20*time.Second, func() bool {
 		s := e.get("web")
-		return len(s.Status.LoadBalancer.Ingress) == 0 && findCond(s.Status.Conditions, v1beta1.ConditionAllocated) == nil &&
-			findCond(s.Status.Conditions, v1beta1.ConditionAnnounced) == nil
+		return len(s.Status.LoadBalancer.Ingress) == 0 && apimeta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionAllocated) == nil &&
+			apimeta.FindStatusCondition(s.Status.Conditions, v1beta1.ConditionAnnounced) == nil
 	})
 	if s := e.get("web"); !hasOther(s) || len(s.Status.Conditions) != 1 {
 		t.Errorf("after Herald's cleanup the conditions are %+v, want only the other controller's", s.Status.Conditions)
 	}
-}
-
-func findCond(conds []metav1.Condition, typ string) *metav1.Condition {
-	for i := range conds {
-		if conds[i].Type == typ {
-			return &conds[i]
-		}
-	}
-	return nil
 }
 
 func TestNoNodePortsNeeded(t *testing.T) {
