@@ -155,12 +155,24 @@ func (e *env) startController(opts controller.Options) (stop func()) {
 
 func (e *env) eventually(what string, timeout time.Duration, ok func() bool) {
 	e.t.Helper()
+	e.eventuallyExplained(what, timeout, ok, nil)
+}
+
+// eventuallyExplained is eventually, and on timeout adds what explain
+// says about the state it waited in.
+func (e *env) eventuallyExplained(what string, timeout time.Duration, ok func() bool, explain func() string) {
+	e.t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return ok(), nil
 	})
-	if err != nil {
-		e.t.Fatalf("timed out after %s waiting for %s", timeout, what)
+	if err == nil {
+		return
 	}
+	why := ""
+	if explain != nil {
+		why = "\n" + explain()
+	}
+	e.t.Fatalf("timed out after %s waiting for %s%s", timeout, what, why)
 }
 
 func (e *env) pool(name string, mutate func(*v1beta1.IPAddressPoolSpec), addrs ...string) *v1beta1.IPAddressPool {
@@ -301,7 +313,7 @@ func (e *env) waitAnyIPs(name string, n int) []string {
 func (e *env) waitCondition(name, typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 	e.t.Helper()
 	var c metav1.Condition
-	e.eventually(fmt.Sprintf("Service %s condition %s=%s/%s", name, typ, status, reason), 20*time.Second, func() bool {
+	e.eventuallyExplained(fmt.Sprintf("Service %s condition %s=%s/%s", name, typ, status, reason), 20*time.Second, func() bool {
 		for _, cc := range e.get(name).Status.Conditions {
 			if cc.Type == typ && cc.Status == status && cc.Reason == reason {
 				c = cc
@@ -309,8 +321,43 @@ func (e *env) waitCondition(name, typ string, status metav1.ConditionStatus, rea
 			}
 		}
 		return false
-	})
+	}, func() string { return e.describeAnnouncing(name) })
 	return c
+}
+
+// describeAnnouncing says what a test waiting on a Service's conditions
+// needs when it times out: the Service's ingress and conditions, every
+// SpeakerStatus and every speaker liveness Lease.
+func (e *env) describeAnnouncing(name string) string {
+	var b strings.Builder
+	svc, err := e.kube.CoreV1().Services(e.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		fmt.Fprintf(&b, "Service %s: %v\n", name, err)
+	} else {
+		var ingress []string
+		for _, in := range svc.Status.LoadBalancer.Ingress {
+			ingress = append(ingress, in.IP)
+		}
+		fmt.Fprintf(&b, "Service %s (resourceVersion %s): ingress %v\n", name, svc.ResourceVersion, ingress)
+		for _, c := range svc.Status.Conditions {
+			fmt.Fprintf(&b, "  condition %s=%s %s at %s: %s\n", c.Type, c.Status, c.Reason, c.LastTransitionTime.Format(time.StampMilli), c.Message)
+		}
+	}
+	if sts, err := e.herald.HeraldV1beta1().SpeakerStatuses().List(context.Background(), metav1.ListOptions{}); err == nil {
+		for _, s := range sts.Items {
+			fmt.Fprintf(&b, "SpeakerStatus %s: l2 %v, bgp %v\n", s.Name, s.Status.L2, s.Status.BGP)
+		}
+	}
+	if ls, err := e.kube.CoordinationV1().Leases(heraldNS).List(context.Background(), metav1.ListOptions{}); err == nil {
+		for _, l := range ls.Items {
+			renew := "never"
+			if l.Spec.RenewTime != nil {
+				renew = l.Spec.RenewTime.Format(time.StampMilli)
+			}
+			fmt.Fprintf(&b, "Lease %s: renewed %s (now %s)\n", l.Name, renew, time.Now().Format(time.StampMilli))
+		}
+	}
+	return b.String()
 }
 
 // waitEvent waits for an event on an object with the reason, whose message

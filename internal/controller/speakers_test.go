@@ -2,7 +2,9 @@ package controller_test
 
 import (
 	"context"
+	"log/slog"
 	"net/netip"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -69,6 +71,7 @@ func (e *env) startSpeakers(newBGP func() speaker.BGP, statusInterval time.Durat
 		opts := speaker.Options{
 			NodeName: n, Namespace: heraldNS, PodName: "speaker-" + n, L2: nullL2{},
 			LeaseRenew: time.Second, StatusInterval: statusInterval,
+			Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("node", n),
 		}
 		if newBGP != nil {
 			opts.BGP = newBGP()
