@@ -16,7 +16,8 @@ import (
 // RBAC rule, a CRD not installed yet), client-go's reflector retries
 // after a backoff that doubles from 0.8 s to 30 s (with as much jitter),
 // so the speaker noticed the fix up to about a minute late (e2e/l2's
-// TestSpeakerRollingUpdate, then TestSpeakerCannotSyncStopsRollout: the rollout completed 39.7 s after
+// TestSpeakerRollingUpdate, then called TestSpeakerCannotSyncStopsRollout:
+// the rollout completed 39.7 s after
 // the RBAC fix, of which 30 s are the DaemonSet's minReadySeconds). Until an
 // informer's first list has succeeded, firstList retries such a refusal
 // itself every firstListRetry instead. From the first success on, every
