@@ -22,7 +22,8 @@
 //
 // Address plan (constants in plan.go): the segment is 198.51.100.0/25 and
 // 2001:db8:1::/64 with the router at .1/::1, nodes at .11-.18 /
-// ::11-::18, the client at .100/::100 and the root namespace's leg at
+// ::11-::18, the client at .100/::100 (and the L2 monitors' 32 probe
+// sources, 198.51.100.32/27 and 2001:db8:1::1:0/123) and the root namespace's leg at
 // .126/::fe (the API server listens there); the L2 pool is
 // 198.51.100.64/27 and 2001:db8:1::64-7f; the BGP pools 198.51.100.128/27
 // and 2001:db8:ff::/120; node N's pods get 198.51.100.(160+8(N-1))/29 and

@@ -15,8 +15,11 @@ import (
 // Probe is one who-has (or NS) the monitor sent and the answers matched
 // to it (see matchAnswers).
 type Probe struct {
-	Seq     int
-	Sent    time.Time
+	Seq  int
+	Sent time.Time
+	// From is the address the probe was sent from (invalid: the client's
+	// own, the one source of the probes).
+	From    netip.Addr
 	Answers []Answer
 }
 
@@ -82,7 +85,11 @@ func (l *Lab) startMonitor(vip netip.Addr, interval time.Duration) (*Monitor, er
 	if interval <= 0 {
 		return nil, fmt.Errorf("monitor of %v: interval %s", vip, interval)
 	}
-	s, err := l.startStream(Client, "monitor-"+vip.String(), "monitor", "-i", "eth0", "-target", vip.String(), "-interval", interval.String())
+	sources := ProbeSourcesV4
+	if vip.Is6() {
+		sources = ProbeSourcesV6
+	}
+	s, err := l.startStream(Client, "monitor-"+vip.String(), "monitor", "-i", "eth0", "-target", vip.String(), "-interval", interval.String(), "-sources", sources)
 	if err != nil {
 		return nil, err
 	}
@@ -106,55 +113,40 @@ func (m *Monitor) Probes() ProbeLog {
 // solicitation again (Linux: retrans_time_ms, 1 s).
 const AnswerWindow = time.Second
 
-// matchAnswers gives the answers a MAC sent, as read after one probe, to
-// that many of the latest probes up to it which the MAC has not answered
-// yet, sent at most window before the answer arrived: a burst of k
-// answers read together answers the k latest requests, not only the one
-// it was read after. An ARP reply or NA names no request, but a responder
-// answers each request once: a speaker that was not scheduled for 200 ms
-// answers the 20 requests queued meanwhile all at once when it runs
-// again, and those probes were answered late, not unanswered (the client
-// had its answer, late). A single answer stays with the probe it was
-// read after, so a node that starts answering after a silence answers
-// none of the probes sent during it. Answers no such probe waits for (a
-// second answer to one request) stay where they were read.
+// matchAnswers gives each answer to the probe it answers: the latest
+// probe up to the one it was read after that was sent from the address
+// the answer went to (Answer.To: a responder answers a request's source;
+// probe n comes from the (n mod 32)th source, see ProbeSourcesV4), at
+// most window before the answer arrived, and that the answer's MAC has
+// not answered yet (a responder answers each request once). An answer
+// read late, after later probes, thus answers its own probe, not the
+// later ones another node may have answered meanwhile (a starved old
+// owner's queue read at a hand-over). A backlog of more than 32 probes
+// answered at once (a speaker not scheduled for half a second) fills the
+// probes of each source from the latest back: every probe gets one
+// answer, if not each its own. An answer no such probe waits for (a
+// second answer to one request, an answer later than window) stays with
+// the probe it was read after. Probes from one source (From and To
+// invalid) are matched the same way: a burst read together answers as
+// many of the latest probes.
 func matchAnswers(in ProbeLog, window time.Duration) ProbeLog {
 	out := make(ProbeLog, len(in))
 	for i, p := range in {
-		out[i] = Probe{Seq: p.Seq, Sent: p.Sent}
+		out[i] = Probe{Seq: p.Seq, Sent: p.Sent, From: p.From}
 	}
 	answeredBy := func(j int, mac string) bool {
 		return slices.ContainsFunc(out[j].Answers, func(a Answer) bool { return a.MAC.String() == mac })
 	}
 	for i, p := range in {
-		byMAC := map[string][]Answer{}
-		var macs []string
 		for _, a := range p.Answers {
-			mac := a.MAC.String()
-			if byMAC[mac] == nil {
-				macs = append(macs, mac)
-			}
-			byMAC[mac] = append(byMAC[mac], a)
-		}
-		for _, mac := range macs {
-			answers := byMAC[mac]
-			var to []int // latest first
-			for j := i; j >= 0 && len(to) < len(answers); j-- {
-				if answers[0].At.Sub(out[j].Sent) > window {
+			to := i
+			for j := i; j >= 0 && a.At.Sub(out[j].Sent) <= window; j-- {
+				if out[j].From == a.To && !out[j].Sent.After(a.At) && !answeredBy(j, a.MAC.String()) {
+					to = j
 					break
 				}
-				if !answeredBy(j, mac) && !out[j].Sent.After(answers[len(answers)-1].At) {
-					to = append(to, j)
-				}
 			}
-			slices.Reverse(to)
-			for k, a := range answers {
-				j := i
-				if k < len(to) {
-					j = to[k]
-				}
-				out[j].Answers = append(out[j].Answers, a)
-			}
+			out[to].Answers = append(out[to].Answers, a)
 		}
 	}
 	return out
@@ -169,7 +161,8 @@ func (pl ProbeLog) Late(d time.Duration) ProbeLog {
 }
 
 func (m *Monitor) probe(p *probe.Probe) Probe {
-	return Probe{Seq: p.Seq, Sent: time.Unix(0, p.Sent), Answers: m.lab.answers(p.Answers)}
+	from, _ := netip.ParseAddr(p.From) // "" when the probes have one source
+	return Probe{Seq: p.Seq, Sent: time.Unix(0, p.Sent), From: from, Answers: m.lab.answers(p.Answers)}
 }
 
 // Wait polls until a probe sent after since matches, and returns it.

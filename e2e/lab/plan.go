@@ -19,6 +19,13 @@ const (
 	ClientIPv6 = "2001:db8:1::100"
 	RootIPv4   = "198.51.100.126" // the API server listens here
 	RootIPv6   = "2001:db8:1::fe"
+	// The client's probe sources: the L2 monitors send probe n from the
+	// (n mod 32)th of these, so that an answer read late names the probe
+	// it answers (probe.Monitor). The client holds them (IPv6 ones
+	// deprecated: never a connection's source), so a node's kernel that
+	// sends an NA to one resolves it.
+	ProbeSourcesV4 = "198.51.100.32/27"
+	ProbeSourcesV6 = "2001:db8:1::1:0/123"
 
 	// L2 LoadBalancer pool: inside the segment, held by nobody.
 	L2PoolV4 = "198.51.100.64/27"

@@ -26,6 +26,9 @@ type Answer struct {
 	At     time.Time
 	// NA flags (IPv6).
 	Router, Solicited, Override bool
+	// To is the probe source the answer was sent to, when the monitor
+	// probes from several (Probe.From), else invalid.
+	To netip.Addr
 }
 
 func (l *Lab) answers(in []probe.Answer) []Answer {
@@ -34,8 +37,9 @@ func (l *Lab) answers(in []probe.Answer) []Answer {
 		mac, _ := net.ParseMAC(a.MAC)
 		eth, _ := net.ParseMAC(a.EthSource)
 		src, _ := netip.ParseAddr(a.Source)
+		to, _ := netip.ParseAddr(a.To) // "": one source
 		out = append(out, Answer{MAC: mac, Node: l.NodeOfMAC(mac), EthSource: eth, Source: src,
-			At: time.Unix(0, a.At), Router: a.Router, Solicited: a.Solicited, Override: a.Override})
+			At: time.Unix(0, a.At), Router: a.Router, Solicited: a.Solicited, Override: a.Override, To: to})
 	}
 	return out
 }

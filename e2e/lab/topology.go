@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,6 +145,7 @@ func (nw *Network) hostCommands(host string) []string {
 		}
 	case host == Client:
 		cmds = append(cmds, iface("eth0", ClientIPv4+"/25", ClientIPv6+"/64")...)
+		cmds = append(cmds, probeSourceCommands("eth0")...)
 		cmds = append(cmds, defaultRoutes(RouterIPv4, RouterIPv6)...)
 	case host == External:
 		cmds = append(cmds, iface("eth0", ExternalIPv4+"/28", ExternalIPv6+"/64")...)
@@ -177,6 +179,25 @@ func (nw *Network) nodeCommands(n Node) []string {
 
 func iface(dev, v4, v6 string) []string {
 	return []string{"addr add " + v4 + " dev " + dev, "addr add " + v6 + " dev " + dev + " nodad", "link set " + dev + " up"}
+}
+
+// probeSourceCommands give the client's dev the probe sources
+// (ProbeSourcesV4, ProbeSourcesV6) after its own addresses: IPv4 ones
+// secondary, IPv6 ones deprecated, so that neither is ever the source of
+// the client's connections.
+func probeSourceCommands(dev string) []string {
+	var cmds []string
+	for _, p := range []netip.Prefix{netip.MustParsePrefix(ProbeSourcesV4), netip.MustParsePrefix(ProbeSourcesV6)} {
+		bits := 25
+		extra := ""
+		if p.Addr().Is6() {
+			bits, extra = 64, " nodad preferred_lft 0"
+		}
+		for a := p.Addr(); p.Contains(a); a = a.Next() {
+			cmds = append(cmds, "addr add "+netip.PrefixFrom(a, bits).String()+" dev "+dev+extra)
+		}
+	}
+	return cmds
 }
 
 func routeVia(dst, via string) string { return "route replace " + dst + " via " + via }

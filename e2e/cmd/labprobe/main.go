@@ -55,6 +55,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	url := fs.String("url", "", "http: URL to fetch")
 	timeout := fs.Duration("timeout", 3*time.Second, "http: request timeout")
 	count := fs.Int("n", 20, "garbage: malformed frames sent every interval")
+	sources := fs.String("sources", "", "monitor: send the probes in turn from every address of this prefix (the interface's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +69,11 @@ func run(ctx context.Context, cmd string, args []string) error {
 		if err != nil {
 			return fmt.Errorf("-target: %w", err)
 		}
-		return probe.Monitor(ctx, *ifname, addr, *interval, emit)
+		srcs, err := prefixAddrs(*sources)
+		if err != nil {
+			return fmt.Errorf("-sources: %w", err)
+		}
+		return probe.Monitor(ctx, *ifname, addr, *interval, srcs, emit)
 	case "watch":
 		return probe.Watch(ctx, *ifname, emit)
 	case "announce":
@@ -112,4 +117,24 @@ func once(enc *json.Encoder, ifname, target, dstMAC string, window time.Duration
 		return err
 	}
 	return enc.Encode(answers)
+}
+
+// prefixAddrs lists every address of a prefix ("": none), at most 1,024.
+func prefixAddrs(s string) ([]netip.Addr, error) {
+	if s == "" {
+		return nil, nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return nil, err
+	}
+	p = p.Masked()
+	if p.Addr().BitLen()-p.Bits() > 10 {
+		return nil, fmt.Errorf("%v has more than 1,024 addresses", p)
+	}
+	var out []netip.Addr
+	for a := p.Addr(); p.Contains(a); a = a.Next() {
+		out = append(out, a)
+	}
+	return out, nil
 }

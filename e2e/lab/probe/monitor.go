@@ -15,10 +15,23 @@ import (
 // sent after it arrived; and before a probe is closed, whatever the kernel
 // has already received is read, so a monitor that was scheduled late does
 // not count a timely answer as missing.
-func Monitor(ctx context.Context, ifname string, target netip.Addr, interval time.Duration, emit func(Line)) error {
-	p, err := NewProber(ifname, target, nil)
+//
+// With several sources (none: the interface's address), probe n is sent
+// from srcs[(n-1) mod len(srcs)]. An ARP reply or NA names no request,
+// but it is sent to the request's source: a late answer, read after later
+// probes, then still says which probe it answers, as long as it is fewer
+// than len(srcs) probes late (Probe.From, Answer.To).
+func Monitor(ctx context.Context, ifname string, target netip.Addr, interval time.Duration, srcs []netip.Addr, emit func(Line)) error {
+	p, err := NewProberFrom(ifname, target, nil, srcs)
 	if err != nil {
 		return err
+	}
+	from := func(seq int) (int, string) {
+		i := (seq - 1) % len(p.srcs)
+		if len(p.srcs) < 2 {
+			return i, ""
+		}
+		return i, p.srcs[i].String()
 	}
 	defer p.Close()
 	emit(Line{Ready: true})
@@ -38,8 +51,9 @@ func Monitor(ctx context.Context, ifname string, target netip.Addr, interval tim
 				return nil
 			}
 			seq++
-			cur = &Probe{Seq: seq, Sent: time.Now().UnixNano(), Answers: []Answer{}}
-			if err := p.Send(); err != nil {
+			i, src := from(seq)
+			cur = &Probe{Seq: seq, Sent: time.Now().UnixNano(), From: src, Answers: []Answer{}}
+			if err := p.SendFrom(i); err != nil {
 				return err
 			}
 			next = next.Add(interval)

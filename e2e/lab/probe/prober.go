@@ -29,8 +29,9 @@ type Prober struct {
 	rd     *pktstamp.Reader
 	ifi    *net.Interface
 	target netip.Addr
-	src    netip.Addr
-	frame  []byte
+	srcs   []netip.Addr       // the addresses probes are sent from
+	srcOf  map[netip.Addr]int // index in srcs
+	frames [][]byte           // one request per source
 	buf    []byte
 }
 
@@ -39,24 +40,43 @@ type Prober struct {
 // empty dstMAC sends the NS to the target's solicited-node group; a MAC
 // sends a unicast NS (IPv6 destination: the target) to that station.
 func NewProber(ifname string, target netip.Addr, dstMAC net.HardwareAddr) (*Prober, error) {
+	return NewProberFrom(ifname, target, dstMAC, nil)
+}
+
+// NewProberFrom is NewProber with the requests sent from srcs (SendFrom
+// picks one); none means the interface's address.
+func NewProberFrom(ifname string, target netip.Addr, dstMAC net.HardwareAddr, srcs []netip.Addr) (*Prober, error) {
 	ifi, err := net.InterfaceByName(ifname)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", ifname, err)
 	}
-	src, err := sourceAddr(ifi, target.Is4())
-	if err != nil {
-		return nil, err
+	if len(srcs) == 0 {
+		src, err := sourceAddr(ifi, target.Is4())
+		if err != nil {
+			return nil, err
+		}
+		srcs = []netip.Addr{src}
 	}
-	p := &Prober{ifi: ifi, target: target, src: src, buf: make([]byte, 1600)}
+	p := &Prober{ifi: ifi, target: target, srcs: srcs, srcOf: map[netip.Addr]int{}, buf: make([]byte, 1600)}
 	proto := ethPARP
-	if target.Is4() {
-		p.frame, err = arpRequest(ifi.HardwareAddr, src, target)
-	} else {
+	if !target.Is4() {
 		proto = ethPIPv6
-		p.frame, err = p.nsFrame(dstMAC)
 	}
-	if err != nil {
-		return nil, err
+	for i, src := range srcs {
+		if src.Is4() != target.Is4() {
+			return nil, fmt.Errorf("source %v and target %v are not of one family", src, target)
+		}
+		var frame []byte
+		if target.Is4() {
+			frame, err = arpRequest(ifi.HardwareAddr, src, target)
+		} else {
+			frame, err = p.nsFrame(src, dstMAC)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.srcOf[src] = i
+		p.frames = append(p.frames, frame)
 	}
 	if p.conn, err = packet.Listen(ifi, packet.Raw, proto, nil); err != nil {
 		return nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
@@ -68,15 +88,15 @@ func NewProber(ifname string, target netip.Addr, dstMAC net.HardwareAddr) (*Prob
 	return p, nil
 }
 
-func (p *Prober) nsFrame(dstMAC net.HardwareAddr) ([]byte, error) {
+func (p *Prober) nsFrame(src netip.Addr, dstMAC net.HardwareAddr) ([]byte, error) {
 	if len(dstMAC) != 0 {
-		return nsFrame(p.ifi.HardwareAddr, dstMAC, p.src, p.target, p.target)
+		return nsFrame(p.ifi.HardwareAddr, dstMAC, src, p.target, p.target)
 	}
 	group, err := ndp.SolicitedNodeMulticast(p.target)
 	if err != nil {
 		return nil, err
 	}
-	return nsFrame(p.ifi.HardwareAddr, multicastMAC(group), p.src, group, p.target)
+	return nsFrame(p.ifi.HardwareAddr, multicastMAC(group), src, group, p.target)
 }
 
 func sourceAddr(ifi *net.Interface, v4 bool) (netip.Addr, error) {
@@ -97,17 +117,21 @@ func sourceAddr(ifi *net.Interface, v4 bool) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%s has no usable source address (IPv4: %v)", ifi.Name, v4)
 }
 
-// Source is the address the probes are sent from.
-func (p *Prober) Source() netip.Addr { return p.src }
+// Sources are the addresses the probes are sent from.
+func (p *Prober) Sources() []netip.Addr { return p.srcs }
 
 // Close closes the socket.
 func (p *Prober) Close() error { return p.conn.Close() }
 
-// Send sends one probe.
-func (p *Prober) Send() error {
-	dst := &packet.Addr{HardwareAddr: net.HardwareAddr(p.frame[0:6])}
-	if _, err := p.conn.WriteTo(p.frame, dst); err != nil {
-		return fmt.Errorf("sending probe for %v on %s: %w", p.target, p.ifi.Name, err)
+// Send sends one probe from the first source.
+func (p *Prober) Send() error { return p.SendFrom(0) }
+
+// SendFrom sends one probe from source i (of Sources).
+func (p *Prober) SendFrom(i int) error {
+	frame := p.frames[i]
+	dst := &packet.Addr{HardwareAddr: net.HardwareAddr(frame[0:6])}
+	if _, err := p.conn.WriteTo(frame, dst); err != nil {
+		return fmt.Errorf("sending probe for %v from %v on %s: %w", p.target, p.srcs[i], p.ifi.Name, err)
 	}
 	return nil
 }
@@ -156,15 +180,30 @@ func (p *Prober) answer(b []byte) (Answer, bool) {
 
 func (p *Prober) arpAnswer(b []byte) (Answer, bool) {
 	pkt, f, err := parseARP(b)
-	if err != nil || pkt.Operation != arp.OperationReply || pkt.SenderIP != p.target || pkt.TargetIP != p.src {
+	if err != nil || pkt.Operation != arp.OperationReply || pkt.SenderIP != p.target {
 		return Answer{}, false
 	}
-	return Answer{MAC: pkt.SenderHardwareAddr.String(), EthSource: f.Source.String(), Source: pkt.SenderIP.String()}, true
+	if _, ours := p.srcOf[pkt.TargetIP]; !ours {
+		return Answer{}, false
+	}
+	return Answer{MAC: pkt.SenderHardwareAddr.String(), EthSource: f.Source.String(), Source: pkt.SenderIP.String(),
+		To: p.to(pkt.TargetIP)}, true
+}
+
+// to is an answer's To: the source it was sent to, when there are several.
+func (p *Prober) to(dst netip.Addr) string {
+	if len(p.srcs) < 2 {
+		return ""
+	}
+	return dst.String()
 }
 
 func (p *Prober) ndpAnswer(b []byte) (Answer, bool) {
 	m, err := parseNDP(b)
-	if err != nil || m.dst != p.src {
+	if err != nil {
+		return Answer{}, false
+	}
+	if _, ours := p.srcOf[m.dst]; !ours {
 		return Answer{}, false
 	}
 	na, ok := m.msg.(*ndp.NeighborAdvertisement)
@@ -177,7 +216,7 @@ func (p *Prober) ndpAnswer(b []byte) (Answer, bool) {
 	}
 	return Answer{
 		MAC: mac, EthSource: m.eth.Source.String(), Source: m.src.String(),
-		Router: na.Router, Solicited: na.Solicited, Override: na.Override,
+		Router: na.Router, Solicited: na.Solicited, Override: na.Override, To: p.to(m.dst),
 	}, true
 }
 

@@ -17,13 +17,22 @@ type Answer struct {
 	Router    bool `json:"router,omitempty"`
 	Solicited bool `json:"solicited,omitempty"`
 	Override  bool `json:"override,omitempty"`
+	// To is the address the answer was sent to when the probes come from
+	// several (Monitor's sources): it names the probe it answers, the
+	// latest one sent from that address.
+	To string `json:"to,omitempty"`
 }
 
-// Probe is one request sent by the monitor and the answers attributed to
-// it: those that arrived after it was sent and before the next one was.
+// Probe is one request sent by the monitor and the answers read after it
+// was sent and before the next one was (an answer late by more than a
+// probe interval is read after a later probe: its To names the source of
+// the probe it answers).
 type Probe struct {
-	Seq     int      `json:"seq"`
-	Sent    int64    `json:"sent"`
+	Seq  int   `json:"seq"`
+	Sent int64 `json:"sent"`
+	// From is the address the probe was sent from, when Monitor sends
+	// from several.
+	From    string   `json:"from,omitempty"`
 	Answers []Answer `json:"answers"`
 }
 
