@@ -54,6 +54,9 @@ type failureSetup struct {
 	// speaker has seen the session die on its own side at the latest
 	// (BFD's detection time, or the hold time).
 	speakerDetects time.Duration
+	// routerDetects is the BFD detection time the router must have
+	// negotiated with every node before a link goes down (0: no BFD).
+	routerDetects time.Duration
 }
 
 func failureSetups(l *lab.Lab) []failureSetup {
@@ -62,7 +65,7 @@ func failureSetups(l *lab.Lab) []failureSetup {
 		static = append(static, lab.StaticNeighbor{Node: n, BFD: true})
 	}
 	return []failureSetup{
-		{name: "BFD-100msx3", peer: peerBFD, bfd: true, downReason: "BFD down", speakerDetects: 300 * time.Millisecond, router: lab.BGPOptions{
+		{name: "BFD-100msx3", peer: peerBFD, bfd: true, downReason: "BFD down", speakerDetects: 300 * time.Millisecond, routerDetects: 300 * time.Millisecond, router: lab.BGPOptions{
 			StaticNeighbors: static, BFD: routerconf.BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}}},
 		{name: "HoldTime-3s", peer: peerHold3, downReason: "hold", speakerDetects: 3 * time.Second, router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
 	}
@@ -82,6 +85,7 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 	for _, s := range failureSetups(l) {
 		t.Run(s.name, func(t *testing.T) {
 			prepareFailure(t, l, h, s, prefix)
+			before := neighbors(t, l)[nodeAddrs(l, false, "node3")[0]]
 			start := time.Now()
 			d := linkLoss(t, l, prefix, "node3")
 			t.Logf("%s: node3's link down -> its next hop gone from FRR's FIB after %v", s.name, d.Round(time.Millisecond))
@@ -90,7 +94,8 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 				bound = time.Second
 			}
 			if d > bound {
-				t.Errorf("next hop removed after %v, want under %v", d, bound)
+				t.Errorf("next hop removed after %v, want under %v (before the link went down the router saw node3's session %s, BFD %q, detection time %v)",
+					d, bound, before.State, before.BFD, before.BFDDetect)
 			}
 			// The link stays down until node3's speaker has seen the
 			// session die on its side too: restored as soon as the router
@@ -120,13 +125,18 @@ func prepareFailure(t testing.TB, l *lab.Lab, h *deploy.Herald, s failureSetup, 
 }
 
 // waitHealthy waits until every node is a next hop of prefix, every
-// session is up (with BFD up when s uses it, on the router's side and on
-// every speaker's: herald_bgp_bfd_up), and that holds for a second (GoBGP
+// session is up (with BFD up when s uses it, on the router's side, at the
+// configured timers, and on every speaker's: herald_bgp_bfd_up), and that
+// holds for a second (GoBGP
 // v4.8.0 may reset a fresh session once after a BFD failure:
 // gobgp-v4-notes.md §5, osrg/gobgp#3561). The router's BFD up alone was
 // not enough: in a CI run node3's own BFD session was not up when its link
 // went down, so its speaker saw the session end by its hold timer
-// ("hold-timer-expired") instead of "BFD down".
+// ("hold-timer-expired") instead of "BFD down". Nor is up alone: a BFD
+// session sends at most once a second until it is up and negotiates its
+// configured timers afterwards, so the router waits for its detection
+// time to be s.routerDetects (in a CI run the router took 1.42 s to drop
+// a next hop, its detection time then unknown).
 func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) {
 	t.Helper()
 	all := allNodes(l)
@@ -136,7 +146,7 @@ func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) 
 		}
 		peers := neighbors(t, l)
 		for _, a := range nodeAddrs(l, false) {
-			if p := peers[a]; !p.Up() || (s.bfd && p.BFD != "up") {
+			if p := peers[a]; !p.Up() || (s.bfd && (p.BFD != "up" || p.BFDDetect == 0 || p.BFDDetect > s.routerDetects)) {
 				return false
 			}
 		}

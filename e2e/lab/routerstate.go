@@ -170,9 +170,14 @@ func (l *Lab) RouterNeighbors(ctx context.Context) ([]routerconf.Peer, error) {
 	if bfdOut, err := l.RouterCLI(ctx, "show bfd peers json"); err == nil {
 		if bfd, err := routerconf.ParseFRRBFDPeers([]byte(bfdOut)); err == nil {
 			for i := range peers {
-				if s, ok := bfd[peers[i].Address]; ok && peers[i].BFD == "" {
-					peers[i].BFD = s
+				b, ok := bfd[peers[i].Address]
+				if !ok {
+					continue
 				}
+				if peers[i].BFD == "" {
+					peers[i].BFD = b.Status
+				}
+				peers[i].BFDDetect = b.Detect
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"time"
 )
 
 type frrRoute struct {
@@ -141,20 +142,31 @@ func frrFamily(af string) string {
 	return af
 }
 
+// BFDPeer is one of the router's BFD sessions.
+type BFDPeer struct {
+	Status string // "up", "down", "init"...
+	// Detect is the session's detection time (Peer.BFDDetect).
+	Detect time.Duration
+}
+
 // ParseFRRBFDPeers parses `show bfd peers json` into peer address ->
-// status.
-func ParseFRRBFDPeers(data []byte) (map[netip.Addr]string, error) {
+// session.
+func ParseFRRBFDPeers(data []byte) (map[netip.Addr]BFDPeer, error) {
 	var peers []struct {
-		Peer   string `json:"peer"`
-		Status string `json:"status"`
+		Peer       string `json:"peer"`
+		Status     string `json:"status"`
+		ReceiveMS  int    `json:"receive-interval"`
+		RemoteTxMS int    `json:"remote-transmit-interval"`
+		RemoteMult int    `json:"remote-detect-multiplier"`
 	}
 	if err := json.Unmarshal(data, &peers); err != nil {
 		return nil, fmt.Errorf("FRR BFD peers JSON: %w", err)
 	}
-	out := map[netip.Addr]string{}
+	out := map[netip.Addr]BFDPeer{}
 	for _, p := range peers {
 		if a, err := netip.ParseAddr(p.Peer); err == nil {
-			out[a] = strings.ToLower(p.Status)
+			out[a] = BFDPeer{Status: strings.ToLower(p.Status),
+				Detect: time.Duration(p.RemoteMult*max(p.ReceiveMS, p.RemoteTxMS)) * time.Millisecond}
 		}
 	}
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 )
 
 // Path is one BGP path the router holds for a prefix.
@@ -61,6 +62,13 @@ type Peer struct {
 	// BFD is the BFD session state ("up", "down", "init", ...), or ""
 	// when the session has no BFD.
 	BFD string
+	// BFDDetect is how long the router's BFD waits for the peer's packets
+	// before it declares the session down, from the timers the two sides
+	// negotiated (FRR only; 0 when unknown): the peer's multiplier times
+	// the slower of the peer's transmit interval and the router's receive
+	// interval. Until the session is up a BFD speaker transmits at most
+	// once a second (RFC 5880 6.8.3), so a fresh session detects slowly.
+	BFDDetect time.Duration
 }
 
 // Up reports whether the session is Established.

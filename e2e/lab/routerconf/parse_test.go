@@ -1,11 +1,13 @@
 package routerconf
 
 import (
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 func readTestdata(t *testing.T, name string) []byte {
@@ -138,4 +140,31 @@ func FuzzParseBIRDRoute(f *testing.F) {
 		peers, _ := ParseBIRDProtocols(s)
 		ApplyBIRDBFD(peers, s)
 	})
+}
+
+// TestParseFRRBFDPeers: the detection time is the peer's multiplier
+// times the slower of its transmit interval and our receive interval (a
+// fresh session's peer still sends once a second).
+func TestParseFRRBFDPeers(t *testing.T) {
+	out := []byte(`[
+ {"multihop":false,"peer":"198.51.100.11","local":"198.51.100.1","vrf":"default","id":1,"remote-id":7,"status":"up","uptime":3,
+  "diagnostic":"ok","remote-diagnostic":"ok","receive-interval":100,"transmit-interval":100,"echo-receive-interval":50,"echo-transmit-interval":0,
+  "detect-multiplier":3,"remote-receive-interval":100,"remote-transmit-interval":100,"remote-echo-receive-interval":0,"remote-detect-multiplier":3},
+ {"multihop":false,"peer":"198.51.100.12","local":"198.51.100.1","vrf":"default","id":2,"remote-id":8,"status":"up","uptime":0,
+  "receive-interval":100,"transmit-interval":100,"detect-multiplier":3,"remote-receive-interval":1000,"remote-transmit-interval":1000,"remote-detect-multiplier":3},
+ {"multihop":false,"peer":"198.51.100.13","local":"198.51.100.1","vrf":"default","id":3,"remote-id":0,"status":"down","downtime":5,
+  "receive-interval":100,"transmit-interval":100,"detect-multiplier":3}
+]`)
+	got, err := ParseFRRBFDPeers(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[netip.Addr]BFDPeer{
+		netip.MustParseAddr("198.51.100.11"): {Status: "up", Detect: 300 * time.Millisecond},
+		netip.MustParseAddr("198.51.100.12"): {Status: "up", Detect: 3 * time.Second},
+		netip.MustParseAddr("198.51.100.13"): {Status: "down"},
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
 }
