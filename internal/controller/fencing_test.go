@@ -178,7 +178,7 @@ func TestPausedLeaderNeverWins(t *testing.T) {
 		start()
 		waitAssigned("")
 	}
-	e.settle("p")
+	e.settleTending("p", func() { replaceExited("") })
 	t.Logf("%d rounds of pausing the leader past its 2 s lease in %s; %d Services", rounds, time.Since(began).Round(time.Second), n)
 	dups, moved := mw.problems()
 	if len(dups) > 0 {
