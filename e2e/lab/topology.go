@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/herald-lb/herald/e2e/lab/probe"
 	"github.com/herald-lb/herald/internal/labkit"
 )
 
@@ -193,7 +194,7 @@ func probeSourceCommands(dev string) []string {
 		if p.Addr().Is6() {
 			bits, extra = 64, " nodad preferred_lft 0"
 		}
-		for a := p.Addr(); p.Contains(a); a = a.Next() {
+		for _, a := range probe.PrefixAddrs(p) {
 			cmds = append(cmds, "addr add "+netip.PrefixFrom(a, bits).String()+" dev "+dev+extra)
 		}
 	}

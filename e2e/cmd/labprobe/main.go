@@ -128,13 +128,8 @@ func prefixAddrs(s string) ([]netip.Addr, error) {
 	if err != nil {
 		return nil, err
 	}
-	p = p.Masked()
 	if p.Addr().BitLen()-p.Bits() > 10 {
 		return nil, fmt.Errorf("%v has more than 1,024 addresses", p)
 	}
-	var out []netip.Addr
-	for a := p.Addr(); p.Contains(a); a = a.Next() {
-		out = append(out, a)
-	}
-	return out, nil
+	return probe.PrefixAddrs(p), nil
 }

@@ -29,9 +29,9 @@ type Prober struct {
 	rd     *pktstamp.Reader
 	ifi    *net.Interface
 	target netip.Addr
-	srcs   []netip.Addr       // the addresses probes are sent from
-	srcOf  map[netip.Addr]int // index in srcs
-	frames [][]byte           // one request per source
+	srcs   []netip.Addr        // the addresses probes are sent from
+	ours   map[netip.Addr]bool // srcs, for matching answers
+	frames [][]byte            // one request per source
 	buf    []byte
 }
 
@@ -57,12 +57,12 @@ func NewProberFrom(ifname string, target netip.Addr, dstMAC net.HardwareAddr, sr
 		}
 		srcs = []netip.Addr{src}
 	}
-	p := &Prober{ifi: ifi, target: target, srcs: srcs, srcOf: map[netip.Addr]int{}, buf: make([]byte, 1600)}
+	p := &Prober{ifi: ifi, target: target, srcs: srcs, ours: map[netip.Addr]bool{}, buf: make([]byte, 1600)}
 	proto := ethPARP
 	if !target.Is4() {
 		proto = ethPIPv6
 	}
-	for i, src := range srcs {
+	for _, src := range srcs {
 		if src.Is4() != target.Is4() {
 			return nil, fmt.Errorf("source %v and target %v are not of one family", src, target)
 		}
@@ -75,7 +75,7 @@ func NewProberFrom(ifname string, target netip.Addr, dstMAC net.HardwareAddr, sr
 		if err != nil {
 			return nil, err
 		}
-		p.srcOf[src] = i
+		p.ours[src] = true
 		p.frames = append(p.frames, frame)
 	}
 	if p.conn, err = packet.Listen(ifi, packet.Raw, proto, nil); err != nil {
@@ -117,16 +117,13 @@ func sourceAddr(ifi *net.Interface, v4 bool) (netip.Addr, error) {
 	return netip.Addr{}, fmt.Errorf("%s has no usable source address (IPv4: %v)", ifi.Name, v4)
 }
 
-// Sources are the addresses the probes are sent from.
-func (p *Prober) Sources() []netip.Addr { return p.srcs }
-
 // Close closes the socket.
 func (p *Prober) Close() error { return p.conn.Close() }
 
 // Send sends one probe from the first source.
 func (p *Prober) Send() error { return p.SendFrom(0) }
 
-// SendFrom sends one probe from source i (of Sources).
+// SendFrom sends one probe from source i (of the sources it was made with).
 func (p *Prober) SendFrom(i int) error {
 	frame := p.frames[i]
 	dst := &packet.Addr{HardwareAddr: net.HardwareAddr(frame[0:6])}
@@ -183,7 +180,7 @@ func (p *Prober) arpAnswer(b []byte) (Answer, bool) {
 	if err != nil || pkt.Operation != arp.OperationReply || pkt.SenderIP != p.target {
 		return Answer{}, false
 	}
-	if _, ours := p.srcOf[pkt.TargetIP]; !ours {
+	if !p.ours[pkt.TargetIP] {
 		return Answer{}, false
 	}
 	return Answer{MAC: pkt.SenderHardwareAddr.String(), EthSource: f.Source.String(), Source: pkt.SenderIP.String(),
@@ -203,7 +200,7 @@ func (p *Prober) ndpAnswer(b []byte) (Answer, bool) {
 	if err != nil {
 		return Answer{}, false
 	}
-	if _, ours := p.srcOf[m.dst]; !ours {
+	if !p.ours[m.dst] {
 		return Answer{}, false
 	}
 	na, ok := m.msg.(*ndp.NeighborAdvertisement)
@@ -242,4 +239,14 @@ func Once(ifname string, target netip.Addr, dstMAC net.HardwareAddr, window time
 		}
 		answers = append(answers, a)
 	}
+}
+
+// PrefixAddrs lists every address of p, in order (Monitor's sources).
+func PrefixAddrs(p netip.Prefix) []netip.Addr {
+	p = p.Masked()
+	var out []netip.Addr
+	for a := p.Addr(); p.Contains(a); a = a.Next() {
+		out = append(out, a)
+	}
+	return out
 }
