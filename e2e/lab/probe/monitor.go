@@ -26,13 +26,6 @@ func Monitor(ctx context.Context, ifname string, target netip.Addr, interval tim
 	if err != nil {
 		return err
 	}
-	from := func(seq int) (int, string) {
-		i := (seq - 1) % len(p.srcs)
-		if len(p.srcs) < 2 {
-			return i, ""
-		}
-		return i, p.srcs[i].String()
-	}
 	defer p.Close()
 	emit(Line{Ready: true})
 	var cur *Probe
@@ -51,8 +44,8 @@ func Monitor(ctx context.Context, ifname string, target netip.Addr, interval tim
 				return nil
 			}
 			seq++
-			i, src := from(seq)
-			cur = &Probe{Seq: seq, Sent: time.Now().UnixNano(), From: src, Answers: []Answer{}}
+			i := (seq - 1) % len(p.srcs)
+			cur = &Probe{Seq: seq, Sent: time.Now().UnixNano(), From: p.to(p.srcs[i]), Answers: []Answer{}}
 			if err := p.SendFrom(i); err != nil {
 				return err
 			}

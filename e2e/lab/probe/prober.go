@@ -187,7 +187,8 @@ func (p *Prober) arpAnswer(b []byte) (Answer, bool) {
 		To: p.to(pkt.TargetIP)}, true
 }
 
-// to is an answer's To: the source it was sent to, when there are several.
+// to names a source as a probe's From and an answer's To: "" when there
+// is one source (nothing to tell apart).
 func (p *Prober) to(dst netip.Addr) string {
 	if len(p.srcs) < 2 {
 		return ""
