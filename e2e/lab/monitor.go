@@ -334,3 +334,22 @@ func (pl ProbeLog) SustainedConflicts() ProbeLog {
 func (pl ProbeLog) LongestConflict() (time.Duration, int) {
 	return pl.longestRun(func(p Probe) bool { return len(p.Nodes()) > 1 })
 }
+
+// LongestConflictStall is the longest any answer took within the longest
+// run of probes answered by more than one node (0 when there is none): as
+// the client saw it, how long a node answering in that run went without
+// reading its requests. A node has to run to stop answering, so a run a
+// stalled speaker causes lasts about that long.
+func (pl ProbeLog) LongestConflictStall() time.Duration {
+	_, n, at := pl.longestRunAt(func(p Probe) bool { return len(p.Nodes()) > 1 })
+	if at < 0 {
+		return 0
+	}
+	var worst time.Duration
+	for _, p := range pl[at : at+n] {
+		for _, a := range p.Answers {
+			worst = max(worst, a.At.Sub(p.Sent))
+		}
+	}
+	return worst
+}

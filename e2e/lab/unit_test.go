@@ -95,6 +95,17 @@ func TestProbeLog(t *testing.T) {
 	if d, n := sustained.LongestConflict(); d != 20*time.Millisecond || n != 2 { // the run ends the log: to its last probe
 		t.Errorf("longest conflict %v over %d probes", d, n)
 	}
+	if d := log.LongestConflictStall(); d != 0 {
+		t.Errorf("stall of a log with no run of double answers: %v", d)
+	}
+	late := probeAt(10, 180, a, b)
+	late.Answers[0].At, late.Answers[1].At = late.Sent.Add(400*time.Millisecond), late.Sent.Add(time.Millisecond)
+	stalled := append(slices.Clone(sustained), late, probeAt(11, 200, a))
+	// the longest run is now 8-10; an answer of probe 1 as late would not count
+	stalled[0].Answers[0].At = stalled[0].Sent.Add(time.Second)
+	if d := stalled.LongestConflictStall(); d != 400*time.Millisecond {
+		t.Errorf("stall in the longest run of double answers: %v, want 400ms", d)
+	}
 }
 
 func TestAroundLongestGapShowsTheRunAndItsNeighbours(t *testing.T) {
