@@ -50,6 +50,14 @@ mkdir -p "$BIN" "$SRC"
 
 log() { printf '[programs] %s\n' "$*" >&2; }
 
+# fetch runs a go command that downloads modules (go get, go mod tidy, go
+# list) with more downloads at a time than its default, GOMAXPROCS: on 2
+# cores it fetches two modules at once, and from a module proxy serving
+# about 2 MB/s a download etcd's 74 MB took 37 s that way, 11 s with 16 at
+# once (2026-12-06).
+FETCH_PARALLEL=${HERALD_FETCH_PARALLEL:-16}
+fetch() { GOMAXPROCS=$FETCH_PARALLEL "$@"; }
+
 k8s_components=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 # version and package of each program built from the wrapper module
@@ -80,7 +88,7 @@ out_of() { echo "$BIN/$1-$(version_of "$1")"; }
 # CGO off) the go command compiles those packages once for both.
 herald_client_modules() {
   local mods
-  mods=$(cd "$here/.." && go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' \
+  mods=$(cd "$here/.." && fetch go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' \
     k8s.io/client-go/kubernetes k8s.io/client-go/informers k8s.io/client-go/tools/cache \
     k8s.io/client-go/tools/leaderelection k8s.io/client-go/tools/record 2>/dev/null | sort -u) || return 0
   [ -n "$mods" ] || return 0
@@ -169,7 +177,7 @@ wrapper() {
   # mdlayher/socket v0.2; Kubernetes requires socket v0.6.1, whose API
   # packet v1.1.2 (a minor release of the same package) is written for.
   local out
-  if ! out=$(cd "$dir" && go get "k8s.io/kubernetes@$KUBERNETES_VERSION" "helm.sh/helm/v4@$HELM_VERSION" \
+  if ! out=$(cd "$dir" && fetch go get "k8s.io/kubernetes@$KUBERNETES_VERSION" "helm.sh/helm/v4@$HELM_VERSION" \
     "github.com/prometheus/prometheus@$PROMETHEUS_VERSION" "go.universe.tf/metallb@$METALLB_VERSION" \
     github.com/mdlayher/packet@v1.1.2 2>&1); then
     printf '%s\n' "$out" >&2
@@ -206,6 +214,7 @@ build_wrapped() {
     ld+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   for p in "$@"; do pkgs+=("$(package_of "$p")"); done
+  prefetch_wrapped "$dir" "${pkgs[@]}"
   tmp=$(mktemp -d "$BIN/.build.XXXXXX")
   log "building $* (cold, everything: about 15 minutes on 2 cores; cached afterwards in $BIN)"
   t0=$(date +%s)
@@ -223,6 +232,15 @@ build_wrapped() {
   log "built $* in $(( $(date +%s) - t0 )) s"
 }
 
+# prefetch_wrapped DIR PACKAGE... downloads every module those packages of
+# the wrapper module in DIR are built from, many at a time (fetch): go
+# build would fetch them two at a time as it finds them.
+prefetch_wrapped() {
+  local dir=$1
+  shift
+  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" fetch go list -deps -tags remove_all_sd "$@" >/dev/null)
+}
+
 build_etcd() {
   local out dir=$SRC/etcd-$ETCD_VERSION t0
   out=$(out_of etcd)
@@ -230,8 +248,9 @@ build_etcd() {
   if [ ! -f "$dir/go.sum" ]; then
     printf 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n' >"$dir/main.go"
     printf 'module heraldlab/etcd\n\ngo 1.25\n' >"$dir/go.mod"
-    (cd "$dir" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && go mod tidy)
+    (cd "$dir" && fetch go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" && fetch go mod tidy)
   fi
+  (cd "$dir" && fetch go list -deps . >/dev/null)
   log "building etcd $ETCD_VERSION"
   t0=$(date +%s)
   (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out.tmp" .)
@@ -260,8 +279,20 @@ exec {lock}>"$BIN/.programs.lock"
 flock "$lock"
 todo=()
 while read -r p; do [ -n "$p" ] && todo+=("$p"); done < <(missing)
-wrapped=()
+wrapped=() etcd=false
 for p in "${todo[@]}"; do
-  if [ "$p" = etcd ]; then build_etcd; else wrapped+=("$p"); fi
+  if [ "$p" = etcd ]; then etcd=true; else wrapped+=("$p"); fi
 done
+if $etcd && [ ${#wrapped[@]} -gt 0 ]; then
+  # etcd compiles while the wrapper's modules download: on a fresh
+  # machine that is mostly waiting on the network.
+  wpkgs=()
+  for p in "${wrapped[@]}"; do wpkgs+=("$(package_of "$p")"); done
+  (dir=$(wrapper) && prefetch_wrapped "$dir" "${wpkgs[@]}") &
+  prep=$!
+  build_etcd
+  wait "$prep" || { log "downloading the wrapper module's modules failed"; exit 1; }
+elif $etcd; then
+  build_etcd
+fi
 [ ${#wrapped[@]} -eq 0 ] || build_wrapped "${wrapped[@]}"
