@@ -85,8 +85,7 @@ out_of() { echo "$BIN/$1-$(version_of "$1")"; }
 # client-go code is built from, at Herald's versions (go.mod). The wrapper
 # then builds client-go, k8s.io/api and apimachinery from exactly the
 # modules Herald's own builds use, and with the same flags (-trimpath,
-# -gcflags=all=-dwarf=false, CGO off: hack/build.env) the go command
-# compiles those packages once for both.
+# CGO off) the go command compiles those packages once for both.
 herald_client_modules() {
   local mods
   mods=$(cd "$here/.." && fetch go list -deps -f '{{with .Module}}{{.Path}} {{.Version}}{{end}}' \
@@ -221,7 +220,7 @@ build_wrapped() {
   t0=$(date +%s)
   # remove_all_sd leaves out the service-discovery plugins promtool never
   # needs for checking and testing rules; nothing else has that tag.
-  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -gcflags=all=-dwarf=false -tags remove_all_sd -ldflags "$ld" -o "$tmp/" "${pkgs[@]}") ||
+  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -tags remove_all_sd -ldflags "$ld" -o "$tmp/" "${pkgs[@]}") ||
     { rm -rf "$tmp"; exit 1; }
   for p in "$@"; do
     case $p in
@@ -254,7 +253,7 @@ build_etcd() {
   (cd "$dir" && fetch go list -deps . >/dev/null)
   log "building etcd $ETCD_VERSION"
   t0=$(date +%s)
-  (cd "$dir" && go build -trimpath -gcflags=all=-dwarf=false -ldflags "-s -w" -o "$out.tmp" .)
+  (cd "$dir" && go build -trimpath -ldflags "-s -w" -o "$out.tmp" .)
   mv "$out.tmp" "$out"
   log "built etcd in $(( $(date +%s) - t0 )) s"
 }
