@@ -283,7 +283,7 @@ func (pl ProbeLog) AroundLongestGap(context int) string {
 // AroundLongestConflict does the same for the longest run of probes
 // answered by more than one node.
 func (pl ProbeLog) AroundLongestConflict(context int) string {
-	_, n, at := pl.longestRunAt(func(p Probe) bool { return len(p.Nodes()) > 1 })
+	_, n, at := pl.longestRunAt(answeredByTwo)
 	return pl.describe(at, n, context)
 }
 
@@ -319,7 +319,7 @@ func (pl ProbeLog) describe(at, n, context int) string {
 // answer to the probe whose window it arrives in).
 func (pl ProbeLog) SustainedConflicts() ProbeLog {
 	var out ProbeLog
-	double := func(i int) bool { return i >= 0 && i < len(pl) && len(pl[i].Nodes()) > 1 }
+	double := func(i int) bool { return i >= 0 && i < len(pl) && answeredByTwo(pl[i]) }
 	for i := range pl {
 		if double(i) && (double(i-1) || double(i+1)) {
 			out = append(out, pl[i])
@@ -332,8 +332,11 @@ func (pl ProbeLog) SustainedConflicts() ProbeLog {
 // more than one node: from the first one's send time to the send time of
 // the probe after the run (or of its last probe), and how many it held.
 func (pl ProbeLog) LongestConflict() (time.Duration, int) {
-	return pl.longestRun(func(p Probe) bool { return len(p.Nodes()) > 1 })
+	return pl.longestRun(answeredByTwo)
 }
+
+// answeredByTwo says whether more than one node answered p.
+func answeredByTwo(p Probe) bool { return len(p.Nodes()) > 1 }
 
 // LongestConflictStall is the longest any answer took within the longest
 // run of probes answered by more than one node (0 when there is none): as
@@ -341,7 +344,7 @@ func (pl ProbeLog) LongestConflict() (time.Duration, int) {
 // reading its requests. A node has to run to stop answering, so a run a
 // stalled speaker causes lasts about that long.
 func (pl ProbeLog) LongestConflictStall() time.Duration {
-	_, n, at := pl.longestRunAt(func(p Probe) bool { return len(p.Nodes()) > 1 })
+	_, n, at := pl.longestRunAt(answeredByTwo)
 	if at < 0 {
 		return 0
 	}
