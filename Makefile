@@ -109,9 +109,9 @@ test-programs:
 # Herald's modules, sixteen downloads at a time: the go command fetches
 # GOMAXPROCS at once, two on 2 cores, and from a module proxy serving
 # about 2 MB/s a download that is most of a fresh machine's wait
-# (hack/build-programs.sh, fetch).
+# (hack/build-programs.sh, fetch; HERALD_FETCH_PARALLEL sets both).
 modules:
-	GOMAXPROCS=16 $(GO) mod download
+	GOMAXPROCS=$${HERALD_FETCH_PARALLEL:-16} $(GO) mod download
 
 # The lab with Herald in it, a sample Service, and a report; the lab stays
 # up afterwards (make lab-down removes it).

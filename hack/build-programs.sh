@@ -214,7 +214,6 @@ build_wrapped() {
     ld+=" -X $p.gitVersion=$KUBERNETES_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
   for p in "$@"; do pkgs+=("$(package_of "$p")"); done
-  prefetch_wrapped "$dir" "${pkgs[@]}"
   tmp=$(mktemp -d "$BIN/.build.XXXXXX")
   log "building $* (cold, everything: about 15 minutes on 2 cores; cached afterwards in $BIN)"
   t0=$(date +%s)
@@ -232,13 +231,14 @@ build_wrapped() {
   log "built $* in $(( $(date +%s) - t0 )) s"
 }
 
-# prefetch_wrapped DIR PACKAGE... downloads every module those packages of
-# the wrapper module in DIR are built from, many at a time (fetch): go
+# prefetch_wrapped PROGRAM... writes the wrapper module and downloads
+# every module those programs are built from, many at a time (fetch): go
 # build would fetch them two at a time as it finds them.
 prefetch_wrapped() {
-  local dir=$1
-  shift
-  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" fetch go list -deps -tags remove_all_sd "$@" >/dev/null)
+  local dir p pkgs=()
+  dir=$(wrapper)
+  for p in "$@"; do pkgs+=("$(package_of "$p")"); done
+  (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" fetch go list -deps -tags remove_all_sd "${pkgs[@]}" >/dev/null)
 }
 
 build_etcd() {
@@ -283,16 +283,14 @@ wrapped=() etcd=false
 for p in "${todo[@]}"; do
   if [ "$p" = etcd ]; then etcd=true; else wrapped+=("$p"); fi
 done
-if $etcd && [ ${#wrapped[@]} -gt 0 ]; then
+if [ ${#wrapped[@]} -gt 0 ]; then
   # etcd compiles while the wrapper's modules download: on a fresh
   # machine that is mostly waiting on the network.
-  wpkgs=()
-  for p in "${wrapped[@]}"; do wpkgs+=("$(package_of "$p")"); done
-  (dir=$(wrapper) && prefetch_wrapped "$dir" "${wpkgs[@]}") &
+  prefetch_wrapped "${wrapped[@]}" &
   prep=$!
-  build_etcd
+  if $etcd; then build_etcd; fi
   wait "$prep" || { log "downloading the wrapper module's modules failed"; exit 1; }
+  build_wrapped "${wrapped[@]}"
 elif $etcd; then
   build_etcd
 fi
-[ ${#wrapped[@]} -eq 0 ] || build_wrapped "${wrapped[@]}"
