@@ -129,8 +129,11 @@ func waitFIB(t *testing.T, l *lab.Lab, prefix netip.Prefix, nodes string) lab.Ro
 		if r, err = l.RouterRoutes(ctxFor(t, 10*time.Second), prefix); err != nil {
 			return err
 		}
-		if got := fmt.Sprint(r.FIBNodes()); got != nodes || len(r.Paths) != len(r.FIB) {
-			return fmt.Errorf("FIB via %s, %d BGP paths", got, len(r.Paths))
+		// the RIB is read before the FIB: a path can be in the RIB,
+		// waiting for the router's best-path run, while the FIB read a
+		// moment later has it already. So wait for the RIB to settle too.
+		if got := fmt.Sprint(r.FIBNodes()); got != nodes || len(r.Paths) != len(r.FIB) || bestPaths(r) != 1 {
+			return fmt.Errorf("FIB via %s, %d BGP paths, %d best", got, len(r.Paths), bestPaths(r))
 		}
 		return nil
 	})
@@ -178,11 +181,7 @@ func checkPaths(t *testing.T, r lab.Route) {
 	if len(r.Paths) != 2 {
 		t.Fatalf("paths %+v", r.Paths)
 	}
-	best := 0
 	for _, p := range r.Paths {
-		if p.Best {
-			best++
-		}
 		i := 1
 		if p.Peer == addr("198.51.100.12") {
 			i = 2
@@ -193,9 +192,20 @@ func checkPaths(t *testing.T, r lab.Route) {
 			t.Errorf("path %+v", p)
 		}
 	}
-	if best != 1 {
+	if best := bestPaths(r); best != 1 {
 		t.Errorf("%d best paths", best)
 	}
+}
+
+// bestPaths counts the paths the router selected for the prefix.
+func bestPaths(r lab.Route) int {
+	n := 0
+	for _, p := range r.Paths {
+		if p.Best {
+			n++
+		}
+	}
+	return n
 }
 
 // A static neighbor with a TCP MD5 password and BFD: the session comes up
