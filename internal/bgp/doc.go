@@ -80,8 +80,12 @@
 // OnSessionChange is called for every transition to and from Established,
 // in order, on one goroutine, with GoBGP's disconnect reason. When a BFD
 // session goes down, GoBGP resets the BGP session with an administrative
-// reset, so the reason is rewritten to "BFD down (...)" when GoBGP's
-// BFD state for that neighbor is not Up.
+// reset, and only then marks its BFD session down. So the reason is
+// rewritten to "BFD down (...)" for every administrative reset the
+// speaker sent without asking for it itself (its only own hard reset is
+// the graceful-restart release at shutdown), and for any other reason
+// while GoBGP's BFD state for that neighbor is not Up. A router's Cease
+// "BFD down" (subcode 10, RFC 9384) reads "BFD down on the peer".
 //
 // # BFD
 //

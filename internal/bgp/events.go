@@ -23,7 +23,8 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent) {
 	if !changed {
 		return
 	}
-	if !tr.up && tr.session.BFD != nil && bfdCaused(s.bfdState(addr), reason) {
+	own := !tr.up && s.status.takeOwnReset(addr)
+	if !tr.up && tr.session.BFD != nil && bfdCaused(s.bfdState(addr), reason, own) {
 		reason = "BFD down (" + reason + ")"
 		s.status.setDownReason(addr, reason)
 	}
@@ -31,15 +32,22 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent) {
 }
 
 // bfdCaused says whether a BFD-enabled session that went down was taken
-// down by BFD: GoBGP resets it (Cease, administrative reset) when BFD goes
-// down, and by the time the event is handled its BFD state reads Down,
-// or empty while the BFD session is set up again (seen in CI). Only a BFD
-// state of Up rules BFD out.
-func bfdCaused(bfd, reason string) bool {
-	if bfd == "Up" {
+// down by BFD. GoBGP resets the session (Cease, administrative reset)
+// when its BFD session expires or the peer signals BFD down, and marks
+// the BFD session down only after that reset: the state read here can
+// still be Up (seen in CI), or Down, or empty while the BFD session is set
+// up again. So an administrative reset the speaker sent and did not ask
+// for itself (own: its graceful-restart release at shutdown) is BFD's,
+// whatever the state says; any other reason is BFD's when the state is
+// no longer Up.
+func bfdCaused(bfd, reason string, own bool) bool {
+	if own {
 		return false
 	}
-	return bfd != "" || strings.Contains(reason, "administrative reset")
+	if strings.HasPrefix(reason, "notification-sent") && strings.Contains(reason, "administrative reset") {
+		return true
+	}
+	return bfd != "" && bfd != "Up"
 }
 
 // downReason words GoBGP's disconnect reason for an operator.
@@ -49,7 +57,7 @@ func downReason(r api.PeerState_DisconnectReason, msg string) string {
 	}
 	// A router's BFD tearing the session down: Cease subcode 10 (RFC 9384),
 	// which GoBGP v4.8.0 does not name.
-	if strings.HasPrefix(msg, "notification-received cease") && strings.HasSuffix(msg, "10(undefined)") {
+	if strings.HasPrefix(msg, "notification-received code 6(cease) subcode 10(") {
 		return "BFD down on the peer (notification-received cease/BFD down)"
 	}
 	return msg

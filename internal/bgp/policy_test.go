@@ -9,6 +9,7 @@ import (
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -151,7 +152,7 @@ func TestStateNames(t *testing.T) {
 	if got := downReason(api.PeerState_DISCONNECT_REASON_HOLD_TIMER_EXPIRED, ""); got != "hold_timer_expired" {
 		t.Errorf("reason without message: %q", got)
 	}
-	if got := downReason(api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received cease 10(undefined)"); !strings.HasPrefix(got, "BFD down on the peer") {
+	if got := downReason(api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received "+bgppkt.NewNotificationErrorCode(bgppkt.BGP_ERROR_CEASE, 10).String()); !strings.HasPrefix(got, "BFD down on the peer") {
 		t.Errorf("router BFD cease: %q", got)
 	}
 	if got := connectHint("dial tcp 198.51.100.1:179: i/o timeout", true); !strings.Contains(got, "TCP MD5") {

@@ -58,6 +58,7 @@ func (s *Speaker) releaseGracefully(ctx context.Context) error {
 	}
 	var errs []error
 	for _, ss := range gr {
+		s.status.markOwnReset(ss.PeerAddress)
 		err := s.srv.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: ss.PeerAddress.String(), Communication: "graceful restart"})
 		if err != nil {
 			errs = append(errs, wrapSession(ss.Name, err))

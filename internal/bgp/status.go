@@ -26,8 +26,11 @@ type sessionStatus struct {
 	since       time.Time
 	lastDown    string
 	lastConnErr string
-	err         string
-	warnings    []string
+	// ownReset: the speaker reset the session itself (a hard reset it
+	// asked GoBGP for) and its down transition is still to come.
+	ownReset bool
+	err      string
+	warnings []string
 }
 
 // statusTable is shared by Apply, the GoBGP watch goroutine and Sessions.
@@ -131,6 +134,28 @@ func (t *statusTable) peerState(addr netip.Addr, state string, reason string, no
 		st.lastDown = reason
 	}
 	return transition{session: st.session, up: up}, true
+}
+
+// markOwnReset notes that the speaker is about to reset the session at
+// addr itself, so that its coming down transition is not taken for BFD's.
+func (t *statusTable) markOwnReset(addr netip.Addr) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.sessionAt(addr); st != nil {
+		st.ownReset = true
+	}
+}
+
+// takeOwnReset reports and clears markOwnReset's note.
+func (t *statusTable) takeOwnReset(addr netip.Addr) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.sessionAt(addr)
+	if st == nil || !st.ownReset {
+		return false
+	}
+	st.ownReset = false
+	return true
 }
 
 // setDownReason replaces the reason of the last down transition (BFD).
