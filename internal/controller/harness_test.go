@@ -36,6 +36,17 @@ func TestMain(m *testing.M) {
 
 const heraldNS = "herald-system"
 
+// leaseWait bounds a wait for leader election (a replica taking the Lease,
+// a replica that lost it exiting). make test runs these tests beside the
+// end-to-end lab, whose cgroups outweigh them 256 to 1: while the L2 suite
+// saturates a node's CPU (20 s), the test's API server and the
+// controllers get almost nothing. In CI run 16 (2026-12-06) a leader
+// resumed after a pause needed 13 s to see its renewal fail, and exited
+// after the 20 s this wait used to allow. A wait longer than the
+// saturation keeps the test's meaning (the replica does exit, another does
+// lead) on a busy machine.
+const leaseWait = 60 * time.Second
+
 // env is one test's view of the shared API server: clients, a namespace of
 // its own, and cleanup of every Herald object when the test ends.
 type env struct {
