@@ -143,7 +143,7 @@ func TestPausedLeaderNeverWins(t *testing.T) {
 	waitAssigned("")
 	began := time.Now()
 	for round := 0; round < rounds; round++ {
-		e.eventually("a replica to lead", leaseWait, func() bool { replaceExited(""); return procs[e.leaseHolder()] != nil })
+		e.eventually("a replica to lead", minWait, func() bool { replaceExited(""); return procs[e.leaseHolder()] != nil })
 		leaderName := e.leaseHolder()
 		leader := procs[leaderName]
 		// Mid-work: Services arrive, and the leader stops while it writes.
@@ -153,7 +153,7 @@ func TestPausedLeaderNeverWins(t *testing.T) {
 			t.Fatal(err)
 		}
 		paused := time.Now()
-		e.eventually("another replica to take the Lease", leaseWait, func() bool {
+		e.eventually("another replica to take the Lease", minWait, func() bool {
 			replaceExited(leaderName)
 			h := e.leaseHolder()
 			return h != "" && h != leaderName
@@ -171,8 +171,8 @@ func TestPausedLeaderNeverWins(t *testing.T) {
 		// replica takes its place.
 		select {
 		case <-leader.Done():
-		case <-time.After(leaseWait):
-			t.Fatalf("the paused leader %s did not exit within %s after it resumed", leaderName, leaseWait)
+		case <-time.After(minWait):
+			t.Fatalf("the paused leader %s did not exit within %s after it resumed", leaderName, minWait)
 		}
 		delete(procs, leaderName)
 		start()

@@ -36,16 +36,16 @@ func TestMain(m *testing.M) {
 
 const heraldNS = "herald-system"
 
-// leaseWait bounds a wait for leader election (a replica taking the Lease,
-// a replica that lost it exiting). make test runs these tests beside the
-// end-to-end lab, whose cgroups outweigh them 256 to 1: while the L2 suite
-// saturates a node's CPU (20 s), the test's API server and the
-// controllers get almost nothing. In CI run 16 (2026-12-06) a leader
-// resumed after a pause needed 13 s to see its renewal fail, and exited
-// after the 20 s this wait used to allow. A wait longer than the
-// saturation keeps the test's meaning (the replica does exit, another does
-// lead) on a busy machine.
-const leaseWait = 60 * time.Second
+// minWait is the shortest wait for an eventual state (eventually, a
+// replica exiting). make test runs these tests beside the end-to-end lab,
+// whose cgroups outweigh them 256 to 1: while the L2 suite saturates a
+// node's CPU (20 s), the test's API server and controllers get almost
+// nothing. In CI run 16 (2026-12-06) a leader resumed after a pause
+// needed 13 s to see its renewal fail, and exited after the 20 s its wait
+// allowed. A wait longer than the saturation keeps each test's meaning
+// (the state is reached) on a busy machine, and costs time only when a
+// test fails. No test here bounds a duration with it.
+const minWait = 60 * time.Second
 
 // env is one test's view of the shared API server: clients, a namespace of
 // its own, and cleanup of every Herald object when the test ends.
@@ -173,6 +173,7 @@ func (e *env) eventually(what string, timeout time.Duration, ok func() bool) {
 // says about the state it waited in.
 func (e *env) eventuallyExplained(what string, timeout time.Duration, ok func() bool, explain func() string) {
 	e.t.Helper()
+	timeout = max(timeout, minWait)
 	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return ok(), nil
 	})

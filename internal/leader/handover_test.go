@@ -174,7 +174,7 @@ func TestLeaderHandOverGap(t *testing.T) {
 		case <-time.After(60 * time.Second):
 			// 60 s: longer than the end-to-end lab's 20 s CPU saturation,
 			// beside which make test runs these tests at a 256th of the
-			// lab's CPU weight (internal/controller's leaseWait)
+			// lab's CPU weight (internal/controller's minWait)
 			t.Fatalf("%s still runs 60 s after its renewals stalled", leader)
 		}
 		old.stop()
