@@ -19,7 +19,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build programs images release demo test unit unit-lab unit-api unit-race e2e fuzz verify generate deps control-plane tools metallb test-programs modules e2e-build prebuild race-build bench bench-controller bench-scale clean help
+.PHONY: all build programs images release demo test unit unit-lab unit-api unit-race e2e fuzz verify generate deps control-plane tools metallb test-programs modules e2e-build prebuild bench bench-controller bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -151,21 +151,17 @@ test: deps
 	$(MAKE) --no-print-directory -j2 --output-sync=target unit-lab prebuild
 	$(MAKE) --no-print-directory -j7 --output-sync=target e2e unit-race unit-api verify fuzz BESIDE_E2E="nice -n 10"
 
-# prebuild runs e2e-build and race-build at the lowest CPU priority beside
-# the unit tests that build network namespaces: those wait on timers and
-# sockets, and on a fresh machine left the CPU idle for 82 core-seconds of
-# their two minutes (2026-12-06), the only idle time of make test. A
-# nice-19 task gets about 1.5 % of a core beside one at nice 0, so the
-# timing of those tests is not at stake.
+# prebuild runs e2e-build at the lowest CPU priority beside the unit
+# tests that build network namespaces: those wait on timers and sockets,
+# and on a fresh machine left the CPU idle for 82 core-seconds of their two
+# minutes (2026-12-06), the only idle time of make test, where e2e-build
+# needs about 30. A nice-19 task gets about 1.5 % of a core beside one at
+# nice 0, so the timing of those tests is not at stake. Compiling the race
+# tests' dependencies there too (race-build, 2026-12-06) ran 4 minutes past
+# those tests and delayed the end-to-end tests by as much: the fresh run
+# took 45:12 instead of 44:54, since the machine is busy throughout.
 prebuild:
-	nice -n 19 $(MAKE) --no-print-directory e2e-build race-build
-
-# race-build compiles, with the race detector, every package the race
-# tests build on (not the tested packages' test variants, linking
-# nothing): on a fresh machine that compile came last, beside the labs.
-RACE_BUILD_PACKAGES = $(GO) list -deps -test -f '{{if and (ne .Name "main") (not .ForTest) (or .GoFiles .CgoFiles)}}{{.ImportPath}}{{end}}' $$(GO=$(GO) hack/unit-packages.sh race)
-race-build:
-	CGO_ENABLED=1 $(GO) build -race $$($(RACE_BUILD_PACKAGES))
+	nice -n 19 $(MAKE) --no-print-directory e2e-build
 
 # e2e-build compiles every package the end-to-end tests and Herald's
 # images are built from (not the test packages themselves, and linking
