@@ -1,6 +1,6 @@
 // Command apifloor measures the API server's write floor for LoadBalancer
-// status: N status writes (strategic merge patches, or server-side applies
-// with --apply) of pending LoadBalancer Services with W concurrent writers
+// status: N status writes (strategic merge patches; server-side applies
+// with --apply, whole-object status updates with --update) of pending LoadBalancer Services with W concurrent writers
 // over one persistent client, for each W given. Herald's controller benchmarks print their figures next to this
 // floor (package floor); run it on its own to size a cluster's API server:
 //
@@ -38,6 +38,7 @@ func run(args []string) error {
 	n := fs.Int("services", 1000, "status writes per measurement")
 	writers := fs.String("writers", "8,16,32", "comma-separated writer counts, one measurement each")
 	apply := fs.Bool("apply", false, "write with server-side apply instead of a strategic merge patch")
+	update := fs.Bool("update", false, "write the whole Service back (PUT of the status subresource) instead of a strategic merge patch")
 	ipv6 := fs.Bool("ipv6", false, "single-stack IPv6 Services (when the API server has few IPv4 cluster IPs)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -52,7 +53,7 @@ func run(args []string) error {
 	}
 	fmt.Printf("%-8s %-8s %-10s %s\n", "writes", "writers", "seconds", "writes/s")
 	for _, w := range ws {
-		r, err := floor.Measure(context.Background(), cfg, floor.Options{Namespace: *ns, Services: *n, Writers: w, IPv6: *ipv6, Apply: *apply})
+		r, err := floor.Measure(context.Background(), cfg, floor.Options{Namespace: *ns, Services: *n, Writers: w, IPv6: *ipv6, Apply: *apply, Update: *update})
 		if err != nil {
 			return err
 		}

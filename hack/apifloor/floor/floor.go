@@ -6,7 +6,10 @@
 // strategic merge patch (as the Kubernetes service controller writes
 // status), the cheapest write measured: a server-side apply of the same
 // status (Options.Apply) costs the API server about a quarter more CPU,
-// since it parses an apply body as YAML. It is what the controller's
+// since it parses an apply body as YAML; a status update of the whole
+// object (Options.Update), which the API server applies without merging,
+// took about 7 % less time than the patch (four interleaved rounds of
+// 1,000 on 2026-12-06: 1.01-1.26 s against 1.12-1.31 s). It is what the controller's
 // figures are compared with: a controller that uses W workers cannot hand
 // out N addresses faster than this, on the same API server, in the same
 // run.
@@ -55,6 +58,10 @@ type Options struct {
 	Keep bool
 	// Apply writes with server-side apply instead of a patch.
 	Apply bool
+	// Update writes the whole Service back (PUT of the status
+	// subresource, with the version it was created with) instead of a
+	// patch.
+	Update bool
 	// Probe, when set, is called as the status writes start, and the
 	// function it returns as they end (a benchmark reads the API server's
 	// CPU time with it).
@@ -98,19 +105,24 @@ func Measure(ctx context.Context, cfg *rest.Config, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("floor: namespace %s: %w", o.Namespace, err)
 	}
 	res := Result{Services: o.Services, Writers: o.Writers, Kind: "patches"}
-	if o.Apply {
+	switch {
+	case o.Apply:
 		res.Kind = "applies"
+	case o.Update:
+		res.Kind = "updates"
 	}
 	names := make([]string, o.Services)
 	for i := range names {
 		names[i] = fmt.Sprintf("floor-%05d", i)
 	}
+	created := make([]*corev1.Service, o.Services)
 	start := time.Now()
 	err = parallel(ctx, o.Writers, o.Services, func(ctx context.Context, i int) error {
-		_, err := kube.CoreV1().Services(o.Namespace).Create(ctx, pendingService(o, names[i]), metav1.CreateOptions{})
+		s, err := kube.CoreV1().Services(o.Namespace).Create(ctx, pendingService(o, names[i]), metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
-			err = nil
+			s, err = kube.CoreV1().Services(o.Namespace).Get(ctx, names[i], metav1.GetOptions{})
 		}
+		created[i] = s
 		return err
 	})
 	res.Create = time.Since(start)
@@ -126,7 +138,7 @@ func Measure(ctx context.Context, cfg *rest.Config, o Options) (Result, error) {
 	}
 	start = time.Now()
 	err = parallel(ctx, o.Writers, o.Services, func(ctx context.Context, i int) error {
-		return writeStatus(ctx, kube, o, names[i], i)
+		return writeStatus(ctx, kube, o, created[i], i)
 	})
 	res.Write = time.Since(start)
 	end()
@@ -158,7 +170,8 @@ func pendingService(o Options, name string) *corev1.Service {
 
 // writeStatus is the write a load-balancer controller makes: one ingress
 // address with ipMode VIP.
-func writeStatus(ctx context.Context, kube kubernetes.Interface, o Options, name string, i int) error {
+func writeStatus(ctx context.Context, kube kubernetes.Interface, o Options, svc *corev1.Service, i int) error {
+	name := svc.Name
 	ip := netip.AddrFrom4([4]byte{198, 51, 100, byte(1 + i%254)})
 	if o.IPv6 {
 		ip = netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0x0f, 0xff, 14: byte(i >> 8), 15: byte(i)})
@@ -168,6 +181,13 @@ func writeStatus(ctx context.Context, kube kubernetes.Interface, o Options, name
 		lb := acorev1.LoadBalancerStatus().WithIngress(acorev1.LoadBalancerIngress().WithIP(ip.String()).WithIPMode(corev1.LoadBalancerIPModeVIP))
 		_, err := services.ApplyStatus(ctx, acorev1.Service(name, o.Namespace).WithStatus(acorev1.ServiceStatus().WithLoadBalancer(lb)),
 			metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		return err
+	}
+	if o.Update {
+		s := svc.DeepCopy()
+		vip := corev1.LoadBalancerIPModeVIP
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip.String(), IPMode: &vip}}
+		_, err := services.UpdateStatus(ctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 		return err
 	}
 	body := fmt.Sprintf(`{"status":{"loadBalancer":{"ingress":[{"ip":%q,"ipMode":%q}]}}}`, ip, corev1.LoadBalancerIPModeVIP)

@@ -15,21 +15,24 @@ import (
 func TestMain(m *testing.M) { testenv.Main(m) }
 
 // TestMeasureWritesEveryStatusAndCleansUp: with Keep every Service has its
-// ingress address with ipMode VIP, patched or applied; without it none is
+// ingress address with ipMode VIP, patched, applied or updated; without it none is
 // left.
 func TestMeasureWritesEveryStatusAndCleansUp(t *testing.T) {
 	cfg := testenv.Shared(t).AdminConfig
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	for _, o := range []floor.Options{{IPv6: false}, {IPv6: true}, {Apply: true}} {
+	for _, o := range []floor.Options{{IPv6: false}, {IPv6: true}, {Apply: true}, {Update: true}} {
 		o.Namespace, o.Services, o.Writers, o.Keep = "floor-test", 20, 4, true
 		r, err := floor.Measure(ctx, cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		kind := "patches"
-		if o.Apply {
+		switch {
+		case o.Apply:
 			kind = "applies"
+		case o.Update:
+			kind = "updates"
 		}
 		if r.Services != 20 || r.Writers != 4 || r.Write <= 0 || r.Kind != kind {
 			t.Errorf("result %+v", r)
