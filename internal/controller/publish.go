@@ -176,9 +176,9 @@ func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingre
 	p.setConditions(desiredConditions(svc.Status.Conditions, conds, svc.Generation, time.Now()))
 	switch {
 	case len(ingress) > 0:
-		p.setIngress(ingress)
+		p.replaceIngress(ingress)
 	case len(svc.Status.LoadBalancer.Ingress) > 0 && wroteIngress(svc):
-		p.setIngress(nil)
+		p.replaceIngress(nil)
 	}
 	start := time.Now()
 	if _, err := c.patchStatus(ctx, svc, p); err != nil {
@@ -229,7 +229,7 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	p := newStatusPatch(rv)
 	p.removeHeraldConditions(svc.Status.Conditions)
 	if len(svc.Status.LoadBalancer.Ingress) > 0 && (held || wroteIngress(svc)) {
-		p.setIngress(nil)
+		p.replaceIngress(nil)
 	}
 	if !p.empty() {
 		cleared, err := c.patchStatus(ctx, svc, p)

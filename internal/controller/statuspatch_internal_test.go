@@ -1,10 +1,10 @@
 package controller
 
 import (
-	"encoding/json"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,39 +30,53 @@ func TestWroteIngress(t *testing.T) {
 	}
 }
 
-// The patch bodies: the resourceVersion always; ingress replaced, removed
-// (null) or absent; conditions set or deleted by type.
-func TestStatusPatchBody(t *testing.T) {
+// The change made on a Service as read: the resourceVersion always;
+// ingress replaced, removed or left; Herald's conditions set or removed
+// by type, another controller's kept in its place.
+func TestStatusPatchApply(t *testing.T) {
 	vip := corev1.LoadBalancerIPModeVIP
+	t0, t1 := metav1.Unix(0, 0).Rfc3339Copy(), metav1.Unix(60, 0).Rfc3339Copy()
+	other := metav1.Condition{Type: "example.com/Other", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: t0}
+	allocated := metav1.Condition{Type: "herald.dev/Allocated", Status: metav1.ConditionFalse, Reason: "Pending", Message: "old", LastTransitionTime: t0}
+	announced := metav1.Condition{Type: "herald.dev/Announced", Status: metav1.ConditionUnknown, Reason: "Waiting", LastTransitionTime: t0}
+	read := func() *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", ResourceVersion: "6"}}
+		s.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "198.51.100.9", IPMode: &vip}}
+		s.Status.Conditions = []metav1.Condition{allocated, other, announced}
+		return s
+	}
+	newAllocated := metav1.Condition{Type: "herald.dev/Allocated", Status: metav1.ConditionTrue, Reason: "Allocated", Message: "m", ObservedGeneration: 2, LastTransitionTime: t1}
+	newReady := metav1.Condition{Type: "herald.dev/Ready", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: t1}
+	in := []corev1.LoadBalancerIngress{{IP: "198.51.100.1", IPMode: &vip}}
+
 	set := newStatusPatch("7")
-	set.setIngress([]corev1.LoadBalancerIngress{{IP: "198.51.100.1", IPMode: &vip}})
-	set.setConditions([]metav1.Condition{{Type: "herald.dev/Allocated", Status: metav1.ConditionTrue, Reason: "Allocated", Message: "m",
-		LastTransitionTime: metav1.Unix(0, 0).Rfc3339Copy()}})
+	set.replaceIngress(in)
+	set.setConditions([]metav1.Condition{newAllocated, newReady})
 	remove := newStatusPatch("8")
-	remove.setIngress(nil)
-	remove.removeHeraldConditions([]metav1.Condition{{Type: "example.com/Other"}, {Type: "herald.dev/Allocated"}, {Type: "herald.dev/Announced"}})
+	remove.replaceIngress(nil)
+	remove.removeHeraldConditions(read().Status.Conditions)
 	nothing := newStatusPatch("9")
-	nothing.removeHeraldConditions([]metav1.Condition{{Type: "example.com/Other"}})
+	nothing.removeHeraldConditions([]metav1.Condition{other})
 	for _, tc := range []struct {
+		name      string
 		p         *statusPatch
-		want      string
+		rv        string
+		ingress   []corev1.LoadBalancerIngress
+		conds     []metav1.Condition
 		wantEmpty bool
 	}{
-		{set, `{"metadata":{"resourceVersion":"7"},"status":{"loadBalancer":{"ingress":[{"ip":"198.51.100.1","ipMode":"VIP"}]},` +
-			`"conditions":[{"type":"herald.dev/Allocated","status":"True","lastTransitionTime":"1970-01-01T00:00:00Z","reason":"Allocated","message":"m"}]}}`, false},
-		{remove, `{"metadata":{"resourceVersion":"8"},"status":{"loadBalancer":{"ingress":null},` +
-			`"conditions":[{"$patch":"delete","type":"herald.dev/Allocated"},{"$patch":"delete","type":"herald.dev/Announced"}]}}`, false},
-		{nothing, `{"metadata":{"resourceVersion":"9"},"status":{}}`, true},
+		{"set", set, "7", in, []metav1.Condition{newAllocated, other, announced, newReady}, false},
+		{"remove", remove, "8", nil, []metav1.Condition{other}, false},
+		{"nothing", nothing, "9", read().Status.LoadBalancer.Ingress, read().Status.Conditions, true},
 	} {
-		body, err := json.Marshal(tc.p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(body) != tc.want {
-			t.Errorf("patch\n got %s\nwant %s", body, tc.want)
+		s := read()
+		tc.p.applyTo(s)
+		if s.ResourceVersion != tc.rv || !equality.Semantic.DeepEqual(s.Status.LoadBalancer.Ingress, tc.ingress) ||
+			!equality.Semantic.DeepEqual(s.Status.Conditions, tc.conds) {
+			t.Errorf("%s: got version %s, ingress %+v, conditions %+v", tc.name, s.ResourceVersion, s.Status.LoadBalancer.Ingress, s.Status.Conditions)
 		}
 		if tc.p.empty() != tc.wantEmpty {
-			t.Errorf("%s: empty() = %v", body, !tc.wantEmpty)
+			t.Errorf("%s: empty() = %v", tc.name, !tc.wantEmpty)
 		}
 	}
 }
