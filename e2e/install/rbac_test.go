@@ -32,8 +32,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 	const ns = "herald-system"
 	checks := map[string][]access{
 		"herald-controller": {
-			allow("", "services", "", "watch", ""), allow("", "services", "status", "patch", "default"),
-			allow("", "services", "", "patch", "default"), allow("", "events", "", "create", "default"),
+			allow("", "services", "", "watch", ""), allow("", "services", "status", "update", "default"),
+			deny("", "services", "status", "patch", "default"), allow("", "services", "", "patch", "default"), allow("", "events", "", "create", "default"),
 			allow("herald.dev", "ipaddresspools", "status", "patch", ""), allow("herald.dev", "ipaddresspools", "", "patch", ""),
 			allow("coordination.k8s.io", "leases", "", "update", ns), allow("", "secrets", "", "create", ns),
 			allow("", "nodes", "", "list", ""), allow("discovery.k8s.io", "endpointslices", "", "watch", ""),
@@ -49,7 +49,8 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			allow("", "services", "", "watch", ""), allow("discovery.k8s.io", "endpointslices", "", "list", ""),
 			allow("", "nodes", "", "get", ""), allow("", "events", "", "create", "default"),
 			allow("herald.dev", "bgppeers", "", "watch", ""), allow("", "secrets", "", "watch", ns),
-			deny("", "services", "status", "patch", "default"), deny("", "services", "", "patch", "default"),
+			deny("", "services", "status", "patch", "default"), deny("", "services", "status", "update", "default"),
+			deny("", "services", "", "patch", "default"),
 			deny("", "secrets", "", "get", "default"), deny("", "secrets", "", "create", ns),
 			deny("herald.dev", "ipaddresspools", "status", "patch", ""), deny("herald.dev", "ipaddresspools", "", "patch", ""),
 			allow("coordination.k8s.io", "leases", "", "update", ns), allow("coordination.k8s.io", "leases", "", "get", ns), allow("coordination.k8s.io", "leases", "", "watch", ns),
