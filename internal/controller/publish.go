@@ -172,7 +172,7 @@ func sameIngress(have, want []corev1.LoadBalancerIngress) bool {
 }
 
 func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingress []corev1.LoadBalancerIngress, conds []condition) error {
-	p := newStatusPatch(svc.ResourceVersion)
+	p := &statusChange{}
 	p.setConditions(desiredConditions(svc.Status.Conditions, conds, svc.Generation, time.Now()))
 	switch {
 	case len(ingress) > 0:
@@ -181,7 +181,7 @@ func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingre
 		p.replaceIngress(nil)
 	}
 	start := time.Now()
-	if _, err := c.patchStatus(ctx, svc, p); err != nil {
+	if _, err := c.updateStatus(ctx, svc, p); err != nil {
 		return fmt.Errorf("service %s/%s status: %w", svc.Namespace, svc.Name, err)
 	}
 	c.firstStatus.Do(func() {
@@ -226,13 +226,13 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 		return nil
 	}
 	rv := svc.ResourceVersion
-	p := newStatusPatch(rv)
+	p := &statusChange{}
 	p.removeHeraldConditions(svc.Status.Conditions)
 	if len(svc.Status.LoadBalancer.Ingress) > 0 && (held || wroteIngress(svc)) {
 		p.replaceIngress(nil)
 	}
 	if !p.empty() {
-		cleared, err := c.patchStatus(ctx, svc, p)
+		cleared, err := c.updateStatus(ctx, svc, p)
 		if err != nil {
 			return fmt.Errorf("service %s status cleanup: %w", key, err)
 		}

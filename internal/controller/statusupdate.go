@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -26,12 +25,10 @@ import (
 // based on a stale view fails with a conflict, as the patch did; the API
 // server takes nothing but the status from a status update.
 
-// statusPatch is the change to make: what a strategic merge patch of
-// the status would say.
-type statusPatch struct {
-	resourceVersion string
-	// ingress, when setIngress was called, replaces the ingress list;
-	// nil removes it.
+// statusChange is what Herald changes in a Service's status.
+type statusChange struct {
+	// ingress, when setIngress is true, replaces the ingress list; nil
+	// removes it.
 	ingress    []corev1.LoadBalancerIngress
 	setIngress bool
 	// set are conditions to set (replacing one of the same type), remove
@@ -40,28 +37,24 @@ type statusPatch struct {
 	remove []string
 }
 
-func newStatusPatch(resourceVersion string) *statusPatch {
-	return &statusPatch{resourceVersion: resourceVersion}
-}
-
-// empty reports whether the patch would change nothing.
-func (p *statusPatch) empty() bool {
+// empty reports whether the change would change nothing.
+func (p *statusChange) empty() bool {
 	return !p.setIngress && len(p.set) == 0 && len(p.remove) == 0
 }
 
 // replaceIngress replaces the ingress list; nil removes it.
-func (p *statusPatch) replaceIngress(in []corev1.LoadBalancerIngress) {
+func (p *statusChange) replaceIngress(in []corev1.LoadBalancerIngress) {
 	p.ingress, p.setIngress = in, true
 }
 
 // setConditions sets these conditions.
-func (p *statusPatch) setConditions(conds []metav1.Condition) {
+func (p *statusChange) setConditions(conds []metav1.Condition) {
 	p.set = append(p.set, conds...)
 }
 
 // removeHeraldConditions removes every condition of Herald's (type
 // herald.dev/...) that the Service has.
-func (p *statusPatch) removeHeraldConditions(existing []metav1.Condition) {
+func (p *statusChange) removeHeraldConditions(existing []metav1.Condition) {
 	for _, c := range existing {
 		if isHeraldCondition(c.Type) {
 			p.remove = append(p.remove, c.Type)
@@ -71,9 +64,9 @@ func (p *statusPatch) removeHeraldConditions(existing []metav1.Condition) {
 
 func isHeraldCondition(typ string) bool { return strings.HasPrefix(typ, v1beta1.GroupName+"/") }
 
-// applyTo makes the change on svc (a copy of the Service as read).
-func (p *statusPatch) applyTo(svc *corev1.Service) {
-	svc.ResourceVersion = p.resourceVersion
+// applyTo makes the change on svc (a copy of the Service as read, whose
+// resourceVersion the update carries).
+func (p *statusChange) applyTo(svc *corev1.Service) {
 	if p.setIngress {
 		svc.Status.LoadBalancer.Ingress = p.ingress
 	}
@@ -87,11 +80,11 @@ func (p *statusPatch) applyTo(svc *corev1.Service) {
 	svc.Status.Conditions = slices.DeleteFunc(svc.Status.Conditions, func(c metav1.Condition) bool { return slices.Contains(p.remove, c.Type) })
 }
 
-// patchStatus writes the changed status under the write fence and returns
-// the Service as written. The managed fields are left out of the update,
+// updateStatus writes the status of svc, as read, with change p under the
+// write fence and returns the Service as written. The managed fields are left out of the update,
 // so the API server keeps its own and only records what this write
 // changed as Herald's.
-func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, p *statusPatch) (*corev1.Service, error) {
+func (c *Controller) updateStatus(ctx context.Context, svc *corev1.Service, p *statusChange) (*corev1.Service, error) {
 	s := svc.DeepCopy()
 	s.ManagedFields = nil
 	p.applyTo(s)
@@ -100,11 +93,7 @@ func (c *Controller) patchStatus(ctx context.Context, svc *corev1.Service, p *st
 		return nil, err
 	}
 	defer cancel()
-	out, err := c.kube.CoreV1().Services(svc.Namespace).UpdateStatus(wctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
-	if err != nil {
-		return nil, fmt.Errorf("service %s/%s status update: %w", svc.Namespace, svc.Name, err)
-	}
-	return out, nil
+	return c.kube.CoreV1().Services(svc.Namespace).UpdateStatus(wctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
 }
 
 // wroteIngress reports whether Herald's field manager owns the Service's

@@ -30,10 +30,10 @@ func TestWroteIngress(t *testing.T) {
 	}
 }
 
-// The change made on a Service as read: the resourceVersion always;
-// ingress replaced, removed or left; Herald's conditions set or removed
+// The change made on a Service as read: its resourceVersion kept (the
+// version the update is conditional on); ingress replaced, removed or left; Herald's conditions set or removed
 // by type, another controller's kept in its place.
-func TestStatusPatchApply(t *testing.T) {
+func TestStatusChangeApply(t *testing.T) {
 	vip := corev1.LoadBalancerIPModeVIP
 	t0, t1 := metav1.Unix(0, 0).Rfc3339Copy(), metav1.Unix(60, 0).Rfc3339Copy()
 	other := metav1.Condition{Type: "example.com/Other", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: t0}
@@ -49,29 +49,28 @@ func TestStatusPatchApply(t *testing.T) {
 	newReady := metav1.Condition{Type: "herald.dev/Ready", Status: metav1.ConditionTrue, Reason: "R", LastTransitionTime: t1}
 	in := []corev1.LoadBalancerIngress{{IP: "198.51.100.1", IPMode: &vip}}
 
-	set := newStatusPatch("7")
+	set := &statusChange{}
 	set.replaceIngress(in)
 	set.setConditions([]metav1.Condition{newAllocated, newReady})
-	remove := newStatusPatch("8")
+	remove := &statusChange{}
 	remove.replaceIngress(nil)
 	remove.removeHeraldConditions(read().Status.Conditions)
-	nothing := newStatusPatch("9")
+	nothing := &statusChange{}
 	nothing.removeHeraldConditions([]metav1.Condition{other})
 	for _, tc := range []struct {
 		name      string
-		p         *statusPatch
-		rv        string
+		p         *statusChange
 		ingress   []corev1.LoadBalancerIngress
 		conds     []metav1.Condition
 		wantEmpty bool
 	}{
-		{"set", set, "7", in, []metav1.Condition{newAllocated, other, announced, newReady}, false},
-		{"remove", remove, "8", nil, []metav1.Condition{other}, false},
-		{"nothing", nothing, "9", read().Status.LoadBalancer.Ingress, read().Status.Conditions, true},
+		{"set", set, in, []metav1.Condition{newAllocated, other, announced, newReady}, false},
+		{"remove", remove, nil, []metav1.Condition{other}, false},
+		{"nothing", nothing, read().Status.LoadBalancer.Ingress, read().Status.Conditions, true},
 	} {
 		s := read()
 		tc.p.applyTo(s)
-		if s.ResourceVersion != tc.rv || !equality.Semantic.DeepEqual(s.Status.LoadBalancer.Ingress, tc.ingress) ||
+		if s.ResourceVersion != "6" || !equality.Semantic.DeepEqual(s.Status.LoadBalancer.Ingress, tc.ingress) ||
 			!equality.Semantic.DeepEqual(s.Status.Conditions, tc.conds) {
 			t.Errorf("%s: got version %s, ingress %+v, conditions %+v", tc.name, s.ResourceVersion, s.Status.LoadBalancer.Ingress, s.Status.Conditions)
 		}
