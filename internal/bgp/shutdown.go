@@ -61,6 +61,7 @@ func (s *Speaker) releaseGracefully(ctx context.Context) error {
 		s.status.markOwnReset(ss.PeerAddress)
 		err := s.srv.srv.ResetPeer(ctx, &api.ResetPeerRequest{Address: ss.PeerAddress.String(), Communication: "graceful restart"})
 		if err != nil {
+			s.status.takeOwnReset(ss.PeerAddress) // no reset of ours is coming
 			errs = append(errs, wrapSession(ss.Name, err))
 		}
 	}
