@@ -110,6 +110,9 @@ func (a *Announcer) tellWinner(iface, proto string, vip netip.Addr, by net.Hardw
 	}
 	to := slices.Clone(by)
 	go func() {
+		if !r.awaitOpen() {
+			return
+		}
 		if err := r.p.notify(vip, to); err != nil {
 			a.log.Warn("cannot tell the fence's winner of the conflict", "vip", vip, "interface", iface, "protocol", proto, "winner", to.String(), "error", err)
 		}
@@ -166,6 +169,9 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 	}
 	go func() {
 		defer s.verifying.Store(false)
+		if !r.awaitOpen() {
+			return
+		}
 		every := a.cfg.FenceVerify
 		for {
 			if !wait(r.ctx, every, nil) || a.owned.Load().state(iface, vip) != s || !s.fenced(time.Now()) {
@@ -243,7 +249,11 @@ func (a *Announcer) responderOf(iface, proto string) *responder {
 // reassert sends one gratuitous packet for vip on iface now.
 func (a *Announcer) reassert(iface, proto string, vip netip.Addr) {
 	if r := a.responderOf(iface, proto); r != nil {
-		go func() { _, _ = r.sendGratuitous(r.ctx, vip) }()
+		go func() {
+			if r.awaitOpen() {
+				_, _ = r.sendGratuitous(r.ctx, vip)
+			}
+		}()
 	}
 }
 

@@ -64,9 +64,13 @@ func (a *Announcer) askWhoAnswersLocked(turned []turnedVIP) {
 	}
 }
 
-// ask asks who answers for each VIP at each of releaseAsks, while it is
-// still being released and answered on iface.
+// ask asks who answers for each VIP at each of releaseAsks (counted from
+// when the responder's sockets are open), while it is still being
+// released and answered on iface.
 func (a *Announcer) ask(r *responder, iface string, vips []askedVIP) {
+	if !r.awaitOpen() {
+		return
+	}
 	start := time.Now()
 	for _, at := range releaseAsks {
 		if !wait(r.ctx, time.Until(start.Add(at)), nil) {

@@ -77,3 +77,45 @@ func TestReleasingVIPTellsTheLoser(t *testing.T) {
 		t.Fatal("stopped answering on the loser's word: it is silent")
 	}
 }
+
+// TestNothingSentBeforeTheResponderOpens: a VIP that turns releasing while
+// its interface's responder is still opening (this node had just claimed
+// it, and the interface had no responder before) is asked about once the
+// responder's sockets are open, and not before; nor is anything else sent
+// from outside the responder's loops (a fence's re-assertion, the word to
+// a fence's winner). The speaker used to ask through an NDP socket not yet
+// there and crash on the nil dereference (make test, 2026-12-06).
+func TestNothingSentBeforeTheResponderOpens(t *testing.T) {
+	a, _, _, _, _ := releaseAnnouncer(t)
+	p := &fakeProto{sent: map[netip.Addr]int{}}
+	p.unopened.Store(true)
+	started := make(chan *responder, 1)
+	a.start = func(_ context.Context, spec responderSpec) responderHandle {
+		r := testResponder(t, p, 1, time.Millisecond)
+		r.ready = make(chan struct{}) // still opening
+		r.spec.advertises, r.spec.announced = spec.advertises, spec.announced
+		started <- r
+		return r
+	}
+	a.SetAnnouncements([]Announcement{{IP: vip4}})
+	r := <-started
+	a.SetAnnouncements([]Announcement{{IP: vip4, Releasing: true}})
+	if !a.owned.Load().releasing("eth0", vip4) {
+		t.Fatal("the VIP did not turn releasing")
+	}
+	a.reassert("eth0", protoARP, vip4)
+	a.tellWinner("eth0", protoARP, vip4, otherMAC)
+	// Before the fix the question left at once; give every goroutine
+	// started above time to reach its first send.
+	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if n := p.early.Load(); n > 0 {
+			t.Fatalf("%d packets sent through sockets not open yet", n)
+		}
+	}
+	p.unopened.Store(false)
+	close(r.ready)
+	labkit.Eventually(t, 5*time.Second, "the question once the responder opened", func() bool { return p.questions(vip4) > 0 })
+	if n := p.early.Load(); n > 0 {
+		t.Fatalf("%d packets sent through sockets not open yet", n)
+	}
+}

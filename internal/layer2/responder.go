@@ -213,6 +213,23 @@ func (r *responder) opened() bool {
 	}
 }
 
+// awaitOpen waits until the responder's sockets are open and reports
+// whether they are (false once the responder is closed). A protocol's
+// sockets exist only once open has run, so everything sent from outside
+// the responder's own loops waits for this first: a VIP that turned
+// releasing on a responder still opening (a node that had just claimed
+// it, its interface's responder new) made the speaker ask who answers it
+// through a socket not yet there, a nil dereference that restarted the
+// speaker and left the node's other VIPs dark (make test, 2026-12-06).
+func (r *responder) awaitOpen() bool {
+	select {
+	case <-r.ready:
+		return r.ctx.Err() == nil
+	case <-r.ctx.Done():
+		return false
+	}
+}
+
 // nudge asks a responder that is still opening to retry now.
 func (r *responder) nudge() {
 	select {

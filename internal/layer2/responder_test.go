@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,7 +16,8 @@ import (
 
 // fakeProto counts gratuitous packets per VIP, and records the questions
 // (solicit) and give-ups it sends; while block is set, a send waits for it
-// to be closed.
+// to be closed. While unopened is set its sockets do not exist yet, and
+// every send is counted in early (a real protocol dereferenced nil).
 type fakeProto struct {
 	mu       sync.Mutex
 	sent     map[netip.Addr]int
@@ -23,6 +25,15 @@ type fakeProto struct {
 	gaveUpTo []string // "vip mac"
 	block    chan struct{}
 	into     chan struct{} // receives when a blocked send starts
+	unopened atomic.Bool
+	early    atomic.Int32
+}
+
+// sending counts a send made before the sockets were open.
+func (p *fakeProto) sending() {
+	if p.unopened.Load() {
+		p.early.Add(1)
+	}
 }
 
 func (p *fakeProto) open(*net.Interface) error              { return nil }
@@ -30,10 +41,12 @@ func (p *fakeProto) serve(context.Context, *sync.WaitGroup) {}
 func (p *fakeProto) close()                                 {}
 func (p *fakeProto) setVIPs([]netip.Addr)                   {}
 func (p *fakeProto) notify(netip.Addr, net.HardwareAddr) error {
+	p.sending()
 	return nil
 }
 
 func (p *fakeProto) solicit(vip netip.Addr) error {
+	p.sending()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.asked = append(p.asked, vip)
@@ -41,6 +54,7 @@ func (p *fakeProto) solicit(vip netip.Addr) error {
 }
 
 func (p *fakeProto) giveUp(vip netip.Addr, to net.HardwareAddr) error {
+	p.sending()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.gaveUpTo = append(p.gaveUpTo, vip.String()+" "+to.String())
@@ -68,6 +82,7 @@ func (p *fakeProto) giveUps() []string {
 }
 
 func (p *fakeProto) gratuitous(vip netip.Addr) error {
+	p.sending()
 	p.mu.Lock()
 	block := p.block
 	p.mu.Unlock()
