@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,17 +16,95 @@ import (
 
 // LogsOnFailure makes a failed test print what Herald's pods logged while
 // it ran: the lab's dump at the end of the package keeps only the last
-// lines of each file, long after the test that needed them.
+// lines of each file, long after the test that needed them. The pods
+// deleted while it ran (a rolling update, a drain) are gone by then, and
+// their logs with them: each one's log is followed from the moment it is
+// being deleted until its containers stop, and printed too.
 func (h *Herald) LogsOnFailure(t testing.TB) {
 	since := time.Now().Add(-time.Second)
+	ctx, stop := context.WithCancel(context.Background())
+	deleted := h.followDeleted(ctx, since)
 	t.Cleanup(func() {
+		stop()
+		gone := deleted()
 		if !t.Failed() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		t.Log(h.LogsSince(ctx, since, 300))
+		t.Log(h.LogsSince(ctx, since, 300) + gone)
 	})
+}
+
+// followDeleted follows, until ctx ends, the log of every container of
+// every Herald pod that is being deleted, from since on; the function it
+// returns waits for them and returns what they logged. A watch that fails
+// is reported in that text, never to the test: this is for a human reading
+// a failure.
+func (h *Herald) followDeleted(ctx context.Context, since time.Time) func() string {
+	var (
+		mu   sync.Mutex
+		b    strings.Builder
+		wg   sync.WaitGroup
+		seen = map[string]bool{}
+	)
+	w, err := h.Lab.Client().CoreV1().Pods(Namespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		return func() string { return "\n(pods deleted during the test: cannot watch: " + err.Error() + ")\n" }
+	}
+	wg.Go(func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || p.DeletionTimestamp == nil || seen[p.Name] {
+				continue
+			}
+			seen[p.Name] = true
+			for _, c := range p.Spec.Containers {
+				wg.Go(func() {
+					var out strings.Builder
+					h.followLog(ctx, &out, p, c.Name, since)
+					mu.Lock()
+					fmt.Fprintf(&b, "\n--- pod %s on %s, container %s, deleted during the test, since %s (last %d lines) ---\n",
+						p.Name, p.Spec.NodeName, c.Name, since.Format(time.RFC3339Nano), deletedLogLines)
+					b.WriteString(lastLines(out.String(), deletedLogLines))
+					mu.Unlock()
+				})
+			}
+		}
+	})
+	return func() string {
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return b.String()
+	}
+}
+
+// deletedLogLines is how much of a deleted pod's log is kept: its last
+// lines, as LogsSince keeps of the others.
+const deletedLogLines = 300
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.SplitAfter(strings.TrimSuffix(s, "\n"), "\n")
+	if len(lines) <= n {
+		return s
+	}
+	return strings.Join(lines[len(lines)-n:], "") + "\n"
+}
+
+// followLog copies a container's log from since on until the container
+// stops or ctx ends.
+func (h *Herald) followLog(ctx context.Context, w io.Writer, p *corev1.Pod, container string, since time.Time) {
+	opts := &corev1.PodLogOptions{Container: container, Follow: true, SinceTime: &metav1.Time{Time: since}}
+	r, err := h.Lab.Client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).Stream(ctx)
+	if err != nil {
+		fmt.Fprintf(w, "(no log: %v)\n", err)
+		return
+	}
+	defer r.Close()
+	_, _ = io.Copy(w, r)
 }
 
 // LogsSince returns the log of every container of every Herald pod (and of
