@@ -32,7 +32,7 @@ func (h *Herald) LogsOnFailure(t testing.TB) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		t.Log(h.LogsSince(ctx, since, 300) + gone)
+		t.Log(h.LogsSince(ctx, since, failureLogLines) + gone)
 	})
 }
 
@@ -65,9 +65,8 @@ func (h *Herald) followDeleted(ctx context.Context, since time.Time) func() stri
 					var out strings.Builder
 					h.followLog(ctx, &out, p, c.Name, since)
 					mu.Lock()
-					fmt.Fprintf(&b, "\n--- pod %s on %s, container %s, deleted during the test, since %s (last %d lines) ---\n",
-						p.Name, p.Spec.NodeName, c.Name, since.Format(time.RFC3339Nano), deletedLogLines)
-					b.WriteString(lastLines(out.String(), deletedLogLines))
+					logHeader(&b, p, c.Name, ", deleted during the test", since, failureLogLines)
+					b.WriteString(lastLines(out.String(), failureLogLines))
 					mu.Unlock()
 				})
 			}
@@ -81,9 +80,9 @@ func (h *Herald) followDeleted(ctx context.Context, since time.Time) func() stri
 	}
 }
 
-// deletedLogLines is how much of a deleted pod's log is kept: its last
-// lines, as LogsSince keeps of the others.
-const deletedLogLines = 300
+// failureLogLines is how much of each container's log a failed test
+// prints: its last lines.
+const failureLogLines = 300
 
 // lastLines returns the last n lines of s.
 func lastLines(s string, n int) string {
@@ -134,8 +133,7 @@ func (h *Herald) writeLog(ctx context.Context, w io.Writer, p *corev1.Pod, conta
 	if previous {
 		what = " (previous instance)"
 	}
-	fmt.Fprintf(w, "\n--- pod %s on %s, container %s%s, since %s (last %d lines) ---\n",
-		p.Name, p.Spec.NodeName, container, what, since.Format(time.RFC3339Nano), tail)
+	logHeader(w, p, container, what, since, tail)
 	opts := &corev1.PodLogOptions{Container: container, Previous: previous, SinceTime: &metav1.Time{Time: since}, TailLines: &tail}
 	body, err := h.Lab.Client().CoreV1().Pods(p.Namespace).GetLogs(p.Name, opts).DoRaw(ctx)
 	if err != nil {
@@ -143,4 +141,11 @@ func (h *Herald) writeLog(ctx context.Context, w io.Writer, p *corev1.Pod, conta
 		return
 	}
 	_, _ = w.Write(body)
+}
+
+// logHeader names the log that follows: which container of which pod
+// (what qualifies it), from when, and how many lines at most.
+func logHeader(w io.Writer, p *corev1.Pod, container, what string, since time.Time, tail int64) {
+	fmt.Fprintf(w, "\n--- pod %s on %s, container %s%s, since %s (last %d lines) ---\n",
+		p.Name, p.Spec.NodeName, container, what, since.Format(time.RFC3339Nano), tail)
 }

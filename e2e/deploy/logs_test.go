@@ -23,8 +23,8 @@ func TestLastLines(t *testing.T) {
 			t.Errorf("lastLines(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
 		}
 	}
-	long := strings.Repeat("line\n", deletedLogLines+50)
-	if got := strings.Count(lastLines(long, deletedLogLines), "\n"); got != deletedLogLines {
-		t.Errorf("kept %d lines of %d, want %d", got, deletedLogLines+50, deletedLogLines)
+	long := strings.Repeat("line\n", failureLogLines+50)
+	if got := strings.Count(lastLines(long, failureLogLines), "\n"); got != failureLogLines {
+		t.Errorf("kept %d lines of %d, want %d", got, failureLogLines+50, failureLogLines)
 	}
 }

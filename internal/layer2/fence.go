@@ -261,12 +261,7 @@ func (a *Announcer) reassert(iface, proto string, vip netip.Addr) {
 // responder's interface every Refresh, so that two owners hear each other
 // and clients' stale caches heal.
 func (r *responder) refreshLoop() {
-	if r.spec.refresh <= 0 {
-		return
-	}
-	select {
-	case <-r.ready:
-	case <-r.ctx.Done():
+	if r.spec.refresh <= 0 || !r.awaitOpen() {
 		return
 	}
 	t := time.NewTicker(r.spec.refresh)
