@@ -42,8 +42,8 @@ func clearStaleRuns(ctx context.Context, root string, log *slog.Logger) error {
 	return nil
 }
 
-// knownRuns finds run ids from state directories, namespaces and root
-// legs, sorted.
+// knownRuns finds run ids from state directories, namespaces, root legs
+// and node cgroups, sorted.
 func knownRuns(root string) []string {
 	var ids []string
 	entries, _ := os.ReadDir(root)
@@ -61,7 +61,11 @@ func knownRuns(root string) []string {
 			ids = append(ids, id)
 		}
 	}
-	cgroups, _ := filepath.Glob(filepath.Join(cgroupMount, "memory", nsPrefix+"*-*"))
+	var cgroups []string
+	for _, h := range []string{"memory", "unified"} {
+		m, _ := filepath.Glob(filepath.Join(cgroupMount, h, nsPrefix+"*-*"))
+		cgroups = append(cgroups, m...)
+	}
 	for _, cg := range cgroups {
 		if rest, ok := strings.CutPrefix(filepath.Base(cg), nsPrefix); ok && len(rest) > runIDLen && validRunID(rest[:runIDLen]) {
 			ids = append(ids, rest[:runIDLen])

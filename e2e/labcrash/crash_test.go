@@ -214,7 +214,10 @@ func leftovers(id string) []string {
 			}
 		}
 	}
-	for _, c := range []string{"cpu", "memory", "pids", "freezer", "systemd"} {
+	// every hierarchy: the v1 controllers, systemd's, and the cgroup v2
+	// one a hybrid machine mounts at unified (runc and the kubelet create
+	// the node cgroups there too)
+	for _, c := range []string{"cpuset", "cpu", "cpuacct", "blkio", "memory", "devices", "freezer", "pids", "systemd", "unified"} {
 		if m, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", c, stem+"*")); len(m) > 0 {
 			left = append(left, "cgroups "+strings.Join(m, " "))
 		}
