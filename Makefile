@@ -235,6 +235,10 @@ e2e:
 	$(E2E_GOTEST) $(E2E_BGP_LINE) $(e2e_rest) $(E2E_ALONE)
 endif
 
+# Every fuzz target for FUZZTIME, two at a time with one fuzzing worker
+# each (hack/fuzz.sh; FUZZ_JOBS, FUZZ_WORKERS): a smoke run of the fuzzers
+# and their corpora, a core's worth of fuzzing while it lasts.
+# make fuzz FUZZTIME=10m FUZZ_WORKERS=2 fuzzes for real.
 fuzz:
 	FUZZTIME=$(FUZZTIME) $(BESIDE_E2E) hack/fuzz.sh
 
