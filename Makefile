@@ -88,15 +88,16 @@ deps:
 # back afterwards, and HERALD_BUILD_THP= leaves it alone): a third less
 # CPU time per compile on these VMs (hack/build-programs.sh).
 HERALD_BUILD_THP ?= always
+control-plane tools programs test-programs: export HERALD_BUILD_THP := $(HERALD_BUILD_THP)
 control-plane:
 	@echo "Building the test control plane (Kubernetes $(KUBERNETES_VERSION), etcd $(ETCD_VERSION)) if not cached; a cold build takes 10-15 minutes..."
-	HERALD_BUILD_THP=$(HERALD_BUILD_THP) hack/build-programs.sh control-plane
+	hack/build-programs.sh control-plane
 
 tools:
-	HERALD_BUILD_THP=$(HERALD_BUILD_THP) hack/build-programs.sh tools
+	hack/build-programs.sh tools
 
 programs:
-	HERALD_BUILD_THP=$(HERALD_BUILD_THP) hack/build-programs.sh control-plane tools
+	hack/build-programs.sh control-plane tools
 
 # MetalLB's images for e2e/metallb's takeover test (hack/build-metallb.sh),
 # built once into ~/.cache/herald.
@@ -107,7 +108,7 @@ metallb:
 # go build (built after them, the go command loads the wrapper module's
 # packages again: 33 s on a fresh machine), then MetalLB's images.
 test-programs:
-	HERALD_BUILD_THP=$(HERALD_BUILD_THP) hack/build-programs.sh all
+	hack/build-programs.sh all
 	@hack/build-metallb.sh >/dev/null
 
 # Herald's modules, sixteen downloads at a time: the go command fetches

@@ -25,7 +25,7 @@ root=$PWD
 # the flags every go command of the project shares (hack/build.env)
 set -a; . hack/build.env; set +a
 fuzztime=${FUZZTIME:-10s}
-jobs=${FUZZ_JOBS:-2}
+at_once=${FUZZ_JOBS:-2}
 workers=${FUZZ_WORKERS:-1}
 cachedir=$(go env GOCACHE)/fuzz
 work=$(mktemp -d)
@@ -73,7 +73,7 @@ done
 # Run them FUZZ_JOBS at a time, then print each target's log in order
 # and fail if any failed.
 for i in "${!targets[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  while [ "$(jobs -rp | wc -l)" -ge "$at_once" ]; do wait -n || true; done
   read -r dir target bin <<<"${targets[$i]}"
   { if fuzz "$dir" "$target" "$bin" "$work/$i.log"; then echo 0; else echo 1; fi >"$work/$i.rc"; } &
 done
