@@ -15,12 +15,22 @@ import (
 type book struct {
 	mu    sync.Mutex
 	nodes map[string]entry
+	// gen counts the changes: a decision taken from states read after
+	// gen was read has seen every change up to gen (see welcome.go).
+	gen uint64
 }
 
 type entry struct {
 	state State
 	since time.Time
+	// upGen is the generation at which the node last came up (Alive or
+	// Suspect after Unknown, Dead or Left).
+	upGen uint64
 }
+
+// up: a state in which the node's speaker counts as running (the speaker
+// treats Suspect like Alive).
+func up(s State) bool { return s == Alive || s == Suspect }
 
 // transition is one change of one node's state, returned so the caller
 // can log it and count it outside the lock.
@@ -97,8 +107,29 @@ func (b *book) move(node string, to State, allowed func(from State) bool) (trans
 		return transition{}, false
 	}
 	now := time.Now()
-	b.nodes[node] = entry{state: to, since: now}
+	b.gen++
+	e := entry{state: to, since: now, upGen: b.nodes[node].upGen}
+	if up(to) && !up(from) {
+		e.upGen = b.gen
+	}
+	b.nodes[node] = e
 	return transition{node: node, from: from, to: to, at: now}, true
+}
+
+// generation returns the number of changes so far.
+func (b *book) generation() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.gen
+}
+
+// upSince reports whether the node is up and, if so, the generation at
+// which it came up.
+func (b *book) upSince(node string) (uint64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.nodes[node]
+	return e.upGen, up(e.state)
 }
 
 // retain forgets every node that is Dead or Left and not in keep (the

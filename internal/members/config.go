@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,7 +46,21 @@ type Config struct {
 	// OnChange is called after any node's state changes and once when the
 	// member list settles; see Members.
 	OnChange func()
+	// WelcomeAfterApplied: a starting member that greets this one is
+	// welcomed only once Applied reports a decision that saw it up (the
+	// speaker's reconcile). Otherwise it is welcomed as soon as it is a
+	// member here. See welcome.go.
+	WelcomeAfterApplied bool
+	// WelcomeTimeout bounds how long this node, starting, waits for the
+	// others' welcomes before it settles; zero means DefaultWelcomeTimeout.
+	// Keep it well below the time an old owner keeps answering for an
+	// address while the new owner has not claimed it (the speaker's
+	// --release-grace), or a member that never welcomes leaves a gap.
+	WelcomeTimeout time.Duration
 }
+
+// DefaultWelcomeTimeout is Config.WelcomeTimeout's default.
+const DefaultWelcomeTimeout = time.Second
 
 func (c Config) withDefaults() Config {
 	if c.Logger == nil {
@@ -56,6 +71,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BindAddr == "" {
 		c.BindAddr = "0.0.0.0"
+	}
+	if c.WelcomeTimeout <= 0 {
+		c.WelcomeTimeout = DefaultWelcomeTimeout
 	}
 	return c
 }

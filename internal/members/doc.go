@@ -9,7 +9,8 @@
 // the others' for nodes it never saw (reports.go: memberlist drops news of
 // unknown nodes, so a member that joined after a death would never learn
 // of it), tells the speaker through OnChange when
-// anything changed, says when the first join has settled, and on SIGTERM
+// anything changed, says when the first join has settled (the other members
+// have acted on this node's arrival: welcome.go), and on SIGTERM
 // leaves gracefully so that the others hand over before this node goes quiet.
 //
 // It never decides who announces what (internal/announce does, from these

@@ -34,6 +34,8 @@ func metaLeaving(meta []byte) bool {
 type hooks struct {
 	book    *book
 	observe func(transition, bool)
+	dir     *directory
+	welcome *welcomer
 	leaving atomic.Bool // this node announces a graceful leave
 }
 
@@ -51,9 +53,12 @@ func (h *hooks) NodeMeta(limit int) []byte {
 	return encodeMeta(h.leaving.Load())
 }
 
-// NotifyMsg, GetBroadcasts and AckPayload: no user messages; the only
-// user data is the push-pull state below.
-func (h *hooks) NotifyMsg([]byte)                {}
+// NotifyMsg receives the hellos and welcomes of starting members
+// (welcome.go), sent over the stream transport.
+func (h *hooks) NotifyMsg(b []byte) { h.welcome.receive(b) }
+
+// GetBroadcasts and AckPayload: nothing is gossiped or piggybacked on
+// acks; the other user data is the push-pull state below.
 func (h *hooks) GetBroadcasts(int, int) [][]byte { return nil }
 func (h *hooks) AckPayload() []byte              { return nil }
 
@@ -92,6 +97,7 @@ func (h *hooks) suspectedByProbe(node string) { h.observe(h.book.suspect(node)) 
 // seen: a node is a member (joined, rejoined or updated its metadata);
 // with the leaving flag it is on its way out and counts as Left already.
 func (h *hooks) seen(n *memberlist.Node) {
+	h.dir.set(n)
 	if metaLeaving(n.Meta) {
 		h.observe(h.book.left(n.Name))
 		return
@@ -101,6 +107,7 @@ func (h *hooks) seen(n *memberlist.Node) {
 
 // NotifyLeave: memberlist marked the node dead or left.
 func (h *hooks) NotifyLeave(n *memberlist.Node) {
+	h.dir.remove(n.Name)
 	if metaLeaving(n.Meta) {
 		h.observe(h.book.left(n.Name))
 		return

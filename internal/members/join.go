@@ -22,21 +22,6 @@ const joinParallelism = 4
 // addresses that are not members yet, and gossip tells the rest.
 const directJoinLimit = 64
 
-// wait waits d unless ctx ends first; it reports whether d passed.
-func wait(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 // joiner keeps this node in one member list with every address it was
 // given: it joins those that are not live members, when the set changes
 // and again every RejoinInterval (which also heals partitions: memberlist
@@ -44,14 +29,18 @@ func wait(ctx context.Context, d time.Duration) bool {
 type joiner struct {
 	ml          *memberlist.Memberlist
 	log         *slog.Logger
+	self        netip.AddrPort // this node's address
+	dir         *directory
 	defaultPort uint16
 	interval    time.Duration
-	// spread is how long the first round waits, after its joins, before
-	// it settles (see round).
-	spread    time.Duration
-	onSettled func()
-	wake      chan struct{}
-	settled   atomic.Bool
+	// welcome greets the members after the first round's joins and
+	// waits, at most welcomeTimeout, for them to act on this node's
+	// arrival (see round and welcome.go).
+	welcome        *welcomer
+	welcomeTimeout time.Duration
+	onSettled      func()
+	wake           chan struct{}
+	settled        atomic.Bool
 
 	mu        sync.Mutex
 	desired   []netip.AddrPort
@@ -59,9 +48,9 @@ type joiner struct {
 	failing   map[netip.AddrPort]bool
 }
 
-func newJoiner(ml *memberlist.Memberlist, log *slog.Logger, defaultPort uint16, interval, spread time.Duration, onSettled func()) *joiner {
+func newJoiner(ml *memberlist.Memberlist, log *slog.Logger, self netip.AddrPort, dir *directory, interval time.Duration, w *welcomer, welcomeTimeout time.Duration, onSettled func()) *joiner {
 	return &joiner{
-		ml: ml, log: log, defaultPort: defaultPort, interval: interval, spread: spread, onSettled: onSettled,
+		ml: ml, log: log, self: self, dir: dir, defaultPort: self.Port(), interval: interval, welcome: w, welcomeTimeout: welcomeTimeout, onSettled: onSettled,
 		wake:    make(chan struct{}, 1),
 		failing: make(map[netip.AddrPort]bool),
 	}
@@ -119,11 +108,12 @@ func (j *joiner) run(ctx context.Context) {
 // round after the first request settles the joiner, whatever its outcome:
 // it exchanges state with every wanted address (up to
 // directJoinLimit of them), live member or not, so that each peer has
-// merged this node before this node claims anything, then waits spread
-// for those peers to act on it (a peer that still owns an address this
-// node is about to take must already be handing it over, or both would
-// answer for it for a moment). Without this, a member learned of this
-// node only through gossip, tens of milliseconds later.
+// merged this node before this node claims anything, then greets them
+// and waits for them to act on it (welcome.go: a peer that still owns an
+// address this node is about to take must already be handing it over, or
+// both would answer for it for a moment). Without the direct joins, a
+// member learned of this node only through gossip, tens of milliseconds
+// later.
 func (j *joiner) round(ctx context.Context) {
 	j.mu.Lock()
 	desired, requested := j.desired, j.requested
@@ -138,28 +128,18 @@ func (j *joiner) round(ctx context.Context) {
 	}
 	first := !j.settled.Load()
 	direct := first && len(desired) <= directJoinLimit
-	work := make(chan netip.AddrPort)
-	var wg sync.WaitGroup
-	for range min(joinParallelism, len(desired)) {
-		wg.Go(func() {
-			for ap := range work {
-				j.joinOne(ap, direct)
-			}
-		})
-	}
-	for _, ap := range desired {
-		if ctx.Err() != nil {
-			break
+	inParallel(desired, joinParallelism, func(ap netip.AddrPort) {
+		if ctx.Err() == nil {
+			j.joinOne(ap, direct)
 		}
-		work <- ap
-	}
-	close(work)
-	wg.Wait()
-	if first && j.ml.NumMembers() > 1 && !wait(ctx, j.spread) {
+	})
+	if !first || ctx.Err() != nil {
 		return
 	}
+	greeted, silent := j.welcome.greet(ctx, j.ml, j.welcomeTimeout)
 	if ctx.Err() == nil && j.settled.CompareAndSwap(false, true) {
-		j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers())
+		j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers(),
+			"greeted", greeted, "not welcomed in time", silent)
 		j.onSettled()
 	}
 }
@@ -187,20 +167,10 @@ func (j *joiner) joinOne(ap netip.AddrPort, direct bool) {
 }
 
 // isSelf: the address is this node's.
-func (j *joiner) isSelf(ap netip.AddrPort) bool { return nodeAddrPort(j.ml.LocalNode()) == ap }
+func (j *joiner) isSelf(ap netip.AddrPort) bool { return j.self == ap }
 
 // isMember: the address is this node or an alive or suspect member.
-func (j *joiner) isMember(ap netip.AddrPort) bool {
-	if j.isSelf(ap) {
-		return true
-	}
-	for _, n := range j.ml.Members() {
-		if nodeAddrPort(n) == ap {
-			return true
-		}
-	}
-	return false
-}
+func (j *joiner) isMember(ap netip.AddrPort) bool { return j.isSelf(ap) || j.dir.hasAddr(ap) }
 
 func nodeAddrPort(n *memberlist.Node) netip.AddrPort {
 	a, ok := netip.AddrFromSlice(n.Addr)

@@ -30,6 +30,7 @@ type Members struct {
 	hooks    *hooks
 	metrics  *metrics
 	joiner   *joiner
+	welcome  *welcomer
 	onChange func()
 
 	kick       chan struct{}
@@ -61,7 +62,9 @@ func New(cfg Config) (*Members, error) {
 		onChange: cfg.OnChange,
 		kick:     make(chan struct{}, 1),
 	}
-	m.hooks = &hooks{book: m.book, observe: m.observe}
+	dir := newDirectory()
+	m.welcome = newWelcomer(cfg.NodeName, m.book, dir, m.log, cfg.WelcomeAfterApplied)
+	m.hooks = &hooks{book: m.book, observe: m.observe, dir: dir, welcome: m.welcome}
 	mlLog := newMemberlistLogger(cfg.Logger.With("component", "memberlist"), m.hooks.suspectedByProbe)
 	tr, err := newTransport(cfg.BindAddr, cfg.BindPort, m.log)
 	if err != nil {
@@ -74,14 +77,15 @@ func New(cfg Config) (*Members, error) {
 		_ = tr.Shutdown()
 		return nil, fmt.Errorf("members %s: start memberlist on %s:%d: %w", cfg.NodeName, cfg.BindAddr, tr.port(), err)
 	}
-	port := m.ml.LocalNode().Port
-	m.joiner = newJoiner(m.ml, m.log, port, cfg.Timing.RejoinInterval, settleSpread(cfg.Timing), m.changed)
+	self := nodeAddrPort(m.ml.LocalNode()) // before any other node can make memberlist write it
+	m.joiner = newJoiner(m.ml, m.log, self, dir, cfg.Timing.RejoinInterval, m.welcome, cfg.WelcomeTimeout, m.changed)
 	joinCtx, stopJoins := context.WithCancel(context.Background())
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
 	m.stopJoins, m.stopNotify = stopJoins, stopNotify
 	m.wg.Go(func() { m.joiner.run(joinCtx) })
 	m.wg.Go(func() { m.notifyLoop(notifyCtx) })
-	m.log.Info("member list started", "node", m.name, "address", nodeAddrPort(m.ml.LocalNode()).String())
+	m.wg.Go(func() { m.welcome.sendLoop(notifyCtx, m.ml) })
+	m.log.Info("member list started", "node", m.name, "address", self.String())
 	return m, nil
 }
 
@@ -123,6 +127,16 @@ func (m *Members) Snapshot() map[string]State { return m.book.snapshot() }
 // address joined, already a member, or failed). Until then this speaker's
 // view of the others is incomplete and it must not claim addresses.
 func (m *Members) Settled() bool { return m.joiner.settled.Load() }
+
+// Generation counts the changes of state seen so far. Read it before
+// the states a decision is taken from, and pass it to Applied once the
+// decision is applied.
+func (m *Members) Generation() uint64 { return m.book.generation() }
+
+// Applied tells that a decision taken from states read after Generation
+// returned gen has been applied (with Config.WelcomeAfterApplied: the
+// members that started since are welcomed once it has; see welcome.go).
+func (m *Members) Applied(gen uint64) { m.welcome.setApplied(gen) }
 
 // Leave announces a graceful leave and waits, bounded by ctx (5 s if ctx
 // has no deadline), until the announcement has been gossiped: first a
@@ -215,6 +229,7 @@ func (m *Members) observe(tr transition, changed bool) {
 	}
 	m.log.Log(context.Background(), level, "member state changed",
 		"node", tr.node, "from", tr.from.String(), "to", tr.to.String())
+	m.welcome.flush()
 	m.changed()
 }
 

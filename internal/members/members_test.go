@@ -349,8 +349,8 @@ func waitMetrics(t *testing.T, m *testMember, want string) {
 
 // TestFirstRoundReachesEveryMember: a starting member exchanges state with
 // every address it was given, live members included, and settles only
-// after that and a short wait, so that no member learns of it from gossip
-// after it has started claiming addresses. With more addresses than
+// after that and once each has welcomed it (welcome.go), so that no member
+// learns of it from gossip after it has started claiming addresses. With more addresses than
 // parallel joins, the first join to finish makes the others members
 // already: they are joined all the same.
 func TestFirstRoundReachesEveryMember(t *testing.T) {
@@ -370,11 +370,11 @@ func TestFirstRoundReachesEveryMember(t *testing.T) {
 		}
 	}
 	c := startMember(t, "node-new")
-	joined := time.Now()
+	c.joiner.welcomeTimeout = time.Minute // settles only once welcomed
 	c.Join(addrs)
 	labkit.Eventually(t, 10*time.Second, "node-new settled", c.Settled)
-	if took := time.Since(joined); took < settleSpread(DefaultTiming()) {
-		t.Errorf("settled %v after joining, before the %v spread", took, settleSpread(DefaultTiming()))
+	if n := len(c.logs.matching("member list settled", fmt.Sprintf("greeted=%d", len(cluster)), "not welcomed in time=[]")); n != 1 {
+		t.Errorf("node-new settled %d times having been welcomed by all %d members, want once:\n%s", n, len(cluster), c.logs.text())
 	}
 	for i, m := range cluster {
 		if got := m.State("node-new"); got != Alive {

@@ -177,11 +177,3 @@ func (t Timing) apply(c *memberlist.Config) {
 	c.GossipToTheDeadTime = t.GossipToTheDead
 	c.TCPTimeout = t.StreamTimeout
 }
-
-// settleSpread is how long a starting member waits, after its first joins,
-// before it counts as settled: long enough for the members it exchanged
-// state with to act on its arrival (the speaker batches member changes for
-// 30 ms, then reconciles) and for gossip to reach the rest.
-func settleSpread(t Timing) time.Duration {
-	return max(150*time.Millisecond, 3*t.GossipInterval)
-}

@@ -1,0 +1,270 @@
+package members
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// A starting member claims nothing until the members it found have acted
+// on its arrival.
+//
+// Its first join round makes it a member of every live member's list, and
+// each of them then hands it the addresses it is to own: the member's
+// speaker reconciles, and the old owner of such an address keeps
+// answering until it hears the newcomer's gratuitous ARP or unsolicited
+// NA (make-before-break). That works only if the old owner has reconciled
+// before the newcomer announces; otherwise both answer until it does. A
+// fixed wait after the joins (150 ms before this) failed on a busy
+// machine, where a member's speaker reconciled 300 ms late: two nodes
+// answered side by side for 260-410 ms.
+//
+// So the newcomer greets every live member with a hello over the member
+// list's stream transport (encrypted like the rest). A member answers
+// with a welcome once its owner has applied a decision that saw the
+// newcomer up (Members.Applied; at once when Config.WelcomeAfterApplied
+// is off), and the newcomer settles once every member it greeted has
+// welcomed it or is no longer a live member, or after Config.WelcomeTimeout
+// (a member of an earlier version ignores the hello). The timeout must
+// stay below the old owner's release grace, which started when it saw the
+// newcomer, before the hello: past it the old owner stops answering
+// whether or not the newcomer has announced.
+
+// Messages are memberlist user messages: a magic byte, a version, the
+// kind, the newcomer's nonce (a welcome echoes the hello's) and the
+// sender's node name.
+const (
+	welcomeMagic   = 'W'
+	welcomeVersion = 1
+	kindHello      = 1
+	kindWelcome    = 2
+	welcomeHeader  = 3 + 8
+)
+
+type welcomeMsg struct {
+	kind  byte
+	nonce uint64
+	from  string
+}
+
+func (m welcomeMsg) encode() []byte {
+	b := make([]byte, welcomeHeader, welcomeHeader+len(m.from))
+	b[0], b[1], b[2] = welcomeMagic, welcomeVersion, m.kind
+	binary.BigEndian.PutUint64(b[3:], m.nonce)
+	return append(b, m.from...)
+}
+
+var errNotWelcome = errors.New("not a hello or welcome message")
+
+func decodeWelcomeMsg(b []byte) (welcomeMsg, error) {
+	if len(b) <= welcomeHeader || len(b) > welcomeHeader+maxNodeName ||
+		b[0] != welcomeMagic || b[1] != welcomeVersion || (b[2] != kindHello && b[2] != kindWelcome) {
+		return welcomeMsg{}, errNotWelcome
+	}
+	return welcomeMsg{kind: b[2], nonce: binary.BigEndian.Uint64(b[3:]), from: string(b[welcomeHeader:])}, nil
+}
+
+// welcomer plays both parts: it welcomes the members that greet this one,
+// and greets the others when this one starts.
+type welcomer struct {
+	name         string
+	book         *book
+	dir          *directory
+	log          *slog.Logger
+	afterApplied bool
+	wake         chan struct{} // the outbox has messages
+
+	mu      sync.Mutex
+	applied uint64            // the highest generation the owner applied
+	pending map[string]uint64 // members that greeted this one: their nonce
+	outbox  []outgoing
+
+	// as a newcomer: the nonce of this node's hellos, who welcomed it
+	nonce    uint64
+	welcomed map[string]bool
+	arrived  chan struct{}
+}
+
+type outgoing struct {
+	to  string
+	msg welcomeMsg
+}
+
+func newWelcomer(name string, b *book, dir *directory, log *slog.Logger, afterApplied bool) *welcomer {
+	return &welcomer{
+		name: name, book: b, dir: dir, log: log, afterApplied: afterApplied,
+		wake: make(chan struct{}, 1), arrived: make(chan struct{}, 1),
+		pending: make(map[string]uint64), welcomed: make(map[string]bool),
+	}
+}
+
+// receive handles a user message. It runs on memberlist's goroutines and
+// only records: sending is sendLoop's.
+func (w *welcomer) receive(b []byte) {
+	m, err := decodeWelcomeMsg(b)
+	if err != nil || m.from == w.name {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch m.kind {
+	case kindHello:
+		w.pending[m.from] = m.nonce
+		w.flushLocked()
+	case kindWelcome:
+		if m.nonce == w.nonce && !w.welcomed[m.from] {
+			w.welcomed[m.from] = true
+			signal(w.arrived)
+		}
+	}
+}
+
+// setApplied records that the owner applied a decision taken from states
+// at least as new as generation gen, and welcomes who it may now.
+func (w *welcomer) setApplied(gen uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if gen > w.applied {
+		w.applied = gen
+	}
+	w.flushLocked()
+}
+
+// flush welcomes who it may now (a member came up).
+func (w *welcomer) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+}
+
+// flushLocked queues a welcome for every member that greeted this one,
+// is up in the book and, with afterApplied, came up no later than the
+// generation the owner applied.
+func (w *welcomer) flushLocked() {
+	queued := false
+	for node, nonce := range w.pending {
+		upGen, isUp := w.book.upSince(node)
+		if !isUp || (w.afterApplied && upGen > w.applied) {
+			continue
+		}
+		w.outbox = append(w.outbox, outgoing{to: node, msg: welcomeMsg{kind: kindWelcome, nonce: nonce, from: w.name}})
+		delete(w.pending, node)
+		queued = true
+	}
+	if queued {
+		signal(w.wake)
+	}
+}
+
+// sendLoop sends the queued welcomes until ctx ends.
+func (w *welcomer) sendLoop(ctx context.Context, ml *memberlist.Memberlist) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.wake:
+		}
+		w.mu.Lock()
+		out := w.outbox
+		w.outbox = nil
+		w.mu.Unlock()
+		for _, o := range out {
+			if err := w.send(ml, o.to, o.msg); err != nil {
+				w.log.Debug("cannot welcome member", "node", o.to, "error", err)
+			}
+		}
+	}
+}
+
+func (w *welcomer) send(ml *memberlist.Memberlist, node string, m welcomeMsg) error {
+	n, ok := w.dir.node(node)
+	if !ok {
+		return errors.New("not a live member")
+	}
+	return ml.SendReliable(n, m.encode())
+}
+
+// greet sends a hello to every other live member that is not leaving and
+// waits until each has welcomed this node or is no longer such a member,
+// or until timeout or ctx ends. It returns how many it greeted and those
+// that did not welcome it.
+func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout time.Duration) (int, []string) {
+	peers := w.dir.staying(w.name)
+	if len(peers) == 0 {
+		return 0, nil
+	}
+	w.mu.Lock()
+	w.nonce = rand.Uint64() | 1 // never the zero nonce of a node that never greeted
+	clear(w.welcomed)
+	hello := welcomeMsg{kind: kindHello, nonce: w.nonce, from: w.name}
+	w.mu.Unlock()
+	inParallel(peers, joinParallelism, func(node string) {
+		if err := w.send(ml, node, hello); err != nil {
+			w.log.Debug("cannot greet member", "node", node, "error", err)
+		}
+	})
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	recheck := time.NewTicker(25 * time.Millisecond) // members that went away
+	defer recheck.Stop()
+	for {
+		silent := w.notWelcomed(peers)
+		if len(silent) == 0 {
+			return len(peers), nil
+		}
+		select {
+		case <-ctx.Done():
+			return len(peers), silent
+		case <-deadline.C:
+			return len(peers), silent
+		case <-w.arrived:
+		case <-recheck.C:
+		}
+	}
+}
+
+// notWelcomed returns the peers that are still staying members and have
+// not welcomed this node.
+func (w *welcomer) notWelcomed(peers []string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, p := range peers {
+		if !w.welcomed[p] && w.dir.isStaying(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// inParallel runs do for every item, at most parallel at a time.
+func inParallel[T any](items []T, parallel int, do func(T)) {
+	work := make(chan T)
+	var wg sync.WaitGroup
+	for range min(parallel, len(items)) {
+		wg.Go(func() {
+			for it := range work {
+				do(it)
+			}
+		})
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+}
+
+// signal wakes whoever waits on c, without blocking.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
