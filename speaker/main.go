@@ -195,6 +195,10 @@ func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelister
 	return members.New(members.Config{
 		NodeName: f.nodeName, BindAddr: bind, BindPort: f.memberlistPort, AdvertiseAddr: bind,
 		SecretKey: keys.Primary, OtherKeys: keys.Others, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
+		// the speaker calls Applied after each reconcile; an old owner keeps
+		// answering for release-grace, so a member that never welcomes this
+		// one must not hold it back that long
+		WelcomeAfterApplied: true, WelcomeTimeout: f.releaseGrace / 2,
 	})
 }
 

@@ -23,6 +23,16 @@ type Fences interface {
 	LiftFences() int
 }
 
+// Welcomes is the part of a member list (*members.Members) that tells a
+// starting member once this node has acted on its arrival: the speaker
+// reads Generation before it reads the member states of a decision and
+// calls Applied once the decision is applied (see internal/members'
+// welcome.go). The speaker uses it when its member list has it.
+type Welcomes interface {
+	Generation() uint64
+	Applied(gen uint64)
+}
+
 // BGP holds this node's BGP sessions and routes (*bgp.Speaker).
 type BGP interface {
 	Apply(ctx context.Context, d bgp.Desired) error

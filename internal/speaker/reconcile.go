@@ -25,6 +25,11 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	defer s.reconcileMu.Unlock()
 	start := time.Now()
 	defer func() { s.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
+	welcomes, _ := s.memberList().(Welcomes)
+	var gen uint64
+	if welcomes != nil {
+		gen = welcomes.Generation() // before any member state is read
+	}
 	st, _, err := s.state()
 	if err != nil {
 		return fmt.Errorf("reading state: %w", err)
@@ -36,6 +41,9 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	defer s.mu.Unlock()
 	held := s.currentHold()
 	s.reconcileL2(st, changes, start, isolated, held)
+	if welcomes != nil {
+		welcomes.Applied(gen) // the members that started are handed their addresses
+	}
 	if err := s.reconcileBGP(ctx, st, changes, held); err != nil {
 		return err
 	}
