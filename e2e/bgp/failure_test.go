@@ -186,12 +186,15 @@ func speakersBFDUp(l *lab.Lab, nodes []string) bool {
 func linkLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) time.Duration {
 	t.Helper()
 	others := slices.DeleteFunc(allNodes(l), func(n string) bool { return n == node })
+	// the link going down and the polls of the router's FIB are timed at
+	// the lab's CPU weight, as the router's own clock
+	defer l.AtLabWeight()()
 	start := time.Now()
 	if err := l.SetLink(context.Background(), node, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.SetLink(context.Background(), node, true) })
-	tick := time.NewTicker(5 * time.Millisecond)
+	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for range tick.C {
 		via := fibVia(t, l, prefix)

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,6 +153,51 @@ func (l *Lab) joinProcsCgroup(pid int) {
 // kubectl took 2.5 s to delete a Lease.
 func (l *Lab) RunAtLabWeight(pid int) { l.joinProcsCgroup(pid) }
 
+// AtLabWeight moves this test process (all its threads, and the children
+// it starts from now on) into the lab's process cgroup and returns a
+// function that moves it back. For a measurement that stands for the
+// network's own view of time, such as a router's FIB polled every few
+// milliseconds: from the test's cgroup, at 1/256 of the lab's weight, a
+// poll on a busy machine ran seconds late and counted that lateness as
+// the router's (a 3 s hold timer measured as 5.4 s in CI). Keep what
+// runs at this weight short: it competes with the cluster.
+func (l *Lab) AtLabWeight() (restore func()) {
+	from, err := ownCPUCgroup()
+	if err != nil {
+		l.log.Warn("test process keeps its CPU weight", "err", err)
+		return func() {}
+	}
+	l.joinProcsCgroup(os.Getpid())
+	return func() {
+		err := os.WriteFile(filepath.Join(from, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		if err != nil {
+			l.log.Warn("moving the test process back to its cgroup", "cgroup", from, "err", err)
+		}
+	}
+}
+
+// leaveCgroup moves this process to the root cpu cgroup if it is in dir.
+func leaveCgroup(dir string) {
+	if own, err := ownCPUCgroup(); err == nil && own == dir {
+		_ = os.WriteFile(filepath.Join(cgroupMount, "cpu", "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+}
+
+// ownCPUCgroup is the directory of this process's cgroup v1 cpu cgroup.
+func ownCPUCgroup() (string, error) {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "cpu") {
+			return filepath.Join(cgroupMount, "cpu", parts[2]), nil
+		}
+	}
+	return "", errors.New("no cgroup v1 cpu controller in /proc/self/cgroup")
+}
+
 // removeProcsCgroup kills what is left in the run's procsCgroup (by PID)
 // and removes it.
 func removeProcsCgroup(id string) []string {
@@ -159,6 +205,7 @@ func removeProcsCgroup(id string) []string {
 	if !exists(dir) {
 		return nil
 	}
+	leaveCgroup(dir) // a test process at the lab's weight (AtLabWeight) that never moved back
 	killCgroupTrees([]string{dir})
 	if err := removeCgroupDir(dir); err != nil {
 		return []string{"cgroup " + dir + ": " + err.Error()}

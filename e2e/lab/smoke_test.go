@@ -3,6 +3,7 @@ package lab_test
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -160,5 +161,42 @@ func TestExecAndStart(t *testing.T) {
 	}
 	if _, err := l.Exec(ctx, "nosuchhost", "true"); err == nil {
 		t.Error("Exec in an unknown host worked")
+	}
+}
+
+// TestAtLabWeight: the test process, and what it starts meanwhile, runs
+// in the lab's process cgroup until it moves back.
+func TestAtLabWeight(t *testing.T) {
+	l := lab.Shared(t)
+	ctx := ctxFor(t, time.Minute)
+	cpuCgroup := func(procCgroup string) string {
+		for _, line := range strings.Split(procCgroup, "\n") {
+			if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "cpu") {
+				return parts[2]
+			}
+		}
+		t.Fatalf("no cpu cgroup in %q", procCgroup)
+		return ""
+	}
+	own := func() string {
+		data, err := os.ReadFile("/proc/self/cgroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cpuCgroup(string(data))
+	}
+	before := own()
+	restore := l.AtLabWeight()
+	during := own()
+	child, err := l.Exec(ctx, "root", "cat", "/proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore()
+	if !strings.HasSuffix(during, "_lab") || cpuCgroup(child) != during {
+		t.Errorf("at the lab's weight the test is in cpu cgroup %q and its child in %q, want the lab's", during, cpuCgroup(child))
+	}
+	if after := own(); after != before {
+		t.Errorf("moved back to %q, want %q", after, before)
 	}
 }
