@@ -174,11 +174,11 @@ func (w *welcomer) sendLoop(ctx context.Context, ml *memberlist.Memberlist) {
 		out := w.outbox
 		w.outbox = nil
 		w.mu.Unlock()
-		for _, o := range out {
+		inParallel(out, joinParallelism, func(o outgoing) { // one unreachable member delays no other
 			if err := w.send(ml, o.to, o.msg); err != nil {
 				w.log.Debug("cannot welcome member", "node", o.to, "error", err)
 			}
-		}
+		})
 	}
 }
 
@@ -204,13 +204,13 @@ func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout
 	clear(w.welcomed)
 	hello := welcomeMsg{kind: kindHello, nonce: w.nonce, from: w.name}
 	w.mu.Unlock()
-	inParallel(peers, joinParallelism, func(node string) {
+	deadline := time.NewTimer(timeout) // from now: a member that cannot be reached costs no more
+	defer deadline.Stop()
+	go inParallel(peers, joinParallelism, func(node string) {
 		if err := w.send(ml, node, hello); err != nil {
 			w.log.Debug("cannot greet member", "node", node, "error", err)
 		}
 	})
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
 	recheck := time.NewTicker(25 * time.Millisecond) // members that went away
 	defer recheck.Stop()
 	for {
