@@ -107,8 +107,13 @@ func (h *Herald) DeleteLeader(ctx context.Context) (string, error) {
 // appears (looked for every 5 ms, long before it could sync and join),
 // and the kubelet restarts it with its CrashLoopBackOff delays. stop ends
 // that and returns how many processes were killed; StartSpeaker then
-// brings a Ready speaker back.
+// brings a Ready speaker back. Until stop, the test process runs at the
+// lab's CPU weight (Lab.AtLabWeight): from its own cgroup the 5 ms look
+// ran late on a busy machine, a speaker lived long enough to join and
+// claim an address, and its death left the address dark for the member
+// list's detection time (CI, 250 ms).
 func (h *Herald) CrashLoop(node string) (stop func() int) {
+	restore := h.Lab.AtLabWeight()
 	done, finished := make(chan struct{}), make(chan int)
 	go func() {
 		kills := 0
@@ -128,6 +133,8 @@ func (h *Herald) CrashLoop(node string) (stop func() int) {
 	}()
 	return func() int {
 		close(done)
-		return <-finished
+		kills := <-finished
+		restore()
+		return kills
 	}
 }

@@ -82,8 +82,9 @@ func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr,
 	f.doubled = len(after.Conflicts())
 	// The Service's condition names the node that took over, from its
 	// SpeakerStatus (the dead speaker's report stays until its Lease
-	// expires; the newer claim is the one named).
-	waitAnnouncedBy(t, l, vip, f.newOwner)
+	// expires; the newer claim is the one named), unless a SIGTERMed old
+	// owner is back already.
+	waitAnnouncedByNewOwner(t, l, vip, f.newOwner, f.oldOwner)
 	restore(t, l, h, f.oldOwner)
 	// the old owner still ranks first for the address: wait until it has
 	// taken it back, so the next measurement starts from a settled state
