@@ -77,7 +77,7 @@ func New(cfg Config) (*Members, error) {
 		_ = tr.Shutdown()
 		return nil, fmt.Errorf("members %s: start memberlist on %s:%d: %w", cfg.NodeName, cfg.BindAddr, tr.port(), err)
 	}
-	self := nodeAddrPort(m.ml.LocalNode()) // before any other node can make memberlist write it
+	self := nodeAddrPort(m.ml.LocalNode()) // read once: memberlist rewrites its *Node values (directory.go)
 	m.joiner = newJoiner(m.ml, m.log, self, dir, cfg.Timing.RejoinInterval, m.welcome, cfg.WelcomeTimeout, m.changed)
 	joinCtx, stopJoins := context.WithCancel(context.Background())
 	notifyCtx, stopNotify := context.WithCancel(context.Background())
