@@ -32,9 +32,9 @@ import (
 // is off), and the newcomer settles once every member it greeted has
 // welcomed it or is no longer a live member, or after Config.WelcomeTimeout
 // (a member of an earlier version ignores the hello). The timeout must
-// stay below the old owner's release grace, which started when it saw the
-// newcomer, before the hello: past it the old owner stops answering
-// whether or not the newcomer has announced.
+// stay below the old owner's release grace: an old owner that reconciled
+// at once, as early as the joins, started its grace then, and past it
+// stops answering whether or not the newcomer has announced.
 
 // Messages are memberlist user messages: a magic byte, a version, the
 // kind, the newcomer's nonce (a welcome echoes the hello's) and the
