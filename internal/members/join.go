@@ -179,3 +179,21 @@ func nodeAddrPort(n *memberlist.Node) netip.AddrPort {
 	}
 	return netip.AddrPortFrom(a.Unmap(), n.Port)
 }
+
+// inParallel runs do for every item, at most parallel at a time.
+func inParallel[T any](items []T, parallel int, do func(T)) {
+	work := make(chan T)
+	var wg sync.WaitGroup
+	for range min(parallel, len(items)) {
+		wg.Go(func() {
+			for it := range work {
+				do(it)
+			}
+		})
+	}
+	for _, it := range items {
+		work <- it
+	}
+	close(work)
+	wg.Wait()
+}

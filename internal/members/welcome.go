@@ -25,8 +25,9 @@ import (
 // machine, where a member's speaker reconciled 300 ms late: two nodes
 // answered side by side for 260-410 ms.
 //
-// So the newcomer greets every live member with a hello over the member
-// list's stream transport (encrypted like the rest). A member answers
+// So the newcomer greets every live member with a hello, a memberlist user
+// message in a UDP packet (encrypted like the rest), resent until
+// answered. A member answers
 // with a welcome once its owner has applied a decision that saw the
 // newcomer up (Members.Applied; at once when Config.WelcomeAfterApplied
 // is off), and the newcomer settles once every member it greeted has
@@ -174,11 +175,11 @@ func (w *welcomer) sendLoop(ctx context.Context, ml *memberlist.Memberlist) {
 		out := w.outbox
 		w.outbox = nil
 		w.mu.Unlock()
-		inParallel(out, joinParallelism, func(o outgoing) { // one unreachable member delays no other
+		for _, o := range out {
 			if err := w.send(ml, o.to, o.msg); err != nil {
 				w.log.Debug("cannot welcome member", "node", o.to, "error", err)
 			}
-		})
+		}
 	}
 }
 
@@ -187,13 +188,15 @@ func (w *welcomer) send(ml *memberlist.Memberlist, node string, m welcomeMsg) er
 	if !ok {
 		return errors.New("not a live member")
 	}
-	return ml.SendReliable(n, m.encode())
+	return ml.SendBestEffort(n, m.encode())
 }
 
 // greet sends a hello to every other live member that is not leaving and
 // waits until each has welcomed this node or is no longer such a member,
-// or until timeout or ctx ends. It returns how many it greeted and those
-// that did not welcome it.
+// or until timeout or ctx ends; a member that has not welcomed it yet is
+// greeted again every helloResend (the messages are UDP packets: a lost
+// one costs a resend, and none leaves a TCP connection in TIME_WAIT). It
+// returns how many it greeted and those that did not welcome it.
 func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout time.Duration) (int, []string) {
 	peers := w.dir.staying(w.name)
 	if len(peers) == 0 {
@@ -204,30 +207,37 @@ func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout
 	clear(w.welcomed)
 	hello := welcomeMsg{kind: kindHello, nonce: w.nonce, from: w.name}
 	w.mu.Unlock()
-	deadline := time.NewTimer(timeout) // from now: a member that cannot be reached costs no more
+	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	go inParallel(peers, joinParallelism, func(node string) {
-		if err := w.send(ml, node, hello); err != nil {
-			w.log.Debug("cannot greet member", "node", node, "error", err)
-		}
-	})
-	recheck := time.NewTicker(25 * time.Millisecond) // members that went away
-	defer recheck.Stop()
+	resend := time.NewTicker(helloResend)
+	defer resend.Stop()
+	silent := peers
 	for {
-		silent := w.notWelcomed(peers)
-		if len(silent) == 0 {
-			return len(peers), nil
+		for _, node := range silent {
+			if err := w.send(ml, node, hello); err != nil {
+				w.log.Debug("cannot greet member", "node", node, "error", err)
+			}
 		}
-		select {
-		case <-ctx.Done():
-			return len(peers), silent
-		case <-deadline.C:
-			return len(peers), silent
-		case <-w.arrived:
-		case <-recheck.C:
+		for wait := true; wait; {
+			select {
+			case <-ctx.Done():
+				return len(peers), w.notWelcomed(peers)
+			case <-deadline.C:
+				return len(peers), w.notWelcomed(peers)
+			case <-w.arrived:
+			case <-resend.C:
+				wait = false
+			}
+			if silent = w.notWelcomed(peers); len(silent) == 0 {
+				return len(peers), nil
+			}
 		}
 	}
 }
+
+// helloResend is how often a starting member greets again the members
+// that have not welcomed it.
+const helloResend = 100 * time.Millisecond
 
 // notWelcomed returns the peers that are still staying members and have
 // not welcomed this node.
@@ -241,24 +251,6 @@ func (w *welcomer) notWelcomed(peers []string) []string {
 		}
 	}
 	return out
-}
-
-// inParallel runs do for every item, at most parallel at a time.
-func inParallel[T any](items []T, parallel int, do func(T)) {
-	work := make(chan T)
-	var wg sync.WaitGroup
-	for range min(parallel, len(items)) {
-		wg.Go(func() {
-			for it := range work {
-				do(it)
-			}
-		})
-	}
-	for _, it := range items {
-		work <- it
-	}
-	close(work)
-	wg.Wait()
 }
 
 // signal wakes whoever waits on c, without blocking.
