@@ -54,7 +54,7 @@ func (h *hooks) NodeMeta(limit int) []byte {
 }
 
 // NotifyMsg receives the hellos and welcomes of starting members
-// (welcome.go), sent over the stream transport.
+// (welcome.go), sent as UDP packets.
 func (h *hooks) NotifyMsg(b []byte) { h.welcome.receive(b) }
 
 // GetBroadcasts and AckPayload: nothing is gossiped or piggybacked on
