@@ -138,7 +138,7 @@ func (l *Lab) joinProcsCgroup(pid int) {
 		err = os.WriteFile(filepath.Join(dir, "cpu.shares"), []byte(strconv.Itoa(l.opts.CPUShares)), 0o644)
 	}
 	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+		err = moveToCgroup(dir, pid)
 	}
 	if err != nil && !os.IsNotExist(err) {
 		l.log.Warn("lab process keeps the default CPU weight", "pid", pid, "err", err)
@@ -169,8 +169,7 @@ func (l *Lab) AtLabWeight() (restore func()) {
 	}
 	l.joinProcsCgroup(os.Getpid())
 	return func() {
-		err := os.WriteFile(filepath.Join(from, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
-		if err != nil {
+		if err := moveToCgroup(from, os.Getpid()); err != nil {
 			l.log.Warn("moving the test process back to its cgroup", "cgroup", from, "err", err)
 		}
 	}
@@ -179,8 +178,13 @@ func (l *Lab) AtLabWeight() (restore func()) {
 // leaveCgroup moves this process to the root cpu cgroup if it is in dir.
 func leaveCgroup(dir string) {
 	if own, err := ownCPUCgroup(); err == nil && own == dir {
-		_ = os.WriteFile(filepath.Join(cgroupMount, "cpu", "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+		_ = moveToCgroup(filepath.Join(cgroupMount, "cpu"), os.Getpid())
 	}
+}
+
+// moveToCgroup moves process pid (all its threads) into the cgroup dir.
+func moveToCgroup(dir string, pid int) error {
+	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
 }
 
 // ownCPUCgroup is the directory of this process's cgroup v1 cpu cgroup.

@@ -13,7 +13,7 @@ import (
 // memberlist hands out (Members, LocalNode) are its own, which its
 // goroutines rewrite when a node rejoins or changes its metadata: reading
 // their fields afterwards is a data race (the race detector found it in
-// the joiner and in SendReliable's use of them). The callbacks run with
+// the joiner, and in sending messages to them). The callbacks run with
 // memberlist's node lock held, so what is copied there is consistent.
 type directory struct {
 	mu      sync.Mutex

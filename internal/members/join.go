@@ -72,10 +72,7 @@ func (j *joiner) request(addrs []string) {
 	j.mu.Lock()
 	j.desired, j.requested = slices.Compact(parsed), true
 	j.mu.Unlock()
-	select {
-	case j.wake <- struct{}{}:
-	default:
-	}
+	signal(j.wake)
 }
 
 func parseJoinAddr(s string, defaultPort uint16) (netip.AddrPort, error) {

@@ -233,12 +233,7 @@ func (m *Members) observe(tr transition, changed bool) {
 	m.changed()
 }
 
-func (m *Members) changed() {
-	select {
-	case m.kick <- struct{}{}:
-	default:
-	}
-}
+func (m *Members) changed() { signal(m.kick) }
 
 // notifyLoop publishes the gauges and calls OnChange after each change.
 func (m *Members) notifyLoop(ctx context.Context) {

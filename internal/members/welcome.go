@@ -106,7 +106,8 @@ func newWelcomer(name string, b *book, dir *directory, log *slog.Logger, afterAp
 }
 
 // receive handles a user message. It runs on memberlist's goroutines and
-// only records: sending is sendLoop's.
+// only records: sending is sendLoop's, so that no packet is written under
+// w.mu or in memberlist's callbacks (flush runs in them).
 func (w *welcomer) receive(b []byte) {
 	m, err := decodeWelcomeMsg(b)
 	if err != nil || m.from == w.name {
@@ -211,26 +212,32 @@ func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout
 	defer deadline.Stop()
 	resend := time.NewTicker(helloResend)
 	defer resend.Stop()
-	silent := peers
+	w.sendHello(ml, peers, hello)
 	for {
-		for _, node := range silent {
-			if err := w.send(ml, node, hello); err != nil {
-				w.log.Debug("cannot greet member", "node", node, "error", err)
-			}
+		resendDue := false
+		select {
+		case <-ctx.Done():
+			return len(peers), w.notWelcomed(peers)
+		case <-deadline.C:
+			return len(peers), w.notWelcomed(peers)
+		case <-w.arrived:
+		case <-resend.C:
+			resendDue = true
 		}
-		for wait := true; wait; {
-			select {
-			case <-ctx.Done():
-				return len(peers), w.notWelcomed(peers)
-			case <-deadline.C:
-				return len(peers), w.notWelcomed(peers)
-			case <-w.arrived:
-			case <-resend.C:
-				wait = false
-			}
-			if silent = w.notWelcomed(peers); len(silent) == 0 {
-				return len(peers), nil
-			}
+		silent := w.notWelcomed(peers)
+		if len(silent) == 0 {
+			return len(peers), nil
+		}
+		if resendDue {
+			w.sendHello(ml, silent, hello)
+		}
+	}
+}
+
+func (w *welcomer) sendHello(ml *memberlist.Memberlist, to []string, hello welcomeMsg) {
+	for _, node := range to {
+		if err := w.send(ml, node, hello); err != nil {
+			w.log.Debug("cannot greet member", "node", node, "error", err)
 		}
 	}
 }
