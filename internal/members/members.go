@@ -85,7 +85,7 @@ func New(cfg Config) (*Members, error) {
 	m.wg.Go(func() { m.joiner.run(joinCtx) })
 	m.wg.Go(func() { m.notifyLoop(notifyCtx) })
 	m.wg.Go(func() { m.welcome.sendLoop(notifyCtx, m.ml) })
-	m.log.Info("member list started", "node", m.name, "address", self.String())
+	m.log.Info("member list started", "member", m.name, "address", self.String())
 	return m, nil
 }
 
@@ -175,7 +175,7 @@ func (m *Members) Leave(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("members %s: %w", m.name, err)
 	}
-	m.log.Info("left member list", "node", m.name)
+	m.log.Info("left member list", "member", m.name)
 	return nil
 }
 
@@ -218,7 +218,7 @@ func (m *Members) observe(tr transition, changed bool) {
 	}
 	if tr.from == Unknown && (tr.to == Dead || tr.to == Left) {
 		// another member's report (reports.go), not a failure seen here
-		m.log.Info("member reported gone by another member", "node", tr.node, "state", tr.to.String())
+		m.log.Info("member reported gone by another member", "member", tr.node, "state", tr.to.String())
 		m.changed()
 		return
 	}
@@ -228,7 +228,7 @@ func (m *Members) observe(tr transition, changed bool) {
 		level = slog.LevelWarn
 	}
 	m.log.Log(context.Background(), level, "member state changed",
-		"node", tr.node, "from", tr.from.String(), "to", tr.to.String())
+		"member", tr.node, "from", tr.from.String(), "to", tr.to.String())
 	m.welcome.flush()
 	m.changed()
 }

@@ -42,7 +42,7 @@ func TestCrashIsDetectedAsDead(t *testing.T) {
 	}
 	sawSuspect := 0
 	for _, m := range survivors {
-		sawSuspect += len(m.logs.matching("member state changed", "node=node-c", "to=suspect"))
+		sawSuspect += len(m.logs.matching("member state changed", "member=node-c", "to=suspect"))
 		waitMetrics(t, m, `
 # HELP herald_speaker_member_failures_total Nodes declared dead (stopped answering without leaving) as seen by this speaker.
 # TYPE herald_speaker_member_failures_total counter

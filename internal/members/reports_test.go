@@ -107,7 +107,7 @@ func TestMemberThatJoinsLaterLearnsAnEarlierDeath(t *testing.T) {
 	if got := d.State("node-c"); got != Dead {
 		t.Fatalf("node-d sees node-c %v once settled, want dead (reported)", got)
 	}
-	if got := d.logs.matching("member reported gone by another member", "node=node-c"); len(got) == 0 {
+	if got := d.logs.matching("member reported gone by another member", "member=node-c"); len(got) == 0 {
 		t.Errorf("node-d did not log the report: %s", d.logs.text())
 	}
 	if n := testutil.ToFloat64(d.metrics.failures); n != 0 {

@@ -76,7 +76,7 @@ func (l *simLog) Handle(_ context.Context, r slog.Record) error {
 	var node, to string
 	r.Attrs(func(a slog.Attr) bool {
 		switch a.Key {
-		case "node":
+		case "member":
 			node = a.Value.String()
 		case "to":
 			to = a.Value.String()

@@ -178,7 +178,7 @@ func (w *welcomer) sendLoop(ctx context.Context, ml *memberlist.Memberlist) {
 		w.mu.Unlock()
 		for _, o := range out {
 			if err := w.send(ml, o.to, o.msg); err != nil {
-				w.log.Debug("cannot welcome member", "node", o.to, "error", err)
+				w.log.Debug("cannot welcome member", "member", o.to, "error", err)
 			}
 		}
 	}
@@ -237,7 +237,7 @@ func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout
 func (w *welcomer) sendHello(ml *memberlist.Memberlist, to []string, hello welcomeMsg) {
 	for _, node := range to {
 		if err := w.send(ml, node, hello); err != nil {
-			w.log.Debug("cannot greet member", "node", node, "error", err)
+			w.log.Debug("cannot greet member", "member", node, "error", err)
 		}
 	}
 }
