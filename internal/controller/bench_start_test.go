@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -55,10 +57,10 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 		// The floor first, its Services deleted again before the
 		// controller's are created: creating a Service costs the test
 		// API server more the more exist (its ClusterIP allocation).
-		var floorCPU time.Duration
+		var floorCPU cpuAccount
 		probe := func() func() {
-			c0 := serverCPU(b)
-			return func() { floorCPU = serverCPU(b) - c0 }
+			c0 := readCPU(b)
+			return func() { floorCPU = readCPU(b).since(c0) }
 		}
 		floorOpts := floor.Options{Namespace: "apifloor", Services: n, Writers: benchWorkers(), IPv6: true, Probe: probe}
 		fl, err := floor.Measure(context.Background(), testenv.Shared(b).AdminConfig, floorOpts)
@@ -71,14 +73,14 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		cpu0 := serverCPU(b)
+		cpu0 := readCPU(b)
 		start := time.Now()
 		proc := e.startBinary("controller", append([]string{"--leader-elect=false"}, benchFlags()...)...)
 		profiled := cpuProfile(b)
 		w.waitAll(e, n, 300*time.Second)
 		total := time.Since(start)
 		profiled()
-		runCPU := serverCPU(b) - cpu0
+		runCPU := readCPU(b).since(cpu0)
 		assigned, err := apiRequests(context.Background(), b)
 		if err != nil {
 			b.Fatal(err)
@@ -96,10 +98,13 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 		b.ReportMetric(float64(logTime(proc.LogPath, "first status written").Sub(synced).Milliseconds()), "first-status-ms")
 		b.ReportMetric(last.Sub(first).Seconds(), "writes-s")
 		b.ReportMetric(float64(mem.RSS)/(1<<20), "rss-MiB")
-		b.ReportMetric(msPer(floorCPU, n), "floor-server-cpu-ms/write")
-		b.ReportMetric(msPer(runCPU, n), "server-cpu-ms/svc")
-		b.Logf("API server and etcd CPU: floor %s (%.2f ms a write); from controller start until all were assigned %s (%.2f ms a Service: its initial list, status writes, Events, and the watches of the controller and of this test); the controller's own CPU %s",
-			floorCPU.Round(time.Millisecond), msPer(floorCPU, n), runCPU.Round(time.Millisecond), msPer(runCPU, n), mem.CPU.Round(time.Millisecond))
+		b.ReportMetric(msPer(floorCPU.server, n), "floor-server-cpu-ms/write")
+		b.ReportMetric(msPer(runCPU.server, n), "server-cpu-ms/svc")
+		b.ReportMetric(msPer(floorCPU.machine, n), "floor-machine-cpu-ms/write")
+		b.ReportMetric(msPer(runCPU.machine, n), "machine-cpu-ms/svc")
+		b.ReportMetric(float64(runCPU.machine)/float64(floorCPU.machine), "x-floor-machine-cpu")
+		b.Logf("CPU a write, floor: %s; a Service, from controller start until all were assigned: %s, of which the controller %.2f ms (the server's share covers its initial list, status writes, Events, and the watches of the controller and of this test)",
+			floorCPU.per(n), runCPU.per(n), msPer(mem.CPU, n))
 		b.Logf("%s; controller (%d workers): all assigned %.1f× the floor; process start → informers starting %s → caches synced +%s → first address +%s → last address +%s; %s",
 			fl, benchWorkers(), total.Seconds()/fl.Write.Seconds(), began.Sub(start).Round(time.Millisecond), synced.Sub(began).Round(time.Millisecond),
 			first.Sub(synced).Round(time.Millisecond), last.Sub(first).Round(time.Millisecond), mem)
@@ -129,8 +134,9 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 
 // cpuProfile, with $HERALD_BENCH_CPUPROFILE set to a file and
 // HERALD_BENCH_FLAGS="--metrics-addr=127.0.0.1:<port> --profiling",
-// fetches a CPU profile of the controller's first seconds (from
-// /debug/pprof/profile, as soon as it answers) into that file; the
+// fetches a CPU profile of the controller's first 2 seconds
+// ($HERALD_BENCH_CPUPROFILE_SECONDS to change it; from /debug/pprof/profile,
+// as soon as it answers) into that file; the
 // returned function waits for it. Without them it does nothing.
 func cpuProfile(tb testing.TB) (wait func()) {
 	out := os.Getenv("HERALD_BENCH_CPUPROFILE")
@@ -146,7 +152,8 @@ func cpuProfile(tb testing.TB) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		url := "http://" + addr + "/debug/pprof/profile?seconds=2"
+		seconds := cmp.Or(os.Getenv("HERALD_BENCH_CPUPROFILE_SECONDS"), "2")
+		url := "http://" + addr + "/debug/pprof/profile?seconds=" + seconds
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			resp, err := http.Get(url)
 			if err != nil {
@@ -161,12 +168,45 @@ func cpuProfile(tb testing.TB) (wait func()) {
 			if err := os.WriteFile(out, data, 0o644); err != nil {
 				tb.Log(err)
 			}
-			tb.Logf("CPU profile of the controller's first 2 s in %s", out)
+			tb.Logf("CPU profile of the controller's first %s s in %s", seconds, out)
 			return
 		}
 		tb.Logf("CPU profile: %s never answered", url)
 	}()
 	return func() { <-done }
+}
+
+// cpuAccount is CPU time used on the machine, in all and by parts: with
+// every core busy during the floor and the controller's run (as on the
+// 2-core development machine), the ratio of their machine CPU per write is
+// the ratio their times tend to, without the moment-to-moment speed of the
+// API server that moves the times.
+type cpuAccount struct {
+	machine time.Duration // every process (/proc/stat, all but idle and iowait)
+	server  time.Duration // the shared API server and its etcd
+	test    time.Duration // this test process: the floor's writers, the watcher
+}
+
+func readCPU(tb testing.TB) cpuAccount {
+	machine, err := testenv.MachineCPU()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return cpuAccount{machine: machine, server: serverCPU(tb), test: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+}
+
+func (a cpuAccount) since(b cpuAccount) cpuAccount {
+	return cpuAccount{machine: a.machine - b.machine, server: a.server - b.server, test: a.test - b.test}
+}
+
+// per formats the account per one of n writes or Services, in ms.
+func (a cpuAccount) per(n int) string {
+	return fmt.Sprintf("machine %.2f ms (API server and etcd %.2f, this test %.2f, the rest %.2f)",
+		msPer(a.machine, n), msPer(a.server, n), msPer(a.test, n), msPer(a.machine-a.server-a.test, n))
 }
 
 // serverCPU is the CPU time the shared API server and its etcd have used:

@@ -54,3 +54,33 @@ func ProcessMemory(pid int) (Memory, error) {
 	}
 	return m, nil
 }
+
+// MachineCPU is the CPU time every process on the machine has used since
+// boot: the first line of /proc/stat, user, nice, system, irq and softirq
+// (clock ticks of 10 ms, summed over the CPUs; not idle, iowait nor the
+// time a hypervisor gave to others, steal).
+func MachineCPU() (time.Duration, error) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, fmt.Errorf("/proc/stat: unexpected first line %q", line)
+	}
+	var busy int64
+	// user nice system idle iowait irq softirq (guest and guest_nice are
+	// already counted in user and nice)
+	for i, v := range f[1:min(len(f), 8)] {
+		if i == 3 || i == 4 {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/stat: %q: %w", line, err)
+		}
+		busy += n
+	}
+	return time.Duration(busy) * 10 * time.Millisecond, nil
+}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestProcessMemoryOfSelf(t *testing.T) {
@@ -23,5 +24,29 @@ func TestProcessMemoryOfSelf(t *testing.T) {
 	}
 	if _, err := ProcessMemory(-1); err == nil {
 		t.Error("no error for a process that does not exist")
+	}
+}
+
+func TestMachineCPUCountsThisProcess(t *testing.T) {
+	before, err := MachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self0, _ := ProcessMemory(os.Getpid())
+	// spin until this process has used 100 ms more CPU (ticks of 10 ms)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if m, _ := ProcessMemory(os.Getpid()); m.CPU-self0.CPU >= 100*time.Millisecond {
+			break
+		}
+	}
+	self1, _ := ProcessMemory(os.Getpid())
+	after, err := MachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// the machine's ticks are sampled, a process's time is measured: allow
+	// two ticks between them
+	if used := self1.CPU - self0.CPU; after-before < used-20*time.Millisecond {
+		t.Errorf("the machine used %s while this process alone used %s", after-before, used)
 	}
 }
