@@ -101,7 +101,8 @@ func report(b *testing.B, what string, d []time.Duration) {
 
 // BenchmarkL2IdleSpeakerMemory restarts every speaker (L2 configuration, no
 // Service), waits until each sees all members, then samples their memory
-// for 10 s and prints the last and the largest sample of each.
+// for 10 s and prints the last and the largest sample of each, and the
+// memory of each speaker container's cgroup as the kubelet reports it.
 func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 	l, h := herald(b)
 	for _, n := range l.Nodes() {
@@ -132,8 +133,22 @@ func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 		}
 		last = m
 	}
+	var node1Set float64
 	for _, n := range l.Nodes() {
 		b.Logf("idle speaker on %s: %v; largest sample VmRSS %.1f MiB", n.Name, last[n.Name], float64(peak[n.Name].RSS)/(1<<20))
+		pid, err := h.Speakers[n.Name].PID()
+		if err != nil {
+			b.Fatal(err)
+		}
+		cg, err := testenv.ProcessCgroupMemory(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("its container's cgroup, as the kubelet reports it: working set %.1f MiB, usage %.1f MiB (%s)",
+			float64(cg.WorkingSet)/(1<<20), float64(cg.Usage)/(1<<20), cg.Path)
+		if n.Name == "node1" {
+			node1Set = float64(cg.WorkingSet) / (1 << 20)
+		}
 	}
 	n1, _ := l.Node("node1")
 	gm := scrape(b, fmt.Sprintf("%s:7472", n1.IPv4))
@@ -142,4 +157,5 @@ func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 		(gm["go_memstats_mspan_inuse_bytes"]+gm["go_memstats_mcache_inuse_bytes"]+gm["go_memstats_buck_hash_sys_bytes"]+gm["go_memstats_gc_sys_bytes"]+gm["go_memstats_other_sys_bytes"])/(1<<20),
 		gm["go_goroutines"])
 	b.ReportMetric(float64(last["node1"].RSS)/(1<<20), "rss-MiB")
+	b.ReportMetric(node1Set, "working-set-MiB")
 }

@@ -3,6 +3,8 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,4 +85,65 @@ func MachineCPU() (time.Duration, error) {
 		busy += n
 	}
 	return time.Duration(busy) * 10 * time.Millisecond, nil
+}
+
+// CgroupMemory is the memory of the cgroup a process is in, as the
+// kubelet reports a container's: Usage is what the cgroup is charged
+// (anonymous memory, page cache, kernel memory such as socket buffers),
+// WorkingSet is Usage less the inactive page cache (cAdvisor's
+// container_memory_working_set_bytes, what kubectl top shows).
+type CgroupMemory struct {
+	Path              string
+	Usage, WorkingSet int64
+}
+
+// ProcessCgroupMemory reads the memory of the cgroup pid is in, from the
+// cgroup v1 memory controller or the v2 unified hierarchy.
+func ProcessCgroupMemory(pid int) (CgroupMemory, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return CgroupMemory{}, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		switch {
+		case slices.Contains(strings.Split(f[1], ","), "memory"):
+			dir := filepath.Join("/sys/fs/cgroup/memory", f[2])
+			return readCgroupMemory(dir, "memory.usage_in_bytes", "total_inactive_file")
+		case f[0] == "0" && f[1] == "":
+			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", f[2], "memory.current")); err == nil {
+				return readCgroupMemory(filepath.Join("/sys/fs/cgroup", f[2]), "memory.current", "inactive_file")
+			}
+		}
+	}
+	return CgroupMemory{}, fmt.Errorf("no memory cgroup for process %d in /proc/%d/cgroup", pid, pid)
+}
+
+func readCgroupMemory(dir, usageFile, inactiveKey string) (CgroupMemory, error) {
+	m := CgroupMemory{Path: dir}
+	usage, err := os.ReadFile(filepath.Join(dir, usageFile))
+	if err != nil {
+		return m, err
+	}
+	if m.Usage, err = strconv.ParseInt(strings.TrimSpace(string(usage)), 10, 64); err != nil {
+		return m, fmt.Errorf("%s/%s: %w", dir, usageFile, err)
+	}
+	stat, err := os.ReadFile(filepath.Join(dir, "memory.stat"))
+	if err != nil {
+		return m, err
+	}
+	m.WorkingSet = m.Usage
+	for _, line := range strings.Split(string(stat), "\n") {
+		if v, ok := strings.CutPrefix(line, inactiveKey+" "); ok {
+			inactive, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return m, fmt.Errorf("%s/memory.stat: %q: %w", dir, line, err)
+			}
+			m.WorkingSet = max(0, m.Usage-inactive)
+		}
+	}
+	return m, nil
 }

@@ -50,3 +50,18 @@ func TestMachineCPUCountsThisProcess(t *testing.T) {
 		t.Errorf("the machine used %s while this process alone used %s", after-before, used)
 	}
 }
+
+func TestProcessCgroupMemoryOfSelf(t *testing.T) {
+	m, err := ProcessCgroupMemory(os.Getpid())
+	if err != nil {
+		t.Skipf("no memory cgroup to read here: %v", err)
+	}
+	self, err := ProcessMemory(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// this process's anonymous memory is charged to its cgroup
+	if m.Usage < self.Anon || m.WorkingSet > m.Usage || m.WorkingSet <= 0 {
+		t.Errorf("cgroup %s: usage %d, working set %d; this process alone has %d anonymous", m.Path, m.Usage, m.WorkingSet, self.Anon)
+	}
+}
