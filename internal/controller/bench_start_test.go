@@ -182,7 +182,7 @@ func cpuProfile(tb testing.TB) (wait func()) {
 // the ratio their times tend to, without the moment-to-moment speed of the
 // API server that moves the times.
 type cpuAccount struct {
-	machine time.Duration // every process (/proc/stat, all but idle and iowait)
+	machine time.Duration // every process (testenv.MachineCPU)
 	server  time.Duration // the shared API server and its etcd
 	test    time.Duration // this test process: the floor's writers, the watcher
 }
