@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // cgroupMount is where the root namespace has the cgroup v1 hierarchies.
@@ -188,19 +189,7 @@ func moveToCgroup(dir string, pid int) error {
 }
 
 // ownCPUCgroup is the directory of this process's cgroup v1 cpu cgroup.
-func ownCPUCgroup() (string, error) {
-	data, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return "", err
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) == 3 && slices.Contains(strings.Split(parts[1], ","), "cpu") {
-			return filepath.Join(cgroupMount, "cpu", parts[2]), nil
-		}
-	}
-	return "", errors.New("no cgroup v1 cpu controller in /proc/self/cgroup")
-}
+func ownCPUCgroup() (string, error) { return testenv.CgroupDir(os.Getpid(), "cpu") }
 
 // removeProcsCgroup kills what is left in the run's procsCgroup (by PID)
 // and removes it.

@@ -100,26 +100,51 @@ type CgroupMemory struct {
 // ProcessCgroupMemory reads the memory of the cgroup pid is in, from the
 // cgroup v1 memory controller or the v2 unified hierarchy.
 func ProcessCgroupMemory(pid int) (CgroupMemory, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if dir, err := CgroupDir(pid, "memory"); err == nil {
+		return readCgroupMemory(dir, "memory.usage_in_bytes", "total_inactive_file")
+	}
+	dir, err := CgroupDir(pid, "")
 	if err != nil {
 		return CgroupMemory{}, err
 	}
+	if _, err := os.Stat(filepath.Join(dir, "memory.current")); err != nil {
+		return CgroupMemory{}, fmt.Errorf("no memory cgroup for process %d: %w", pid, err)
+	}
+	return readCgroupMemory(dir, "memory.current", "inactive_file")
+}
+
+// unifiedMount is where the cgroup v2 hierarchy is mounted: at
+// /sys/fs/cgroup on a v2 machine, at /sys/fs/cgroup/unified beside the v1
+// controllers on a hybrid one.
+func unifiedMount() string {
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		return "/sys/fs/cgroup"
+	}
+	return "/sys/fs/cgroup/unified"
+}
+
+// CgroupDir is the directory under /sys/fs/cgroup of the cgroup process
+// pid is in, from /proc/PID/cgroup: for a cgroup v1 controller ("cpu",
+// "memory"), or with controller "" in the v2 unified hierarchy.
+func CgroupDir(pid int, controller string) (string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return "", err
+	}
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.SplitN(line, ":", 3)
-		if len(f) != 3 {
-			continue
-		}
 		switch {
-		case slices.Contains(strings.Split(f[1], ","), "memory"):
-			dir := filepath.Join("/sys/fs/cgroup/memory", f[2])
-			return readCgroupMemory(dir, "memory.usage_in_bytes", "total_inactive_file")
-		case f[0] == "0" && f[1] == "":
-			if _, err := os.Stat(filepath.Join("/sys/fs/cgroup", f[2], "memory.current")); err == nil {
-				return readCgroupMemory(filepath.Join("/sys/fs/cgroup", f[2]), "memory.current", "inactive_file")
-			}
+		case len(f) != 3:
+		case controller == "" && f[0] == "0" && f[1] == "":
+			return filepath.Join(unifiedMount(), f[2]), nil
+		case controller != "" && slices.Contains(strings.Split(f[1], ","), controller):
+			return filepath.Join("/sys/fs/cgroup", controller, f[2]), nil
 		}
 	}
-	return CgroupMemory{}, fmt.Errorf("no memory cgroup for process %d in /proc/%d/cgroup", pid, pid)
+	if controller == "" {
+		controller = "unified (v2)"
+	}
+	return "", fmt.Errorf("process %d is in no cgroup of the %s hierarchy (/proc/%d/cgroup)", pid, controller, pid)
 }
 
 func readCgroupMemory(dir, usageFile, inactiveKey string) (CgroupMemory, error) {

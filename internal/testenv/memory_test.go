@@ -2,6 +2,9 @@ package testenv
 
 import (
 	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,5 +66,26 @@ func TestProcessCgroupMemoryOfSelf(t *testing.T) {
 	// this process's anonymous memory is charged to its cgroup
 	if m.Usage < self.Anon || m.WorkingSet > m.Usage || m.WorkingSet <= 0 {
 		t.Errorf("cgroup %s: usage %d, working set %d; this process alone has %d anonymous", m.Path, m.Usage, m.WorkingSet, self.Anon)
+	}
+}
+
+func TestCgroupDirOfSelf(t *testing.T) {
+	found := 0
+	for _, controller := range []string{"cpu", "memory", ""} {
+		dir, err := CgroupDir(os.Getpid(), controller)
+		if err != nil {
+			continue // not this machine's hierarchy
+		}
+		found++
+		procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			t.Fatalf("%q: %v", controller, err)
+		}
+		if !slices.Contains(strings.Fields(string(procs)), strconv.Itoa(os.Getpid())) {
+			t.Errorf("%q: this process is not in %s/cgroup.procs", controller, dir)
+		}
+	}
+	if found == 0 {
+		t.Skip("no cgroup hierarchy here")
 	}
 }
