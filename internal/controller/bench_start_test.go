@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -192,11 +191,11 @@ func readCPU(tb testing.TB) cpuAccount {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	self, err := testenv.ProcessMemory(os.Getpid())
+	if err != nil {
 		tb.Fatal(err)
 	}
-	return cpuAccount{machine: machine, server: serverCPU(tb), test: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	return cpuAccount{machine: machine, server: serverCPU(tb), test: self.CPU}
 }
 
 func (a cpuAccount) since(b cpuAccount) cpuAccount {
