@@ -105,8 +105,9 @@ func LargeClusterTiming() Timing {
 // with the load at the members' own priority the members fell behind on
 // their probes and the cluster collapsed into false deaths, where
 // LargeClusterTiming held (on the machine of 2026-12-04; on that of
-// 2026-12-07 both collapsed at equal priority, docs/operations.md). On 3 nodes: detection p50 0.46 s, p99 0.67 s
-// (BenchmarkDetect), and no suspicion in BenchmarkFalseSuspicion.
+// 2026-12-07 both collapsed at equal priority, docs/operations.md). On 3
+// nodes: detection p50 0.46 s, p99 0.67 s (BenchmarkDetect), and no
+// suspicion in BenchmarkFalseSuspicion.
 func FastLargeClusterTiming() Timing {
 	t := LargeClusterTiming()
 	t.ProbeInterval = 120 * time.Millisecond
