@@ -174,8 +174,11 @@ func (b *leaseBook) store(nodes []string, got map[string]*coordinationv1.Lease, 
 		wasRenewed := b.renewedLocked(n)
 		b.read[n] = got[n]
 		f := k8s.LeaseFresh(got[n], now)
+		// A first read always counts as a change: before it a node was
+		// unread, which keeps an isolated node's dead members up (live),
+		// and a stale first Lease turns them down as a fresh one does.
 		if was, ok := b.fresh[n]; !ok || was != f {
-			changed = changed || f || ok
+			changed = true
 			b.fresh[n] = f
 		}
 		if _, ok := b.first[n]; !ok {

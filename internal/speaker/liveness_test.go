@@ -192,6 +192,32 @@ func TestLiveAloneAfterTheLastMemberLeft(t *testing.T) {
 	}
 }
 
+// TestIsolatedStaleLeaseReadIsAChange: cut off from every other member,
+// node1 keeps a dead member up until its Lease is read; a first read that
+// finds the Lease already stale turns it down, and must be reported as a
+// change so that its addresses are reconciled at once rather than when
+// its Node turns NotReady.
+func TestIsolatedStaleLeaseReadIsAChange(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Dead}}
+	s, _ := livenessSpeaker(t, &now, ml, lease("node2", now.Add(-20*time.Second), 15))
+	if !s.observeLiveness(nodeList("node1", "node2")) {
+		t.Fatal("not isolated with the only other member dead")
+	}
+	if !s.live("node2") {
+		t.Fatal("isolated: node2 down before its Lease was read")
+	}
+	if !s.leases.poll(context.Background()) {
+		t.Error("a first read that turns node2 down is not reported as a change")
+	}
+	if s.live("node2") {
+		t.Error("isolated: node2 up after its stale Lease was read")
+	}
+	if s.leases.poll(context.Background()) {
+		t.Error("a second read that changes nothing is reported as a change")
+	}
+}
+
 // TestLiveSelfOnlyOnceSynced: this node counts itself alive only once its
 // caches synced, and not while leaving.
 func TestLiveSelfOnlyOnceSynced(t *testing.T) {
