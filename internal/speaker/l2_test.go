@@ -7,7 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
+
+	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 	"github.com/herald-lb/herald/internal/layer2"
 )
 
@@ -194,5 +198,33 @@ func TestPlanWantIsWhatTheNodeAnswers(t *testing.T) {
 		if len(p.want) != len(l.owned)+len(l.releasing) {
 			t.Fatalf("step %d: want has %d addresses, the node owns %d and hands over %d", step, len(p.want), len(l.owned), len(l.releasing))
 		}
+	}
+}
+
+// ifaceL2 reports the interfaces the test sets as still answering.
+type ifaceL2 struct{ answering []string }
+
+func (l *ifaceL2) SetAnnouncements([]layer2.Announcement) {}
+func (l *ifaceL2) Interfaces(netip.Addr) []string         { return l.answering }
+
+// TestYieldedPerInterface: an address handed over on two interfaces is
+// taken over on each separately; the hand-over ends only when the new
+// owner has announced itself on both, not at its first announcement.
+func TestYieldedPerInterface(t *testing.T) {
+	l2 := &ifaceL2{answering: []string{"eth0", "eth1"}}
+	s, err := New(leantest.FromClientsets(fake.NewClientset(), heraldfake.NewClientset(), testNS), Options{NodeName: "node1", Namespace: testNS, L2: l2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.l2.releasing[vip] = &release{newOwner: "node2", since: time.Unix(1000, 0)}
+	l2.answering = []string{"eth1"} // taken over on eth0 only
+	s.Yielded(vip)
+	if s.l2.releasing[vip].takenOver {
+		t.Fatal("hand-over ended after the takeover on eth0 while eth1 still answers")
+	}
+	l2.answering = nil // and on eth1
+	s.Yielded(vip)
+	if !s.l2.releasing[vip].takenOver {
+		t.Error("hand-over not ended once no interface answers")
 	}
 }

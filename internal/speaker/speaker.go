@@ -209,8 +209,14 @@ func (s *Speaker) syncCaches(ctx context.Context) bool {
 func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 
 // Yielded records that another node took over an address this node was
-// handing over (the L2 backend saw its gratuitous announcement).
+// handing over (the L2 backend saw its gratuitous announcement). The
+// backend stops answering on the interface where it saw it; the hand-over
+// ends only once no interface still answers (an address announced on two
+// links is taken over on each separately).
 func (s *Speaker) Yielded(ip netip.Addr) {
+	if s.opts.L2 != nil && len(s.opts.L2.Interfaces(ip)) > 0 {
+		return
+	}
 	s.mu.Lock()
 	s.l2.yielded(ip)
 	s.mu.Unlock()
