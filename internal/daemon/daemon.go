@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,13 +41,6 @@ func SignalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 }
 
-// Health is a readiness flag served on /readyz; /healthz answers while the
-// process runs.
-type Health struct{ ready atomic.Bool }
-
-// SetReady sets the readiness answer.
-func (h *Health) SetReady(ready bool) { h.ready.Store(ready) }
-
 // Serve serves /metrics from reg on metricsAddr and /healthz, /readyz on
 // healthAddr (the same server when the addresses are equal; an empty
 // address disables that endpoint) until ctx ends. With profiling, Go's
@@ -75,14 +67,8 @@ func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *H
 	}
 	if healthAddr != "" {
 		m := mux(healthAddr)
-		m.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		m.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			if !h.ready.Load() {
-				http.Error(w, "not ready", http.StatusServiceUnavailable)
-				return
-			}
-			fmt.Fprintln(w, "ok")
-		})
+		m.HandleFunc("/healthz", h.healthz)
+		m.HandleFunc("/readyz", h.readyz)
 	}
 	for addr, m := range muxes {
 		l, err := net.Listen("tcp", addr)
@@ -92,7 +78,10 @@ func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *H
 		srv := &http.Server{Handler: m, ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "addr", addr, "error", err)
+				// Not only logged: the liveness probe restarts the process
+				// (through the other server, or by not reaching this one).
+				log.Error("http server stopped", "addr", addr, "error", err)
+				h.Fail("http server "+addr, err.Error())
 			}
 		}()
 		go func() {
