@@ -24,7 +24,7 @@ type flags struct {
 	suspicionMult                                                      int
 	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
 	statusInterval                                                     time.Duration
-	podName                                                            string
+	podName, podUID                                                    string
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
 	ignoreExcludeLB                                                    bool
@@ -60,6 +60,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.leaseRenew, "lease-renew", speaker.DefaultLeaseRenew, "how often the speaker renews its liveness Lease herald-speaker-<node> once synced (it lasts three renewals): one API write per renewal per node")
 	fs.DurationVar(&f.statusInterval, "status-interval", speaker.DefaultStatusInterval, "least time between two writes of this node's SpeakerStatus (written only when what the node announces changed; changes within the interval become one write)")
 	fs.StringVar(&f.podName, "pod-name", os.Getenv("POD_NAME"), "this speaker's Pod, shown in its SpeakerStatus (default $POD_NAME, set from the downward API)")
+	fs.StringVar(&f.podUID, "pod-uid", os.Getenv("POD_UID"), "this speaker's Pod's UID, so that kubectl describe pod shows the events about its start (default $POD_UID, set from the downward API)")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return f, err

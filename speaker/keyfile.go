@@ -1,18 +1,15 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/wait"
 	corelisters "k8s.io/client-go/listers/core/v1"
 
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/members"
 )
 
@@ -35,75 +32,61 @@ type keySource struct {
 	Secrets corelisters.SecretNamespaceLister
 }
 
-// errNoKeyYet: neither the file nor the Secret holds a key yet.
+// errNoKeyYet: neither the file nor the Secret holds a key yet, a
+// condition that resolves by itself (the controller creates the Secret).
 var errNoKeyYet = errors.New("no key yet")
 
-// read returns the keys, where they came from, errNoKeyYet (wrapped with
-// why) while there are none, or any other error for a malformed key.
+// read returns the keys and where they came from. Its errors are
+// classified: errNoKeyYet (wrapped with why) while there is no key yet,
+// which resolves by itself; any other error (a malformed key, an
+// unreadable file) is marked daemon.Permanent: only an operator fixes it.
+//
+// A malformed file with a well-formed key in the Secret takes the
+// Secret's: the operator fixed the Secret and the kubelet has not
+// refreshed the volume yet.
 func (k keySource) read() (members.Keys, string, error) {
 	keys, err := members.ReadKeyFile(k.File)
 	if err == nil {
 		return keys, "file", nil
 	}
+	fileErr := err
 	if !errors.Is(err, fs.ErrNotExist) {
-		return keys, "", err
+		if sk, serr := k.fromSecret(); serr == nil {
+			return sk, "Secret (the file's key is malformed)", nil
+		}
+		return keys, "", daemon.Permanent(err)
 	}
-	if k.Secret == "" || k.Secrets == nil {
-		return keys, "", fmt.Errorf("%w: %w", errNoKeyYet, err)
-	}
-	sec, serr := k.Secrets.Get(k.Secret)
+	keys, err = k.fromSecret()
 	switch {
-	case apierrors.IsNotFound(serr):
-		return keys, "", fmt.Errorf("%w: %w; Secret %s/%s not found", errNoKeyYet, err, k.Namespace, k.Secret)
-	case serr != nil:
-		return keys, "", fmt.Errorf("%w: %w; Secret %s/%s: %w", errNoKeyYet, err, k.Namespace, k.Secret, serr)
+	case err == nil:
+		return keys, "Secret", nil
+	case errors.Is(err, errNoKeyYet):
+		return keys, "", fmt.Errorf("%w; %w", fileErr, err)
+	}
+	return keys, "", err
+}
+
+// fromSecret reads the key from the Secret in the cache: errNoKeyYet while
+// it is missing or empty, a Permanent error when it is malformed.
+func (k keySource) fromSecret() (members.Keys, error) {
+	if k.Secret == "" || k.Secrets == nil {
+		return members.Keys{}, fmt.Errorf("%w (no --memberlist-secret to read it from)", errNoKeyYet)
+	}
+	sec, err := k.Secrets.Get(k.Secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return members.Keys{}, fmt.Errorf("%w: Secret %s/%s not found", errNoKeyYet, k.Namespace, k.Secret)
+	case err != nil:
+		return members.Keys{}, fmt.Errorf("%w: Secret %s/%s: %w", errNoKeyYet, k.Namespace, k.Secret, err)
 	}
 	data := sec.Data[heraldv1.MemberlistSecretKey]
 	if len(data) == 0 {
 		// The controller repairs an empty key; the file would be empty too.
-		return keys, "", fmt.Errorf("%w: %w; Secret %s/%s has no data under %q", errNoKeyYet, err, k.Namespace, k.Secret, heraldv1.MemberlistSecretKey)
+		return members.Keys{}, fmt.Errorf("%w: Secret %s/%s has no data under %q", errNoKeyYet, k.Namespace, k.Secret, heraldv1.MemberlistSecretKey)
 	}
-	keys, err = members.ParseKeys(data)
+	keys, err := members.ParseKeys(data)
 	if err != nil {
-		return keys, "", fmt.Errorf("Secret %s/%s, key %q: %w", k.Namespace, k.Secret, heraldv1.MemberlistSecretKey, err)
+		return keys, daemon.Permanent(fmt.Errorf("Secret %s/%s, key %q: %w", k.Namespace, k.Secret, heraldv1.MemberlistSecretKey, err))
 	}
-	return keys, "Secret", nil
-}
-
-// waitForKey reads the member-list key, waiting up to timeout for the file
-// or the Secret to hold one. A malformed key, in the file or in the
-// Secret, fails at once.
-func waitForKey(ctx context.Context, src keySource, interval, timeout time.Duration, log *slog.Logger) (members.Keys, error) {
-	var keys members.Keys
-	var from string
-	var last error
-	warned := false
-	err := wait.PollUntilContextTimeout(ctx, interval, timeout, true, func(context.Context) (bool, error) {
-		keys, from, last = src.read()
-		switch {
-		case last == nil:
-			return true, nil
-		case errors.Is(last, errNoKeyYet):
-			if !warned {
-				log.Warn("member-list key not there yet; waiting for the Secret to be created", "file", src.File, "secret", src.Secret, "timeout", timeout, "why", last)
-				warned = true
-			}
-			return false, nil
-		default:
-			return false, last
-		}
-	})
-	switch {
-	case err == nil:
-	case errors.Is(last, errNoKeyYet):
-		return keys, fmt.Errorf("waited %s: %w", timeout, last)
-	case last != nil:
-		return keys, last
-	default:
-		return keys, err
-	}
-	if from == "Secret" {
-		log.Info("member-list key read from its Secret; the kubelet has not filled the volume yet", "secret", src.Secret, "file", src.File)
-	}
-	return keys, err
+	return keys, nil
 }

@@ -20,9 +20,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
@@ -132,7 +132,7 @@ func run(f flags) error {
 	if f.memberlist {
 		opts.StartMembers = func(ctx context.Context, secrets corelisters.SecretNamespaceLister) (speaker.Liveness, error) {
 			var err error
-			ml, err = startMembers(ctx, api.Nodes, secrets, f, log, reg, trigger)
+			ml, err = startMembers(ctx, api.Nodes, secrets, f, log, reg, health, rec, trigger)
 			return ml, err
 		}
 		defer func() {
@@ -151,88 +151,103 @@ func run(f flags) error {
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
+	// No error of a part that stopped is only logged: it stops the
+	// speaker (after handing its addresses over, as at SIGTERM) and the
+	// process exits non-zero with it, for the kubelet to restart.
+	stopped := make(chan componentError, 4)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := l2.Run(runCtx); err != nil {
-			log.Error("L2 announcer stopped", "error", err)
+			stopped <- componentError{"layer2", err}
 		}
 	})
 	wg.Go(func() {
 		if err := s.Run(runCtx); err != nil {
-			log.Error("speaker stopped", "error", err)
+			stopped <- componentError{"speaker", err}
 		}
 	})
 	// /readyz follows the speaker's own readiness (synced, member list
-	// settled, BGP sessions attempted).
-	wg.Go(func() { followReadiness(runCtx, health, s) })
+	// settled, BGP sessions attempted); a failed L2 announcer stops it.
+	wg.Go(func() { followHealth(runCtx, health, s, l2, stopped) })
 	log.Info("started", "memberlist", f.memberlist)
-	<-sigCtx.Done()
+	var failed error
+	select {
+	case <-sigCtx.Done():
+	case c := <-stopped:
+		// /healthz names it at once; the liveness probe restarts the
+		// container should the hand-over below hang.
+		health.Fail(c.component, c.err.Error())
+		failed = c
+		log.Error("a part of the speaker stopped working: handing the addresses over and exiting", "component", c.component, "error", c.err)
+	}
 	health.SetReady(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
 	defer cancel()
 	s.Shutdown(shutdownCtx)
 	cancelRun()
 	wg.Wait()
-	return nil
+	return failed
 }
 
-// startMembers starts the member list on the node's address, or returns
-// nil when it is disabled.
-func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelisters.SecretNamespaceLister, f flags, log *slog.Logger, reg prometheus.Registerer, onChange func()) (*members.Members, error) {
+// componentError is a part of the speaker that stopped working.
+type componentError struct {
+	component string
+	err       error
+}
+
+func (c componentError) Error() string {
+	switch c.component {
+	case "layer2":
+		return "L2 announcer failed: " + c.err.Error()
+	case "bgp":
+		return "BGP speaker failed: " + c.err.Error()
+	}
+	return c.err.Error()
+}
+
+func (c componentError) Unwrap() error { return c.err }
+
+// startMembers starts the member list on the node's address (see
+// memberStart.start).
+func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelisters.SecretNamespaceLister, f flags, log *slog.Logger, reg prometheus.Registerer,
+	health *daemon.Health, rec record.EventRecorder, onChange func()) (*members.Members, error) {
 	// Right after an install the key may not be there yet (the controller
 	// creates the Secret); the file and the cache are local reads.
-	src := keySource{File: f.memberlistKeyFile, Secret: f.memberlistSecret, Namespace: f.namespace, Secrets: secrets}
-	keys, err := waitForKey(ctx, src, 250*time.Millisecond, 5*time.Minute, log)
-	if err != nil {
-		return nil, fmt.Errorf("member-list key (--memberlist-key-file, mounted from the Secret --memberlist-secret=%q): %w", f.memberlistSecret, err)
-	}
-	bind := f.memberlistBindAddr
-	if bind == "" {
-		if bind, err = nodeAddress(ctx, nodes, f.nodeName); err != nil {
-			return nil, err
-		}
-	}
-	return members.New(members.Config{
-		NodeName: f.nodeName, BindAddr: bind, BindPort: f.memberlistPort, AdvertiseAddr: bind,
-		SecretKey: keys.Primary, OtherKeys: keys.Others, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
-		// the speaker calls Applied after each reconcile; an old owner keeps
-		// answering for release-grace, so a member that never welcomes this
-		// one must not hold it back that long
-		WelcomeAfterApplied: true, WelcomeTimeout: f.releaseGrace / 2,
-	})
+	return memberStart{
+		Key:   keySource{File: f.memberlistKeyFile, Secret: f.memberlistSecret, Namespace: f.namespace, Secrets: secrets},
+		Nodes: nodes, NodeName: f.nodeName, BindAddr: f.memberlistBindAddr, Port: f.memberlistPort,
+		Log: log, Health: health, Recorder: rec, Pod: podRef(f),
+		Config: func(bind string, keys members.Keys) members.Config {
+			return members.Config{
+				NodeName: f.nodeName, BindAddr: bind, BindPort: f.memberlistPort, AdvertiseAddr: bind,
+				SecretKey: keys.Primary, OtherKeys: keys.Others, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
+				// the speaker calls Applied after each reconcile; an old owner keeps
+				// answering for release-grace, so a member that never welcomes this
+				// one must not hold it back that long
+				WelcomeAfterApplied: true, WelcomeTimeout: f.releaseGrace / 2,
+			}
+		},
+	}.start(ctx)
 }
 
-// nodeAddress waits for the node's Node object and returns its first
-// InternalIP (IPv4 preferred).
-func nodeAddress(ctx context.Context, nodes lean.NodeClient, name string) (string, error) {
-	var addr string
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		n, err := nodes.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		for _, a := range n.Status.Addresses {
-			if a.Type != corev1.NodeInternalIP {
-				continue
-			}
-			if ip, err := netip.ParseAddr(a.Address); err == nil && (addr == "" || ip.Is4()) {
-				addr = a.Address
-			}
-		}
-		return addr != "", nil
-	})
-	if err != nil {
-		return "", fmt.Errorf("node %s has no InternalIP address to bind the member list to (set --memberlist-bind-addr): %w", name, err)
-	}
-	return addr, nil
+// podRef is this speaker's Pod, which its start events are about (kubectl
+// describe pod finds them by its UID).
+func podRef(f flags) corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: f.namespace, Name: f.podName, UID: types.UID(f.podUID)}
 }
 
-// followReadiness copies the speaker's readiness to /readyz until ctx ends.
-func followReadiness(ctx context.Context, h *daemon.Health, s *speaker.Speaker) {
+// followHealth copies the speaker's readiness to /readyz until ctx ends,
+// and reports an L2 announcer that stopped working to stopped, once.
+func followHealth(ctx context.Context, h *daemon.Health, s *speaker.Speaker, l2 *layer2.Announcer, stopped chan<- componentError) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
+	reported := false
 	for {
 		h.SetReady(s.Ready())
+		if err := l2.Failure(); err != nil && !reported {
+			reported = true
+			stopped <- componentError{"layer2", err}
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -55,7 +55,9 @@ type Announcer struct {
 	// for its read loop to end (a deadlock, seen in CI).
 	running atomic.Pointer[map[responderKey]*responder]
 	warned  map[warning]bool // problems already logged
-	runCtx  context.Context  // non-nil while Run runs
+	// netlink is the run of failures of the netlink subscription.
+	netlink trouble
+	runCtx  context.Context // non-nil while Run runs
 }
 
 type responderKey struct {

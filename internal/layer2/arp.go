@@ -84,11 +84,12 @@ func (p *arpProto) readLoop(ctx context.Context) {
 	buf := make([]byte, arpReadBuffer)
 	for {
 		if err := p.readOne(ctx, buf); err != nil {
-			if !readFailed(ctx, p.spec.log, bo, err) {
+			if !p.spec.readFailed(ctx, bo, err) {
 				return
 			}
 			continue
 		}
+		p.spec.socketWorked(opKindRead)
 		bo.reset()
 	}
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// the fence's decision: won (this node keeps answering) or not (it
 	// stopped).
 	OnConflict func(vip netip.Addr, iface string, by net.HardwareAddr, won bool)
+	// FailAfter is how long a socket may keep failing before Failure
+	// reports the announcer failed. 0 means DefaultFailAfter.
+	FailAfter time.Duration
 }
 
 // Defaults of the periodic refresh and the fence.
@@ -126,6 +129,9 @@ func (cfg Config) withDefaults() (Config, error) {
 		if _, err := path.Match(p, ""); err != nil {
 			return cfg, fmt.Errorf("exclude interface pattern %q: %w", p, err)
 		}
+	}
+	if cfg.FailAfter <= 0 {
+		cfg.FailAfter = DefaultFailAfter
 	}
 	if cfg.Refresh == 0 {
 		cfg.Refresh = DefaultRefresh

@@ -155,11 +155,12 @@ func (p *ndpProto) readLoop(ctx context.Context) {
 	buf := make([]byte, p.mtu+ethHeaderLen)
 	for {
 		if err := p.readOne(ctx, buf); err != nil {
-			if !readFailed(ctx, p.spec.log, bo, err) {
+			if !p.spec.readFailed(ctx, bo, err) {
 				return
 			}
 			continue
 		}
+		p.spec.socketWorked(opKindRead)
 		bo.reset()
 	}
 }

@@ -94,6 +94,9 @@ type responderSpec struct {
 	grat    GratuitousConfig
 	// delays records how late answers were; startResponder sets it.
 	delays *answerDelays
+	// troubles are the runs of failures of the responder's sockets (see
+	// Announcer.Failure); startResponder sets it.
+	troubles *socketTroubles
 }
 
 // responder answers one protocol on one interface. Its goroutine opens the
@@ -108,6 +111,8 @@ type responder struct {
 	wg     sync.WaitGroup
 	nudges chan struct{}
 	ready  chan struct{}
+	// troubles: see responderSpec.troubles.
+	troubles socketTroubles
 
 	mu     sync.Mutex
 	bursts map[netip.Addr]*burst
@@ -130,6 +135,7 @@ func startResponder(parent context.Context, spec responderSpec) responderHandle 
 		bursts: map[netip.Addr]*burst{},
 	}
 	spec.sending = &r.sending
+	spec.troubles = &r.troubles
 	spec.delays = newAnswerDelays(spec.log, spec.metrics.answerDelay.WithLabelValues(spec.iface, spec.proto))
 	r.spec = spec
 	if spec.proto == protoARP {
@@ -170,8 +176,10 @@ func (r *responder) openWithRetry() bool {
 	for attempt := 1; ; attempt++ {
 		err := r.open()
 		if err == nil {
+			r.spec.socketWorked(opKindOpen)
 			return true
 		}
+		r.spec.socketFailed(opKindOpen, err)
 		switch attempt {
 		case 1:
 			r.log.Info("responder not ready, retrying", "error", err)
@@ -327,8 +335,10 @@ func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, e
 	// both this node and a releasing one that has already yielded.
 	r.spec.announced(vip)
 	if err := r.p.gratuitous(vip); err != nil {
+		r.spec.socketFailed(opKindSend, err)
 		return true, err
 	}
+	r.spec.socketWorked(opKindSend)
 	r.spec.metrics.gratuitous.WithLabelValues(r.spec.iface, r.spec.proto).Inc()
 	return true, nil
 }
@@ -345,8 +355,10 @@ func (s responderSpec) sendAnswer(vip netip.Addr, received time.Time, send func(
 		return false, nil
 	}
 	if err := send(); err != nil {
+		s.socketFailed(opKindSend, err)
 		return true, err
 	}
+	s.socketWorked(opKindSend)
 	s.metrics.responses.WithLabelValues(s.iface, s.proto).Inc()
 	return true, nil
 }
@@ -377,10 +389,12 @@ func (s responderSpec) countMalformed(err error) {
 // when the responder is closing (the error is the socket being closed: the
 // libraries' errors for that are not errors.Is net.ErrClosed); otherwise it
 // logs and pauses, so a persistent error does not spin.
-func readFailed(ctx context.Context, log *slog.Logger, bo *backoff, err error) bool {
+func (s responderSpec) readFailed(ctx context.Context, bo *backoff, err error) bool {
 	if ctx.Err() != nil {
 		return false
 	}
+	log := s.log
+	s.socketFailed(opKindRead, err)
 	if errors.Is(err, syscall.ENETDOWN) {
 		// The link went down; the announcer closes this responder.
 		log.Debug("reading packets failed", "error", err)

@@ -35,6 +35,7 @@ func (a *Announcer) Run(ctx context.Context) error {
 		if first && !t.listed {
 			return fmt.Errorf("layer2: follow interfaces: %w", err)
 		}
+		a.netlink.fail(time.Now(), err)
 		if time.Since(began) > stableAfter {
 			bo.reset()
 		}
@@ -76,6 +77,7 @@ func (a *Announcer) follow(ctx context.Context, t *linkTable) error {
 	if err := relist(t); err != nil {
 		return err
 	}
+	a.netlink.ok()
 	a.publish(t.snapshot())
 	for {
 		// Apply everything queued before reconciling, so that a link
