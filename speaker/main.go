@@ -243,6 +243,12 @@ func followHealth(ctx context.Context, h *daemon.Health, s *speaker.Speaker, l2 
 	defer t.Stop()
 	reported := false
 	for {
+		// /readyz names why the speaker is not ready
+		if why := s.NotReadyReason(); why != "" {
+			h.Wait("speaker", why)
+		} else {
+			h.Done("speaker")
+		}
 		h.SetReady(s.Ready())
 		if err := l2.Failure(); err != nil && !reported {
 			reported = true

@@ -90,13 +90,14 @@ func (r *leaseRenewer) release(ctx context.Context) error {
 	return err
 }
 
-// run renews every interval until ctx ends.
-func (r *leaseRenewer) run(ctx context.Context, interval time.Duration, onErr func(error)) {
+// run renews every interval until ctx ends, telling done each renewal's
+// outcome (nil: renewed).
+func (r *leaseRenewer) run(ctx context.Context, interval time.Duration, done func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := r.renew(ctx); err != nil && ctx.Err() == nil {
-			onErr(err)
+		if err := r.renew(ctx); ctx.Err() == nil {
+			done(err)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -46,6 +47,15 @@ func TestReadyOnlyWhenTakingPart(t *testing.T) {
 	b.sessions[0].State = "Connect"
 	now = now.Add(bgpAttemptBound)
 	step("BGP session still connecting after the bound", true)
+	setErr(&s.ready.reconcileErr, "reconcile failing (retried with backoff)", errors.New("reading state: boom"))
+	if r := s.NotReadyReason(); r != "reconcile failing (retried with backoff): reading state: boom" {
+		t.Errorf("reconcile failing: NotReadyReason = %q", r)
+	}
+	setErr(&s.ready.reconcileErr, "", nil)
+	setErr(&s.ready.leaseErr, "liveness Lease not renewed", errors.New("forbidden"))
+	step("liveness Lease not renewed", false)
+	setErr(&s.ready.leaseErr, "", nil)
+	step("reconciled and renewed again", true)
 	s.leaving.Store(true)
 	step("leaving", false)
 }

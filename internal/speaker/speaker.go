@@ -265,7 +265,12 @@ func (s *Speaker) Run(ctx context.Context) error {
 	}
 	s.ready.synced.Store(true)
 	s.log.Info("caches synced; announcing")
-	go s.renewer.run(ctx, s.opts.LeaseRenew, func(err error) { s.log.Warn("liveness Lease not renewed", "error", err) })
+	go s.renewer.run(ctx, s.opts.LeaseRenew, func(err error) {
+		if err != nil {
+			s.log.Warn("liveness Lease not renewed", "error", err)
+		}
+		setErr(&s.ready.leaseErr, "liveness Lease not renewed", err)
+	})
 	go s.leases.run(ctx, s.opts.LeaseRenew)
 	s.Trigger()
 	go s.watchSessions(ctx, 3*time.Second)
@@ -295,7 +300,11 @@ func (s *Speaker) processNext(ctx context.Context, q workqueue.TypedRateLimiting
 		return false
 	}
 	defer q.Done(key)
-	if err := sync(ctx, key); err != nil {
+	err := sync(ctx, key)
+	if key == reconcileKey && ctx.Err() == nil {
+		setErr(&s.ready.reconcileErr, "reconcile failing (retried with backoff)", err)
+	}
+	if err != nil {
 		s.handleError(ctx, key, err)
 		q.AddRateLimited(key)
 		return true
