@@ -109,19 +109,24 @@ func run(f flags) error {
 		return err
 	}
 	kube := clients.Kube
-	if err := kubeversion.WaitAndCheckServer(ctx, kube.Discovery(), func(err error) {
-		log.Warn("cannot reach the API server yet; retrying", "error", err)
-	}); err != nil {
-		return err
-	}
 	reg := daemon.NewRegistry()
 	isLeader := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "leader",
 		Help: "1 while this replica is the active (leader) controller."})
 	reg.MustRegister(isLeader)
+	// Health is served before the wait for the API server below: waiting
+	// is not ready with the reason, never a liveness failure that would
+	// restart a process waiting for something that resolves by itself.
 	health := &daemon.Health{}
 	if err := daemon.Serve(ctx, log, reg, health, f.metricsAddr, f.healthAddr, f.profiling); err != nil {
 		return err
 	}
+	if err := kubeversion.WaitAndCheckServer(ctx, kube.Discovery(), func(err error) {
+		log.Warn("cannot reach the API server yet; retrying", "error", err)
+		health.Wait("api server", err.Error())
+	}); err != nil {
+		return err
+	}
+	health.Done("api server")
 	// Events go through their own client and rate limit, so that a burst of
 	// events never delays the status writes that hand out addresses.
 	eventCfg := *clients.Config
