@@ -169,6 +169,7 @@ func run(f flags) error {
 	// /readyz follows the speaker's own readiness (synced, member list
 	// settled, BGP sessions attempted); a failed L2 announcer stops it.
 	wg.Go(func() { followHealth(runCtx, health, s, l2, stopped) })
+	wg.Go(func() { watchBGP(runCtx, bgpSpeaker, stopped) })
 	log.Info("started", "memberlist", f.memberlist)
 	var failed error
 	select {
@@ -178,7 +179,11 @@ func run(f flags) error {
 		// container should the hand-over below hang.
 		health.Fail(c.component, c.err.Error())
 		failed = c
-		log.Error("a part of the speaker stopped working: handing the addresses over and exiting", "component", c.component, "error", c.err)
+		if daemon.IsPermanent(c.err) {
+			log.Error("cannot start, and waiting would not help: exiting", "component", c.component, "error", c.err)
+		} else {
+			log.Error("a part of the speaker stopped working: handing the addresses over and exiting", "component", c.component, "error", c.err)
+		}
 	}
 	health.SetReady(false)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), f.shutdownTimeout)
@@ -234,6 +239,38 @@ func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelister
 // describe pod finds them by its UID).
 func podRef(f flags) corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: f.namespace, Name: f.podName, UID: types.UID(f.podUID)}
+}
+
+// BGP server checks: every bgpCheckEvery, a management call that must
+// answer within bgpCheckEvery; bgpCheckFailures failures in a row (about
+// a minute) mean the embedded server stopped working.
+const (
+	bgpCheckEvery    = 5 * time.Second
+	bgpCheckFailures = 6
+)
+
+// watchBGP reports an embedded BGP server that stopped working to
+// stopped, once, until ctx ends.
+func watchBGP(ctx context.Context, b *bgp.Speaker, stopped chan<- componentError) {
+	t := time.NewTicker(bgpCheckEvery)
+	defer t.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := b.Failure(bgpCheckEvery)
+		if err == nil || ctx.Err() != nil {
+			failures = 0
+			continue
+		}
+		if failures++; failures == bgpCheckFailures {
+			stopped <- componentError{"bgp", fmt.Errorf("%w (%d checks in a row)", err, failures)}
+			return
+		}
+	}
 }
 
 // followHealth copies the speaker's readiness to /readyz until ctx ends,

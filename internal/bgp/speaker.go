@@ -122,9 +122,11 @@ func (s *Speaker) stopServer(reason string) {
 	for _, n := range sortedKeys(s.configured) {
 		s.forgetSession(s.configured[n], reason)
 	}
+	// Forgotten before it stops: Failure must not take a server stopped
+	// on purpose for one that stopped working.
+	s.setSrvNow(nil)
 	s.srv.stop()
 	s.srv = nil
-	s.setSrvNow(nil)
 	s.configured = map[string]Session{}
 	s.rib = map[netip.Prefix]netip.Addr{}
 	s.deliveries = map[netip.Prefix]delivery{}
