@@ -18,8 +18,11 @@ type Service struct {
 	Labels labels.Set
 	// IPs are the addresses in its status.
 	IPs []netip.Addr
-	// Pool is the pool its addresses came from (the controller's
-	// annotation); "" looks the pool up by address.
+	// Pool is the pool its record (the annotation
+	// herald.dev/ip-allocated-from-pool) names. Tenants can write it, so
+	// it decides nothing for an address some pool contains: only for an
+	// address no pool contains any more (the pool shrank) does it name
+	// the pool whose advertisements still apply.
 	Pool      string
 	ETPLocal  bool
 	Endpoints Endpoints
@@ -79,13 +82,20 @@ func (st State) node(name string) *node {
 
 func (st State) live(name string) bool { return st.Live == nil || st.Live(name) }
 
-// poolOf returns the pool an address of the Service belongs to.
+// poolOf returns the pool an address of the Service belongs to: the pool
+// whose ranges contain it, whatever the Service's annotation says (each
+// address of a dual-stack Service is looked up by itself). Only an address
+// outside every pool falls back to the pool the annotation names, so that
+// a pool that shrank keeps announcing what its holders kept.
 func (st State) poolOf(svc *Service, ip netip.Addr) *config.Pool {
-	if p, ok := st.Config.Pools[svc.Pool]; ok {
+	named := st.Config.Pools[svc.Pool]
+	if named != nil && named.Contains(ip) {
+		return named // valid pools never overlap: no other contains ip
+	}
+	if p, ok := st.Config.PoolFor(ip); ok {
 		return p
 	}
-	p, _ := st.Config.PoolFor(ip)
-	return p
+	return named
 }
 
 // holding is one address and the Services holding it, sorted by key.

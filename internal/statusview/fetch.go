@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -46,6 +47,9 @@ func Fetch(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface
 			return in, fmt.Errorf("listing events: %w", err)
 		}
 		in.Events = append(in.Events, evs.Items...)
+	}
+	if err := fetchPools(ctx, dyn, &in); err != nil {
+		return in, err
 	}
 	gvr, ok, err := speakerStatusResource(kube.Discovery())
 	if err != nil || !ok {
@@ -86,4 +90,25 @@ func speakerStatusResource(d discovery.DiscoveryInterface) (schema.GroupVersionR
 		}
 	}
 	return schema.GroupVersionResource{}, false, nil
+}
+
+// fetchPools reads the IPAddressPools; a cluster without them, or a user
+// who may not read them, leaves PoolsRead false.
+func fetchPools(ctx context.Context, dyn dynamic.Interface, in *Inputs) error {
+	list, err := dyn.Resource(v1beta1.SchemeGroupVersion.WithResource("ipaddresspools")).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing IPAddressPools: %w", err)
+	}
+	for _, item := range list.Items {
+		var p v1beta1.IPAddressPool
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &p); err != nil {
+			return fmt.Errorf("IPAddressPool %s: %w", item.GetName(), err)
+		}
+		in.Pools = append(in.Pools, p)
+	}
+	in.PoolsRead = true
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/k8s"
 )
 
@@ -29,6 +30,11 @@ type Inputs struct {
 	// nil when there is none; HoldUnknown says why it could not be read.
 	Hold        *coordinationv1.Lease
 	HoldUnknown string
+	// Pools are the IPAddressPools; PoolsRead says whether they could be
+	// read. A Service's pool is the pool containing its address, never
+	// what its annotation says (tenants can edit that).
+	Pools     []v1beta1.IPAddressPool
+	PoolsRead bool
 	// Now is when the inputs were read.
 	Now time.Time
 }
@@ -97,12 +103,16 @@ func Build(in Inputs, f Filter) View {
 		}
 	}
 	fromEvents := eventAnnouncers(in.Events)
+	pools := poolConfig(in)
+	if !in.PoolsRead {
+		v.Notes = append(v.Notes, "the IPAddressPools could not be read: the pool column shows the annotation "+v1beta1.AnnotationAllocatedFromPool+", which the Service's owner can edit")
+	}
 	for i := range in.Services {
 		s := &in.Services[i]
 		if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			continue
 		}
-		r := row(s)
+		r := row(s, pools)
 		for _, ip := range r.IPs {
 			r.Announcers = append(r.Announcers, byIP[ip]...)
 		}
@@ -154,13 +164,16 @@ func holdNote(in Inputs, now time.Time) string {
 		holder, l.Namespace, l.Name, until)
 }
 
-func row(s *corev1.Service) Row {
-	r := Row{Service: s.Namespace + "/" + s.Name, Pool: s.Annotations[v1beta1.AnnotationAllocatedFromPool], Allocated: "-", Announced: "-"}
+// row shows one Service; pools nil shows the pool its annotation names.
+func row(s *corev1.Service, pools *config.Config) Row {
+	recorded := s.Annotations[v1beta1.AnnotationAllocatedFromPool]
+	r := Row{Service: s.Namespace + "/" + s.Name, Allocated: "-", Announced: "-"}
 	for _, in := range s.Status.LoadBalancer.Ingress {
 		if ip, err := netip.ParseAddr(in.IP); err == nil {
 			r.IPs = append(r.IPs, ip)
 		}
 	}
+	r.Pool = poolColumn(r.IPs, recorded, pools)
 	for _, c := range s.Status.Conditions {
 		switch c.Type {
 		case v1beta1.ConditionAllocated:

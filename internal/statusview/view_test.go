@@ -43,6 +43,7 @@ func inputs(withSpeakers bool) Inputs {
 		},
 	}
 	in.Services = append(in.Services, corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "internal"}})
+	in.Pools, in.PoolsRead = []v1beta1.IPAddressPool{ippool("l2", "198.51.100.0/26", "2001:db8::/120")}, true
 	if withSpeakers {
 		in.SpeakersServed = true
 		in.Speakers = []map[string]any{
@@ -178,7 +179,7 @@ func TestHoldNote(t *testing.T) {
 		{"forbidden", Inputs{HoldUnknown: "cannot read the Lease herald-system/herald-announce-hold (forbidden)"},
 			[]string{"cannot read the Lease"}, true},
 	} {
-		c.in.Now, c.in.SpeakersServed = now, true
+		c.in.Now, c.in.SpeakersServed, c.in.PoolsRead = now, true, true
 		v := Build(c.in, Filter{})
 		notes := strings.Join(v.Notes, "\n")
 		if c.want == nil && notes != "" {
@@ -192,5 +193,42 @@ func TestHoldNote(t *testing.T) {
 		if held := strings.Contains(notes, "ANNOUNCEMENTS HELD"); held == c.notHeld {
 			t.Errorf("%s: held %v", c.name, held)
 		}
+	}
+}
+
+func ippool(name string, addrs ...string) v1beta1.IPAddressPool {
+	return v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1beta1.IPAddressPoolSpec{Addresses: addrs}}
+}
+
+// TestPoolColumnFromTheConfiguration: the pool shown is the pool containing
+// the address, whatever the Service's annotation says.
+func TestPoolColumnFromTheConfiguration(t *testing.T) {
+	in := inputs(false)
+	in.Pools = append(in.Pools, ippool("bgp", "198.51.100.128/26"))
+	liar := lb("t", "liar", "198.51.100.7")
+	liar.Annotations[v1beta1.AnnotationAllocatedFromPool] = "bgp"
+	orphan := lb("t", "orphan", "198.51.100.99")
+	none := lb("t", "none", "198.51.100.8")
+	delete(none.Annotations, v1beta1.AnnotationAllocatedFromPool)
+	in.Services = append(in.Services, liar, orphan, none)
+	got := map[string]string{}
+	for _, r := range Build(in, Filter{}).Rows {
+		got[r.Service] = r.Pool
+	}
+	want := map[string]string{"t/liar": "l2", "t/orphan": "l2 (outside its ranges)", "t/none": "l2", "shop/dns": "l2", "ops/pending": ""}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: pool %q, want %q", k, got[k], w)
+		}
+	}
+	in.PoolsRead = false
+	v := Build(in, Filter{})
+	for _, r := range v.Rows {
+		if r.Service == "t/liar" && r.Pool != "bgp" {
+			t.Errorf("without pools: %q", r.Pool)
+		}
+	}
+	if len(v.Notes) == 0 || !strings.Contains(v.Notes[len(v.Notes)-1], "could not be read") {
+		t.Errorf("notes %v", v.Notes)
 	}
 }
