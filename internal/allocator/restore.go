@@ -9,9 +9,10 @@ import (
 )
 
 // Restore records an assignment the controller finds in a Service's status
-// when it starts, attributed to pool ("" attributes it to the first pool
-// holding all ips, if any). It is accepted even when no pool contains the
-// addresses any more. It fails with an *Error when an address is held by
+// when it starts, attributed to the pool that contains the addresses.
+// pool is what the Service's record says, and tenants can edit records: it
+// counts only for addresses no pool contains any more (the assignment is
+// then accepted, attributed to it). See restoredPool. It fails with an *Error when an address is held by
 // a Service it may not be shared with, or from another pool: restore the
 // oldest Service first, and let the loser ask Assign.
 func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
@@ -27,9 +28,7 @@ func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if pool == "" {
-		pool = a.pools.firstHolding(ordered)
-	}
+	pool = a.pools.restoredPool(pool, ordered)
 	h := newHolder(&req)
 	h.pool, h.ips = pool, ordered
 	old, had := a.book.byKey[req.Key]
@@ -76,4 +75,43 @@ func (s *poolSet) firstHolding(ips []netip.Addr) string {
 		}
 	}
 	return ""
+}
+
+// restoredPool attributes restored addresses to a pool: named when it
+// contains every address; else the first pool containing them all; else,
+// when some address is in no pool any more, named if it contains each of
+// the others (a pool that shrank keeps its holders), or else the pool
+// containing the others; else (the addresses are split between pools) the
+// pool of the first address. named counts for nothing a pool contains.
+func (s *poolSet) restoredPool(named string, ips []netip.Addr) string {
+	np := s.byName[named]
+	if np != nil && containsAll(np, ips) {
+		return named
+	}
+	if p := s.firstHolding(ips); p != "" {
+		return p
+	}
+	var inside []netip.Addr
+	for _, ip := range ips {
+		if s.holding(ip) != nil {
+			inside = append(inside, ip)
+		}
+	}
+	switch {
+	case len(inside) == 0 || np != nil && containsAll(np, inside):
+		return named
+	case s.firstHolding(inside) != "":
+		return s.firstHolding(inside)
+	}
+	return s.holding(inside[0]).Name
+}
+
+// holding returns the first pool, in order, containing ip (nil if none).
+func (s *poolSet) holding(ip netip.Addr) *poolState {
+	for _, p := range s.ordered {
+		if p.contains(ip) {
+			return p
+		}
+	}
+	return nil
 }

@@ -197,14 +197,7 @@ func (s *sim) restoreExpected(req Request, pool string, ips []netip.Addr, before
 	if len(ips) == 0 || !modelValid(probe) {
 		return false, ""
 	}
-	if pool == "" {
-		for _, p := range modelOrdered(s.pools) {
-			if !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !modelContains(p, ip) }) {
-				pool = p.Name
-				break
-			}
-		}
-	}
+	pool = s.modelRestoredPool(req, pool, ips)
 	others := othersHolding(before, req.Key)
 	for _, ip := range ips {
 		for _, k := range others[ip] {
@@ -214,6 +207,46 @@ func (s *sim) restoreExpected(req Request, pool string, ips []netip.Addr, before
 		}
 	}
 	return true, pool
+}
+
+// modelRestoredPool: the named pool if it contains every address, else
+// the first containing them all; with addresses in no pool, the named
+// pool if it contains the rest, else the first containing the rest, else
+// the pool of the first address (in the Service's family order) in some
+// pool.
+func (s *sim) modelRestoredPool(req Request, named string, ips []netip.Addr) string {
+	all := func(p Pool, ips []netip.Addr) bool {
+		return !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !modelContains(p, ip) })
+	}
+	ordered := modelOrdered(s.pools)
+	var inside []netip.Addr
+	for _, ip := range ips {
+		if !slices.ContainsFunc(ordered, func(p Pool) bool { return modelContains(p, ip) }) {
+			continue
+		}
+		if len(req.Families) > 0 && familyOf(ip) == req.Families[0] {
+			inside = append([]netip.Addr{ip}, inside...) // the first family first
+		} else {
+			inside = append(inside, ip)
+		}
+	}
+	if len(inside) == 0 {
+		return named
+	}
+	if i := slices.IndexFunc(ordered, func(p Pool) bool { return p.Name == named }); i >= 0 && all(ordered[i], inside) {
+		return named
+	}
+	for _, p := range ordered {
+		if all(p, inside) {
+			return p.Name
+		}
+	}
+	for _, p := range ordered {
+		if modelContains(p, inside[0]) {
+			return p.Name
+		}
+	}
+	return ""
 }
 
 // modelUsage counts a pool's addresses from a snapshot.

@@ -50,6 +50,8 @@ func (c *Controller) restore() (restored, conflicts int) {
 			c.adopt(svc, req, reqErr, ips, &took)
 			continue
 		}
+		// The annotation is a record its owner can edit: Restore counts
+		// it only for addresses no pool contains any more.
 		err := c.alloc.Restore(req, svc.Annotations[v1beta1.AnnotationAllocatedFromPool], ips)
 		if err == nil {
 			restored++
