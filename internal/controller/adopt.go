@@ -98,10 +98,40 @@ func sameIPSet(a, b []netip.Addr) bool {
 
 // metallbNotices remembers, per Service, which MetalLB annotations it was
 // last told about, so that the Normal event recommending Herald's names is
-// sent once per change and not on every sync. The zero value is ready.
+// sent once per change and not on every sync. A Service is forgotten when
+// it no longer reads MetalLB annotations, is deleted or is no longer
+// Herald's, so the memory follows the Services there are, not their
+// churn. The zero value is ready.
 type metallbNotices struct {
 	mu   sync.Mutex
 	seen map[cache.ObjectName]string
+}
+
+// note records the Service's signature ("" forgets it) and reports
+// whether it changed.
+func (n *metallbNotices) note(key cache.ObjectName, sig string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	changed := n.seen[key] != sig
+	if sig == "" {
+		delete(n.seen, key)
+		return changed
+	}
+	if n.seen == nil {
+		n.seen = map[cache.ObjectName]string{}
+	}
+	n.seen[key] = sig
+	return changed
+}
+
+// forget drops a Service's notice.
+func (n *metallbNotices) forget(key cache.ObjectName) { n.note(key, "") }
+
+// len is how many Services have a notice.
+func (n *metallbNotices) len() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.seen)
 }
 
 // noticeMetalLBAnnotations sends a Normal event when the Service's request
@@ -113,20 +143,7 @@ func (c *Controller) noticeMetalLBAnnotations(svc *corev1.Service) {
 		parts[i] = fmt.Sprintf("%s as %s", t.MetalLB, t.Herald)
 	}
 	sig := strings.Join(parts, ", ")
-	key := cache.MetaObjectToName(svc)
-	n := &c.notices
-	n.mu.Lock()
-	changed := n.seen[key] != sig
-	if n.seen == nil {
-		n.seen = map[cache.ObjectName]string{}
-	}
-	if sig == "" {
-		delete(n.seen, key)
-	} else {
-		n.seen[key] = sig
-	}
-	n.mu.Unlock()
-	if changed && sig != "" {
+	if c.notices.note(cache.MetaObjectToName(svc), sig) && sig != "" {
 		c.rec.Eventf(svc, corev1.EventTypeNormal, "MetalLBAnnotation",
 			"Reading %s; rename to the herald.dev/ annotations (MetalLB's names are read only while Herald's are absent)", sig)
 	}

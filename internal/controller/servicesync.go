@@ -33,6 +33,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
 		c.dependOn(key, nil)
+		c.notices.forget(key)
 		c.releaseDeleted(key)
 		return nil
 	}
@@ -40,6 +41,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 		return err
 	}
 	if !c.opts.Class.IsOurs(svc) {
+		c.notices.forget(key)
 		return c.forget(ctx, svc)
 	}
 	c.noticeMetalLBAnnotations(svc)
