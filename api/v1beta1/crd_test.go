@@ -54,6 +54,9 @@ func invalidCases() []invalidCase {
 		bad("pool address too long", pool, "addresses: ['"+strings.Repeat("1", 100)+"']", "spec.addresses[0]"),
 		bad("pool negative priority", pool, "addresses: [198.51.100.0/27]\nserviceAllocation: {priority: -1}", "spec.serviceAllocation.priority"),
 		bad("pool bad namespace name", pool, "addresses: [198.51.100.0/27]\nserviceAllocation: {namespaces: [Bad_NS]}", "spec.serviceAllocation.namespaces[0]"),
+		bad("pool sharing namespace invalid", pool, "addresses: [198.51.100.0/27]\nsharing: {acrossNamespaces: [Bad_NS]}", "spec.sharing.acrossNamespaces: each entry must be a namespace name or \"*\""),
+		bad("pool sharing star among names", pool, "addresses: [198.51.100.0/27]\nsharing: {acrossNamespaces: ['*', team-a]}", "spec.sharing.acrossNamespaces: \"*\" (every namespace) must be the only entry"),
+		bad("pool sharing empty", pool, "addresses: [198.51.100.0/27]\nsharing: {acrossNamespaces: []}", "spec.sharing.acrossNamespaces"),
 		bad("pool autoAssign not a bool", pool, "addresses: [198.51.100.0/27]\nautoAssign: maybe", "spec.autoAssign"),
 		bad("peer ASN zero", peer, "myASN: 0\npeerASN: 64512\npeerAddress: 198.51.100.1", "spec.myASN"),
 		bad("peer ASN too big", peer, "myASN: 64513\npeerASN: 4294967296\npeerAddress: 198.51.100.1", "spec.peerASN"),
@@ -122,6 +125,8 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 	valid := []struct{ kind, spec string }{
 		{"IPAddressPool", "addresses: [198.51.100.10-198.51.100.10, 198.51.100.64/27, '2001:db8:ff::/120', '2001:db8::1-2001:db8::ff']"},
 		{"IPAddressPool", "addresses: [198.51.100.9-198.51.100.200]\nserviceAllocation: {priority: 0, namespaces: [default]}"},
+		{"IPAddressPool", "addresses: [198.51.100.0/27]\nsharing: {acrossNamespaces: ['*']}"},
+		{"IPAddressPool", "addresses: [198.51.100.0/27]\nsharing: {acrossNamespaces: [team-a, team-b]}"},
 		{"BGPPeer", okPeer + "holdTime: 1m30s\nkeepaliveTime: 30s\nconnectTime: 2s"},
 		{"BGPPeer", okPeer + "holdTime: 3s\nkeepaliveTime: 1s\nsourceAddress: 198.51.100.11\nrouterID: 198.51.100.11\nebgpMultiHop: true"},
 		{"BGPPeer", "myASN: 4200000000\npeerASN: 64512\npeerAddress: '2001:db8:1::1'\npassword: s3cret"},

@@ -65,6 +65,29 @@ type IPAddressPoolSpec struct {
 	// pool and orders the pools: with no allocation rules, any Service may.
 	// +optional
 	ServiceAllocation *ServiceAllocation `json:"serviceAllocation,omitempty"`
+
+	// Sharing says who may share this pool's addresses. Without it, a
+	// sharing key (herald.dev/allow-shared-ip) joins Services of one
+	// namespace only.
+	// +optional
+	Sharing *PoolSharing `json:"sharing,omitempty"`
+}
+
+// PoolSharing says which namespaces may share a pool's addresses with
+// each other.
+type PoolSharing struct {
+	// AcrossNamespaces lists the namespaces whose Services may share an
+	// address of this pool with Services of the other namespaces listed,
+	// when their sharing keys match; ["*"] lets every namespace. Removing
+	// a namespace stops new joins; Services already sharing keep their
+	// address.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.sharing.acrossNamespaces: each entry must be a namespace name or \"*\" (every namespace)"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(n, n == '*') || self.size() == 1",message="spec.sharing.acrossNamespaces: \"*\" (every namespace) must be the only entry"
+	// +listType=set
+	AcrossNamespaces []string `json:"acrossNamespaces"`
 }
 
 // ServiceAllocation restricts a pool to some Services and ranks it.

@@ -70,6 +70,7 @@ func (a *Allocator) Assign(req Request) (Assignment, error) {
 	old, had := a.book.byKey[req.Key]
 	if had && a.satisfies(old, &req, pl, h) {
 		old.refresh(h)
+		old.refused = ""
 		return old.assignment(), nil
 	}
 	if had && a.reshape(old, &req, pl, h) {

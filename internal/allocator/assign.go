@@ -28,6 +28,8 @@ type pick struct {
 	pool  *poolState
 	ips   []netip.Addr
 	joins int // addresses shared with Services under the same key
+	// clash says why an address held under the key was not joined.
+	clash string
 }
 
 // allocateFamilies takes one address of each family in fams from the
@@ -57,6 +59,9 @@ func (a *Allocator) allocateFamilies(req *Request, fams []corev1.IPFamily, h *ho
 		return fail(PoolExhausted, fmt.Sprintf("no free address for Service %s: %s", req.Key, strings.Join(short, "; ")))
 	}
 	h.pool, h.ips = best.pool.Name, best.ips
+	if best.joins < len(fams) {
+		h.refused = best.clash
+	}
 	return nil
 }
 
@@ -71,6 +76,9 @@ func (a *Allocator) offer(p *poolState, fams []corev1.IPFamily, h *holder) (pick
 			out.ips = append(out.ips, ip)
 			out.joins++
 			continue
+		}
+		if out.clash == "" {
+			out.clash = clash
 		}
 		if ip, ok = a.lowestFree(p, f); !ok {
 			why := fmt.Sprintf("pool %s has no free %s address", p.Name, f)
@@ -96,12 +104,14 @@ func (a *Allocator) sharedAddress(p *poolState, f corev1.IPFamily, h *holder) (i
 		if familyOf(cand) != f || ha.pool != p.Name || !p.contains(cand) {
 			continue
 		}
-		ok, other, why := joinable(ha, h)
+		ok, other, why := a.mayJoin(ha, h)
 		if ok {
 			return cand, true, ""
 		}
-		if clash == "" {
+		if clash == "" && other.namespace == h.namespace {
 			clash = fmt.Sprintf("%s, shared under key %q, cannot be shared with Service %s: %s", cand, h.sharingKey, other.key, why)
+		} else if clash == "" {
+			clash = fmt.Sprintf("key %q is in use in another namespace, where it cannot be joined: %s", h.sharingKey, why)
 		}
 	}
 	return netip.Addr{}, false, clash

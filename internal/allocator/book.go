@@ -11,17 +11,23 @@ import (
 // to know about it.
 type holder struct {
 	key        string
+	namespace  string
 	pool       string
 	ips        []netip.Addr // primary family first
 	sharingKey string
 	ports      []Port // normalized
 	etpLocal   bool
 	selector   map[string]string
+	// refused says why the last allocation joined no address held under
+	// the sharing key although one was (see Assignment.Refused).
+	refused string
 }
 
 func newHolder(req *Request) *holder {
+	ns, _, _ := strings.Cut(req.Key, "/")
 	return &holder{
 		key:        req.Key,
+		namespace:  ns,
 		sharingKey: req.SharingKey,
 		ports:      normalizePorts(req.Ports),
 		etpLocal:   req.ETPLocal,
@@ -36,7 +42,7 @@ func (h *holder) refresh(from *holder) {
 }
 
 func (h *holder) assignment() Assignment {
-	return Assignment{Key: h.key, Pool: h.pool, IPs: slices.Clone(h.ips)}
+	return Assignment{Key: h.key, Pool: h.pool, IPs: slices.Clone(h.ips), Refused: h.refused}
 }
 
 // heldAddr is one held address: the pool it is attributed to, the sharing

@@ -14,6 +14,10 @@
 //   - No address is held by two Services unless both carry the same
 //     sharing key, their protocol/port pairs are disjoint and, with
 //     externalTrafficPolicy Local, both use it with identical selectors.
+//   - A Service joins an address held in another namespace only when the
+//     pool lets both namespaces share (Pool.ShareAcrossNamespaces), and
+//     what it is told when refused names no Service of another namespace.
+//     Consent withdrawn stops new joins and moves nobody.
 //   - Nothing but a change of a Service's own request moves its address:
 //     Assign is idempotent, and changing, shrinking, closing or deleting a
 //     pool never drops or moves an assignment (the address counts as

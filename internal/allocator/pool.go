@@ -34,6 +34,11 @@ type Pool struct {
 	// ServiceSelectors, when set, must have an entry matching the
 	// Service's labels.
 	ServiceSelectors []labels.Selector
+	// ShareAcrossNamespaces lists the namespaces whose Services may share
+	// the pool's addresses with Services of the other namespaces listed;
+	// "*" stands for every namespace. Without it, a sharing key joins only
+	// Services of one namespace.
+	ShareAcrossNamespaces []string
 	// Closed marks a pool being deleted: its holders keep their addresses
 	// but it hands out nothing new.
 	Closed bool
@@ -64,6 +69,7 @@ func newPoolState(p Pool) (*poolState, error) {
 		}
 	}
 	p.Namespaces = slices.Clone(p.Namespaces)
+	p.ShareAcrossNamespaces = slices.Clone(p.ShareAcrossNamespaces)
 	p.NamespaceSelectors = slices.Clone(p.NamespaceSelectors)
 	p.ServiceSelectors = slices.Clone(p.ServiceSelectors)
 	ps := &poolState{Pool: p, ranges: iprange.Merge(p.Ranges)}

@@ -50,6 +50,11 @@ type Assignment struct {
 	Pool string
 	// IPs are in the Service's family order, primary first.
 	IPs []netip.Addr
+	// Refused, set when the Service's addresses were chosen, says why it
+	// did not join an address held under its sharing key although one
+	// exists (held in another namespace without the pool's consent, or a
+	// clash); it names no Service of another namespace.
+	Refused string
 }
 
 // familyOf returns the Kubernetes IP family of an address.

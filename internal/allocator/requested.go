@@ -14,7 +14,7 @@ func (a *Allocator) allocateRequested(req *Request, ips []netip.Addr, h *holder)
 		return err
 	}
 	for _, ip := range ips {
-		if err := a.mayHold(p.Name, ip, h); err != nil {
+		if err := a.mayHold(p.Name, ip, h, false); err != nil {
 			return err
 		}
 	}
@@ -101,8 +101,10 @@ func (s *poolSet) whereIs(ip netip.Addr) string {
 }
 
 // mayHold checks that h may hold ip, attributed to pool, next to whoever
-// holds it now.
-func (a *Allocator) mayHold(pool string, ip netip.Addr, h *holder) error {
+// holds it now. A restored holder keeps what it held (restoring), so the
+// pool's consent to sharing across namespaces, needed to join, is not
+// asked again: consent withdrawn stops new joins and moves nobody.
+func (a *Allocator) mayHold(pool string, ip netip.Addr, h *holder, restoring bool) error {
 	ha, ok := a.book.addrs[ip]
 	if !ok {
 		if a.book.quarantined[ip] {
@@ -112,17 +114,21 @@ func (a *Allocator) mayHold(pool string, ip netip.Addr, h *holder) error {
 	}
 	first := ha.holders[0]
 	if ha.pool != pool {
-		return fail(RequestedIPInUse, fmt.Sprintf("%s is held by Service %s from %s, not from %s", ip, first.key, poolWords(ha.pool), poolWords(pool)))
+		return fail(RequestedIPInUse, fmt.Sprintf("%s is held by %s from %s, not from %s", ip, holderWords(first, h), poolWords(ha.pool), poolWords(pool)))
 	}
-	ok, other, why := joinable(ha, h)
+	join := a.mayJoin
+	if restoring {
+		join = func(ha *heldAddr, h *holder) (bool, *holder, string) { return joinable(ha, h) }
+	}
+	ok, other, why := join(ha, h)
 	switch {
 	case ok:
 		return nil
 	case ha.sharingKey != "" && ha.sharingKey == h.sharingKey:
-		return fail(IncompatibleSharing, fmt.Sprintf("%s is shared under key %q by Service %s, but Service %s cannot join: %s",
-			ip, ha.sharingKey, other.key, h.key, why))
+		return fail(IncompatibleSharing, fmt.Sprintf("%s is shared under key %q by %s, but Service %s cannot join: %s",
+			ip, ha.sharingKey, holderWords(other, h), h.key, why))
 	default:
-		return fail(RequestedIPInUse, fmt.Sprintf("%s is held by Service %s and cannot be shared with Service %s: %s", ip, other.key, h.key, why))
+		return fail(RequestedIPInUse, fmt.Sprintf("%s is held by %s and cannot be shared with Service %s: %s", ip, holderWords(other, h), h.key, why))
 	}
 }
 

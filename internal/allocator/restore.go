@@ -40,7 +40,7 @@ func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
 		a.unhold(old)
 	}
 	for _, ip := range ordered {
-		if err := a.mayHold(pool, ip, h); err != nil {
+		if err := a.mayHold(pool, ip, h, true); err != nil {
 			if had {
 				a.hold(old)
 			}

@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // compatible reports whether two Services may hold one address together
@@ -56,4 +57,45 @@ func joinable(ha *heldAddr, h *holder) (bool, *holder, string) {
 		}
 	}
 	return true, nil, ""
+}
+
+// AllNamespaces in Pool.ShareAcrossNamespaces lets every namespace share.
+const AllNamespaces = "*"
+
+// sharesAcross reports whether the pool lets Services of namespaces x and
+// y hold one address (always when x == y).
+func (p *poolState) sharesAcross(x, y string) bool {
+	if x == y {
+		return true
+	}
+	if p == nil {
+		return false
+	}
+	list := p.ShareAcrossNamespaces
+	return slices.Contains(list, AllNamespaces) || slices.Contains(list, x) && slices.Contains(list, y)
+}
+
+// mayJoin reports whether h may become one more holder of ha: a Service
+// of another namespace holds it only with the pool's consent, and every
+// holder must be compatible. If not, it returns the holder in the way
+// and why, in words that name a Service of another namespace by nothing
+// but that (the event goes to h's owner).
+func (a *Allocator) mayJoin(ha *heldAddr, h *holder) (bool, *holder, string) {
+	p := a.pools.byName[ha.pool]
+	for _, o := range ha.holders {
+		if o.key != h.key && !p.sharesAcross(o.namespace, h.namespace) {
+			return false, o, fmt.Sprintf("%s does not let namespace %s share across namespaces (spec.sharing.acrossNamespaces)",
+				poolWords(ha.pool), h.namespace)
+		}
+	}
+	return joinable(ha, h)
+}
+
+// holderWords names o in a message for h's owner: by name in h's own
+// namespace, else only as being in another namespace.
+func holderWords(o, h *holder) string {
+	if o.namespace == h.namespace {
+		return "Service " + o.key
+	}
+	return "a Service in another namespace"
 }

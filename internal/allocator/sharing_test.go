@@ -53,8 +53,8 @@ func TestSharingKeys(t *testing.T) {
 		wantAssignment(t, mustAssign(t, a, svc("ns/new")), "high", "198.51.100.16")
 	})
 	t.Run("only in a pool the Service may use", func(t *testing.T) {
-		a := newAlloc(t, pool("red", "198.51.100.0/28", inNamespaces("red")), pool("any", "198.51.100.16/28"))
-		mustAssign(t, a, svc("red/web", sharing("k")))
+		a := newAlloc(t, pool("web", "198.51.100.0/28", svcSelector("tier=web"), priority(0)), pool("any", "198.51.100.16/28"))
+		wantAssignment(t, mustAssign(t, a, svc("ns/web", sharing("k"), svcLabels("tier=web"))), "web", "198.51.100.0")
 		wantAssignment(t, mustAssign(t, a, svc("ns/dns", sharing("k"), ports("UDP/53"))), "any", "198.51.100.16")
 	})
 	t.Run("a clash takes a new address", func(t *testing.T) {

@@ -50,10 +50,13 @@ type Pool struct {
 	AvoidBuggyIPs bool
 	Deleting      bool // deletion requested; the finalizer holds it while in use
 
-	Priority           *int32
-	Namespaces         []string
-	NamespaceSelectors []labels.Selector
-	ServiceSelectors   []labels.Selector
+	Priority   *int32
+	Namespaces []string
+	// ShareAcrossNamespaces are the namespaces that may share the pool's
+	// addresses with each other ("*": every namespace); sorted.
+	ShareAcrossNamespaces []string
+	NamespaceSelectors    []labels.Selector
+	ServiceSelectors      []labels.Selector
 }
 
 // Contains reports whether addr is in one of the pool's ranges.

@@ -84,6 +84,10 @@ func parsePool(obj *v1beta1.IPAddressPool, ps *problems) (*Pool, bool) {
 			return bad(err.(fieldError).field, err.Error())
 		}
 	}
+	if sh := obj.Spec.Sharing; sh != nil {
+		p.ShareAcrossNamespaces = append([]string(nil), sh.AcrossNamespaces...)
+		sort.Strings(p.ShareAcrossNamespaces)
+	}
 	return p, true
 }
 

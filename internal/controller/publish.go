@@ -47,6 +47,10 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 		c.rec.Eventf(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer: %s from IPAddressPool %s",
 			strings.Join(ipStrings(out.assignment.IPs), ", "), out.assignment.Pool)
 	}
+	if ingressChanged && len(ingress) > 0 && out.assignment.Refused != "" {
+		c.rec.Eventf(svc, corev1.EventTypeWarning, "SharingRefused", "Not sharing an address under %s: %s; the Service got %s instead",
+			v1beta1.AnnotationAllowSharedIP, out.assignment.Refused, strings.Join(ipStrings(out.assignment.IPs), ", "))
+	}
 	if out.err != nil {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "SyncLoadBalancerFailed", "Error syncing load balancer: %s: %s", failureReason(out.err), out.err.Error())
 	}

@@ -66,6 +66,8 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1beta1.L2AdvertisementSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("L2AnnouncementStatus"):
 		return &apiv1beta1.L2AnnouncementStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PoolSharing"):
+		return &apiv1beta1.PoolSharingApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ServiceAllocation"):
 		return &apiv1beta1.ServiceAllocationApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("SpeakerStatus"):

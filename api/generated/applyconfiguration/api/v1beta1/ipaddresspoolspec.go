@@ -41,6 +41,10 @@ type IPAddressPoolSpecApplyConfiguration struct {
 	// ServiceAllocation limits which Services may take addresses of this
 	// pool and orders the pools: with no allocation rules, any Service may.
 	ServiceAllocation *ServiceAllocationApplyConfiguration `json:"serviceAllocation,omitempty"`
+	// Sharing says who may share this pool's addresses. Without it, a
+	// sharing key (herald.dev/allow-shared-ip) joins Services of one
+	// namespace only.
+	Sharing *PoolSharingApplyConfiguration `json:"sharing,omitempty"`
 }
 
 // IPAddressPoolSpecApplyConfiguration constructs a declarative configuration of the IPAddressPoolSpec type for use with
@@ -80,5 +84,13 @@ func (b *IPAddressPoolSpecApplyConfiguration) WithAvoidBuggyIPs(value bool) *IPA
 // If called multiple times, the ServiceAllocation field is set to the value of the last call.
 func (b *IPAddressPoolSpecApplyConfiguration) WithServiceAllocation(value *ServiceAllocationApplyConfiguration) *IPAddressPoolSpecApplyConfiguration {
 	b.ServiceAllocation = value
+	return b
+}
+
+// WithSharing sets the Sharing field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Sharing field is set to the value of the last call.
+func (b *IPAddressPoolSpecApplyConfiguration) WithSharing(value *PoolSharingApplyConfiguration) *IPAddressPoolSpecApplyConfiguration {
+	b.Sharing = value
 	return b
 }
