@@ -117,11 +117,22 @@ func (a *Allocator) sharedAddress(p *poolState, f corev1.IPFamily, h *holder) (i
 	return netip.Addr{}, false, clash
 }
 
-// lowestFree returns the pool's lowest free address of family f.
+// lowestFree returns the pool's lowest free address of family f, past
+// its reserved addresses.
 func (a *Allocator) lowestFree(p *poolState, f corev1.IPFamily) (netip.Addr, bool) {
 	for _, r := range p.rangesOf(f) {
-		if ip, ok := a.book.taken.lowestFree(r, p.AvoidBuggyIPs); ok {
-			return ip, true
+		for {
+			ip, ok := a.book.taken.lowestFree(r, p.AvoidBuggyIPs)
+			if !ok {
+				break
+			}
+			if !p.reserved[ip] {
+				return ip, true
+			}
+			if ip == r.Last {
+				break
+			}
+			r.First = ip.Next()
 		}
 	}
 	return netip.Addr{}, false

@@ -156,7 +156,7 @@ func checkCounts(a *Allocator) string {
 		}
 		for _, p := range a.pools.ordered {
 			inside := slices.ContainsFunc(p.Ranges, func(r iprange.Range) bool { return r.Contains(ip) })
-			if inside && !(p.AvoidBuggyIPs && isBuggy(ip)) {
+			if inside && !(p.AvoidBuggyIPs && isBuggy(ip)) && !slices.Contains(p.Reserved, ip) {
 				want.of(p.Name).occupied[f]++
 			}
 		}

@@ -22,6 +22,11 @@ type Pool struct {
 	// AvoidBuggyIPs skips IPv4 addresses ending in .0 and .255 (unless a
 	// Service requests one explicitly).
 	AvoidBuggyIPs bool
+	// Reserved are addresses of the pool handed out only to a Service
+	// requesting them: the all-zeros address of each IPv6 CIDR, its
+	// subnet-router anycast address (RFC 4291). They count as neither
+	// available nor occupied.
+	Reserved []netip.Addr
 	// Priority orders pools, lowest first; nil comes after every pool with
 	// a priority. Ties go by Name.
 	Priority *int32
@@ -52,6 +57,7 @@ type poolState struct {
 	ranges   []iprange.Range
 	n4       int         // how many of ranges are IPv4 (they come first)
 	eligible [2]*big.Int // addresses it may hand out, per family
+	reserved map[netip.Addr]bool
 }
 
 func newPoolState(p Pool) (*poolState, error) {
@@ -83,6 +89,16 @@ func newPoolState(p Pool) (*poolState, error) {
 		sum := ps.eligible[familyIndex(familyOf(r.First))]
 		sum.Add(sum, eligibleIn(r, p.AvoidBuggyIPs))
 	}
+	ps.reserved = map[netip.Addr]bool{}
+	for _, a := range p.Reserved {
+		if !ps.contains(a) || ps.reserved[a] || (p.AvoidBuggyIPs && isBuggy(a)) {
+			continue // outside, twice, or not eligible anyway
+		}
+		ps.reserved[a] = true
+		sum := ps.eligible[familyIndex(familyOf(a))]
+		sum.Sub(sum, big.NewInt(1))
+	}
+	ps.Reserved = slices.Clone(p.Reserved)
 	return ps, nil
 }
 
@@ -124,7 +140,7 @@ func (p *poolState) contains(a netip.Addr) bool {
 // eligibleAddr reports whether the pool would hand out a (ignoring who
 // holds it).
 func (p *poolState) eligibleAddr(a netip.Addr) bool {
-	return !p.AvoidBuggyIPs || !isBuggy(a)
+	return (!p.AvoidBuggyIPs || !isBuggy(a)) && !p.reserved[a]
 }
 
 func (p *poolState) hasFamily(f corev1.IPFamily) bool {

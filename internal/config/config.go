@@ -48,7 +48,11 @@ type Pool struct {
 	Ranges        []iprange.Range // sorted, non-overlapping
 	AutoAssign    bool
 	AvoidBuggyIPs bool
-	Deleting      bool // deletion requested; the finalizer holds it while in use
+	// SubnetRouterAnycast are the all-zeros addresses of the IPv6 CIDRs
+	// written in spec.addresses (/126 and shorter), which the pool hands
+	// out only to a Service requesting them; sorted.
+	SubnetRouterAnycast []netip.Addr
+	Deleting            bool // deletion requested; the finalizer holds it while in use
 
 	Priority   *int32
 	Namespaces []string

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"sort"
 
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -70,7 +71,11 @@ func parsePool(obj *v1beta1.IPAddressPool, ps *problems) (*Pool, bool) {
 			}
 		}
 		p.Ranges = append(p.Ranges, r)
+		if a, ok := subnetRouterAnycast(s); ok {
+			p.SubnetRouterAnycast = append(p.SubnetRouterAnycast, a)
+		}
 	}
+	sort.Slice(p.SubnetRouterAnycast, func(i, j int) bool { return p.SubnetRouterAnycast[i].Less(p.SubnetRouterAnycast[j]) })
 	sort.Slice(p.Ranges, func(i, j int) bool { return p.Ranges[i].Compare(p.Ranges[j]) < 0 })
 	if a := obj.Spec.ServiceAllocation; a != nil {
 		p.Priority = a.Priority
@@ -104,4 +109,16 @@ func firstOverlap(p *Pool, admitted []*Pool) (*Pool, string) {
 		}
 	}
 	return nil, ""
+}
+
+// subnetRouterAnycast returns the all-zeros address of an IPv6 CIDR entry,
+// the subnet-router anycast address of RFC 4291 (2.6.1), which routers of
+// the prefix answer: a host given it may be unreachable. /127 (RFC 6164)
+// and /128 have none to spare.
+func subnetRouterAnycast(entry string) (netip.Addr, bool) {
+	p, err := netip.ParsePrefix(entry)
+	if err != nil || !p.Addr().Is6() || p.Bits() >= 127 {
+		return netip.Addr{}, false
+	}
+	return p.Masked().Addr(), true
 }

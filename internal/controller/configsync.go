@@ -56,8 +56,8 @@ func allocatorPools(cfg *config.Config) []allocator.Pool {
 		p := cfg.Pools[name]
 		out = append(out, allocator.Pool{
 			Name: p.Name, Ranges: p.Ranges, AutoAssign: p.AutoAssign, AvoidBuggyIPs: p.AvoidBuggyIPs,
-			ShareAcrossNamespaces: p.ShareAcrossNamespaces,
-			Priority:              p.Priority, Namespaces: p.Namespaces, NamespaceSelectors: p.NamespaceSelectors,
+			ShareAcrossNamespaces: p.ShareAcrossNamespaces, Reserved: p.SubnetRouterAnycast,
+			Priority: p.Priority, Namespaces: p.Namespaces, NamespaceSelectors: p.NamespaceSelectors,
 			ServiceSelectors: p.ServiceSelectors, Closed: p.Deleting,
 		})
 	}
