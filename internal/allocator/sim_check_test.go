@@ -80,8 +80,8 @@ func (s *sim) checkFreshPool(req Request, asg Assignment) {
 		if !modelContains(p, ip) {
 			s.fatalf("%v: %s is not in pool %s", asg, ip, p.Name)
 		}
-		if p.AvoidBuggyIPs && isBuggy(ip) && !slices.Contains(req.RequestedIPs, ip) && req.SharingKey == "" {
-			s.fatalf("%v: %s ends in .0 or .255 in an avoidBuggyIPs pool", asg, ip)
+		if modelSkips(p, ip) && !slices.Contains(req.RequestedIPs, ip) && req.SharingKey == "" {
+			s.fatalf("%v: %s ends in .0 or .255 in an avoidBuggyIPs pool, or is reserved", asg, ip)
 		}
 	}
 }

@@ -50,7 +50,14 @@ func (s *sim) genPools() []Pool {
 		variants := simRangeVariants(name)
 		p := Pool{Name: name, AutoAssign: s.src.intn(5) != 0, AvoidBuggyIPs: s.src.intn(3) == 0, Closed: s.src.intn(8) == 0}
 		for _, text := range variants[s.src.intn(len(variants))] {
-			p.Ranges = append(p.Ranges, mustRangeOf(text))
+			r := mustRangeOf(text)
+			p.Ranges = append(p.Ranges, r)
+			if !r.Is4() && s.src.intn(2) == 0 {
+				p.Reserved = append(p.Reserved, r.First) // as for an IPv6 CIDR
+			}
+		}
+		if s.src.intn(3) == 0 {
+			p.ShareAcrossNamespaces = [][]string{{AllNamespaces}, simNamespaces()[:2]}[s.src.intn(2)]
 		}
 		if s.src.intn(3) != 0 {
 			prio := int32(s.src.intn(3))

@@ -182,7 +182,7 @@ func modelOffer(p Pool, fams []corev1.IPFamily, held map[netip.Addr][]string) ([
 func modelLowestFree(p Pool, f corev1.IPFamily, held map[netip.Addr][]string) (netip.Addr, bool) {
 	for _, r := range modelRanges(p, f) {
 		for z := r.First; r.Contains(z); z = z.Next() {
-			if len(held[z]) == 0 && !(p.AvoidBuggyIPs && isBuggy(z)) {
+			if len(held[z]) == 0 && !modelSkips(p, z) {
 				return z, true
 			}
 		}
@@ -278,10 +278,10 @@ func (s *sim) modelUsage(name string, snap map[string]Assignment) Usage {
 	for _, f := range []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol} {
 		free := new(big.Int)
 		for _, r := range modelRanges(*p, f) {
-			free.Add(free, modelEligible(r, p.AvoidBuggyIPs))
+			free.Add(free, modelEligible(*p, r))
 		}
 		for ip := range held {
-			if familyOf(ip) == f && modelContains(*p, ip) && !(p.AvoidBuggyIPs && isBuggy(ip)) {
+			if familyOf(ip) == f && modelContains(*p, ip) && !modelSkips(*p, ip) {
 				free.Sub(free, big.NewInt(1))
 			}
 		}
@@ -298,18 +298,31 @@ func (s *sim) modelUsage(name string, snap map[string]Assignment) Usage {
 }
 
 // modelEligible counts by enumeration (IPv4 ranges in the simulation are
-// small; IPv6 has no .0/.255 rule).
-func modelEligible(r iprange.Range, avoid bool) *big.Int {
+// small; IPv6 has no .0/.255 rule, only reserved addresses).
+func modelEligible(p Pool, r iprange.Range) *big.Int {
 	if !r.Is4() {
-		return r.Size()
+		n := r.Size()
+		seen := map[netip.Addr]bool{}
+		for _, z := range p.Reserved {
+			if r.Contains(z) && !seen[z] {
+				seen[z] = true
+				n.Sub(n, big.NewInt(1))
+			}
+		}
+		return n
 	}
 	n := int64(0)
 	for z := r.First; r.Contains(z); z = z.Next() {
-		if !(avoid && isBuggy(z)) {
+		if !modelSkips(p, z) {
 			n++
 		}
 	}
 	return big.NewInt(n)
+}
+
+// modelSkips: an address the pool hands out only on request.
+func modelSkips(p Pool, z netip.Addr) bool {
+	return p.AvoidBuggyIPs && isBuggy(z) || slices.Contains(p.Reserved, z)
 }
 
 // modelReshape is where a changed request that may keep part of old's
