@@ -15,6 +15,7 @@ type Allocator struct {
 	pools  *poolSet
 	book   *book
 	counts counts
+	seq    uint64 // the last holder.since handed out
 }
 
 // New returns an Allocator with no pools and no assignments.
@@ -71,10 +72,14 @@ func (a *Allocator) Assign(req Request) (Assignment, error) {
 	if had && a.satisfies(old, &req, pl, h) {
 		old.refresh(h)
 		old.refused = ""
-		return old.assignment(), nil
+		delete(a.book.yielding, old.key)
+		asg := old.assignment()
+		asg.Displaced = a.displace(old)
+		return asg, nil
 	}
 	if had && a.reshape(old, &req, pl, h) {
 		a.unhold(old)
+		a.stamp(h, old)
 		a.hold(h)
 		return h.assignment(), nil
 	}
@@ -87,8 +92,45 @@ func (a *Allocator) Assign(req Request) (Assignment, error) {
 		}
 		return Assignment{}, err
 	}
+	if had {
+		a.stamp(h, old)
+	} else {
+		a.stamp(h, nil)
+	}
 	a.hold(h)
 	return h.assignment(), nil
+}
+
+// stamp dates h: it keeps old's date when it holds the same addresses,
+// else it is the newest holder.
+func (a *Allocator) stamp(h, old *holder) {
+	if old != nil && slices.Equal(old.ips, h.ips) {
+		h.since = old.since
+		return
+	}
+	a.seq++
+	h.since = a.seq
+}
+
+// displace marks the holders that came after h to one of its addresses
+// and may no longer share it with h (h changed its ports, or its policy)
+// as yielding, and returns their keys, sorted: each moves on its next
+// Assign, h stays.
+func (a *Allocator) displace(h *holder) []string {
+	var out []string
+	for _, ip := range h.ips {
+		for _, o := range a.book.addrs[ip].holders {
+			if o.since <= h.since || slices.Contains(out, o.key) {
+				continue
+			}
+			if ok, _ := compatible(o, h); !ok {
+				out = append(out, o.key)
+				a.book.yielding[o.key] = true
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Release frees the addresses key holds; an address shared with other
@@ -150,6 +192,7 @@ func (a *Allocator) unhold(h *holder) {
 		}
 	}
 	delete(a.book.byKey, h.key)
+	delete(a.book.yielding, h.key)
 	pc := a.counts.of(h.pool)
 	pc.holders--
 	if *pc == (poolCounts{}) {
@@ -172,7 +215,25 @@ func (a *Allocator) satisfies(old *holder, req *Request, pl plan, h *holder) boo
 	case !slices.ContainsFunc(pl.choices, func(fams []corev1.IPFamily) bool { return slices.Equal(fams, familiesOf(old.ips)) }):
 		return false
 	}
-	return a.sharesWith(old, h)
+	return a.sharesWithEarlier(old, h)
+}
+
+// sharesWithEarlier reports whether h, a newer version of old's Service,
+// is compatible with every Service that held one of old's addresses
+// before old did. Those that came later yield when they clash: the first
+// holder of a shared address never moves for a later one's sake.
+func (a *Allocator) sharesWithEarlier(old, h *holder) bool {
+	for _, ip := range old.ips {
+		for _, o := range a.book.addrs[ip].holders {
+			if o.key == h.key || o.since > old.since {
+				continue
+			}
+			if ok, _ := compatible(o, h); !ok {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sharesWith reports whether h, a newer holder for old's Service, is

@@ -21,6 +21,9 @@ type holder struct {
 	// refused says why the last allocation joined no address held under
 	// the sharing key although one was (see Assignment.Refused).
 	refused string
+	// since dates the hold on these addresses: holders are ordered by it
+	// (larger: later), and a later holder that clashes yields.
+	since uint64
 }
 
 func newHolder(req *Request) *holder {
@@ -60,7 +63,10 @@ type book struct {
 	addrs  map[netip.Addr]*heldAddr
 	byKey  map[string]*holder
 	shared map[string][]netip.Addr // sharing key -> addresses, sorted
-	taken  taken                   // held and quarantined addresses
+	// yielding are the Services that must leave a shared address: an
+	// earlier holder's change made them clash with it (see displace).
+	yielding map[string]bool
+	taken    taken // held and quarantined addresses
 	// quarantined are free addresses not to be handed out (see Quarantine).
 	quarantined map[netip.Addr]bool
 }
@@ -71,6 +77,8 @@ func newBook() *book {
 		byKey:  map[string]*holder{},
 		shared: map[string][]netip.Addr{},
 		taken:  newTaken(),
+
+		yielding: map[string]bool{},
 
 		quarantined: map[netip.Addr]bool{},
 	}

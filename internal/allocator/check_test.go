@@ -60,7 +60,11 @@ func checkAddresses(a *Allocator) string {
 				return ip.String() + " lists a stale holder " + h.key
 			}
 			for _, o := range ha.holders[i+1:] {
-				if ok, why := compatible(h, o); !ok {
+				later := o
+				if h.since > o.since {
+					later = h
+				}
+				if ok, why := compatible(h, o); !ok && !a.book.yielding[later.key] {
 					return ip.String() + " is held by " + h.key + " and " + o.key + ", which may not share: " + why
 				}
 			}

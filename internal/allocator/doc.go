@@ -18,6 +18,10 @@
 //     pool lets both namespaces share (Pool.ShareAcrossNamespaces), and
 //     what it is told when refused names no Service of another namespace.
 //     Consent withdrawn stops new joins and moves nobody.
+//   - The first holder of a shared address never moves for a later one:
+//     when its change (of ports, or traffic policy) makes a later holder
+//     clash with it, it keeps the address and Assign names the later
+//     ones (Displaced); each moves on its next Assign.
 //   - Nothing but a change of a Service's own request moves its address:
 //     Assign is idempotent, and changing, shrinking, closing or deleting a
 //     pool never drops or moves an assignment (the address counts as

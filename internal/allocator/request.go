@@ -55,6 +55,10 @@ type Assignment struct {
 	// exists (held in another namespace without the pool's consent, or a
 	// clash); it names no Service of another namespace.
 	Refused string
+	// Displaced, set when a Service sharing an address keeps it after a
+	// change (of ports, or traffic policy) that makes later holders clash
+	// with it, lists those later holders: each moves on its next Assign.
+	Displaced []string
 }
 
 // familyOf returns the Kubernetes IP family of an address.

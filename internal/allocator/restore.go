@@ -47,6 +47,11 @@ func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
 			return fail(ReasonOf(err), fmt.Sprintf("cannot restore the addresses of Service %s: %s", req.Key, err))
 		}
 	}
+	if had {
+		a.stamp(h, old)
+	} else {
+		a.stamp(h, nil)
+	}
 	a.hold(h)
 	return nil
 }

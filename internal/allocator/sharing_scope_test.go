@@ -89,3 +89,37 @@ func TestWithdrawnConsentMovesNobody(t *testing.T) {
 	}
 	checkBook(t, r)
 }
+
+// TestTheFirstHolderNeverMoves: when a Service sharing an address changes
+// its ports so that they clash with a Service that joined after it, the
+// first keeps the address and the later one is displaced: it moves on
+// its next Assign, unchanged request and all.
+func TestTheFirstHolderNeverMoves(t *testing.T) {
+	for _, c := range []struct {
+		name, first, joiner string
+		opts                []any
+	}{
+		{"one namespace", "x/a", "x/b", nil},
+		{"two namespaces with consent", "x/a", "y/b", []any{shareAcross("x", "y")}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAlloc(t, pool("p", append([]any{"198.51.100.0/28"}, c.opts...)...))
+			wantAssignment(t, mustAssign(t, a, svc(c.first, sharing("k"))), "p", "198.51.100.0")
+			joiner := svc(c.joiner, sharing("k"), ports("UDP/53"))
+			wantAssignment(t, mustAssign(t, a, joiner), "p", "198.51.100.0")
+
+			got := mustAssign(t, a, svc(c.first, sharing("k"), ports("TCP/80", "UDP/53")))
+			wantAssignment(t, got, "p", "198.51.100.0")
+			if len(got.Displaced) != 1 || got.Displaced[0] != c.joiner {
+				t.Fatalf("displaced %v, want [%s]", got.Displaced, c.joiner)
+			}
+			checkBook(t, a)
+			wantAssignment(t, mustAssign(t, a, joiner), "p", "198.51.100.1")
+			checkBook(t, a)
+			again := mustAssign(t, a, svc(c.first, sharing("k"), ports("TCP/80", "UDP/53")))
+			if len(again.Displaced) != 0 {
+				t.Errorf("displaced again: %v", again.Displaced)
+			}
+		})
+	}
+}

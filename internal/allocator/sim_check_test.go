@@ -19,6 +19,16 @@ func (s *sim) checkAssignSuccess(req Request, before map[string]Assignment, asg 
 		if !sameAssignment(old, asg) {
 			s.fatalf("moved %v to %v although the old addresses still satisfy the request", old, asg)
 		}
+		if want := s.modelDisplaced(old, req, before); !slices.Equal(want, asg.Displaced) {
+			s.fatalf("%v displaced %v, want %v", asg, asg.Displaced, want)
+		}
+		delete(s.yielding, req.Key)
+		if len(asg.Displaced) > 0 {
+			s.stats["Assign kept, displacing later holders"]++
+		}
+		for _, k := range asg.Displaced {
+			s.yielding[k] = true
+		}
 		return
 	}
 	s.checkSatisfies(req, asg)
@@ -142,7 +152,11 @@ func (s *sim) checkSharing(snap map[string]Assignment) {
 				s.fatalf("%s is attributed to two pools", ip)
 			}
 			for _, o := range keys[i+1:] {
-				if !s.modelCompatible(s.reqs[k], s.reqs[o]) {
+				later := o
+				if s.since[k] > s.since[o] {
+					later = k
+				}
+				if !s.modelCompatible(s.reqs[k], s.reqs[o]) && !s.yielding[later] {
 					s.fatalf("%s is held by %s and %s, which may not share it", ip, k, o)
 				}
 			}

@@ -109,12 +109,28 @@ func (s *sim) modelSatisfies(old Assignment, req Request, before map[string]Assi
 	others := othersHolding(before, req.Key)
 	for _, ip := range old.IPs {
 		for _, k := range others[ip] {
-			if !s.modelCompatible(req, s.reqs[k]) {
-				return false
+			if s.since[k] < s.since[req.Key] && !s.modelCompatible(req, s.reqs[k]) {
+				return false // a later holder that clashes yields instead
 			}
 		}
 	}
 	return true
+}
+
+// modelDisplaced lists the later holders of old's addresses a kept
+// request clashes with, sorted.
+func (s *sim) modelDisplaced(old Assignment, req Request, before map[string]Assignment) []string {
+	var out []string
+	others := othersHolding(before, req.Key)
+	for _, ip := range old.IPs {
+		for _, k := range others[ip] {
+			if s.since[k] > s.since[req.Key] && !s.modelCompatible(req, s.reqs[k]) && !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (s *sim) modelCompatible(x, y Request) bool {

@@ -32,10 +32,17 @@ type sim struct {
 	trail  []string           // recent operations, for failure messages
 	label  string             // "seed N" or "fuzz input", for failure messages
 	stats  map[string]int     // outcomes, to show the run explored the rules
+	// since dates each assignment (its addresses' last change), so the
+	// model knows which holder of a shared address came first; yielding
+	// are the later holders an earlier one's change made clash.
+	since    map[string]uint64
+	clock    uint64
+	yielding map[string]bool
 }
 
 func newSim(t testing.TB, src source, label string) *sim {
-	s := &sim{t: t, src: src, a: New(), reqs: map[string]Request{}, byAuto: map[string]bool{}, label: label, stats: map[string]int{}}
+	s := &sim{t: t, src: src, a: New(), reqs: map[string]Request{}, byAuto: map[string]bool{}, label: label, stats: map[string]int{},
+		since: map[string]uint64{}, yielding: map[string]bool{}}
 	s.setPools(s.genPools())
 	return s
 }
@@ -75,7 +82,27 @@ func (s *sim) step() {
 		s.setPools(s.genPools())
 		s.expectAttributed(before)
 	}
+	s.track(before)
 	s.checkAll()
+}
+
+// track dates the assignments whose addresses changed in the last
+// operation, and forgets released ones.
+func (s *sim) track(before map[string]Assignment) {
+	after := s.snapshot()
+	for _, key := range slices.Sorted(maps.Keys(after)) {
+		if b, had := before[key]; !had || !slices.Equal(b.IPs, after[key].IPs) {
+			s.clock++
+			s.since[key] = s.clock
+			delete(s.yielding, key)
+		}
+	}
+	for key := range before {
+		if _, ok := after[key]; !ok {
+			delete(s.since, key)
+			delete(s.yielding, key)
+		}
+	}
 }
 
 // snapshot is every assignment, by key.

@@ -46,6 +46,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	}
 	c.noticeMetalLBAnnotations(svc)
 	out := c.decide(svc)
+	c.requeueDisplaced(key, out.assignment.Displaced)
 	if err := c.publish(ctx, svc, out); err != nil {
 		return err // the moved addresses stay quarantined until a write succeeds
 	}
@@ -111,6 +112,19 @@ func (c *Controller) recordDecision(key string, before allocator.Assignment, hel
 			c.poolQueue.AddAfter(before.Pool, time.Second)
 		}
 		c.poolQueue.AddAfter(out.assignment.Pool, time.Second)
+	}
+}
+
+// requeueDisplaced syncs the Services that joined an address after key
+// and clash with it since key's change: they move, key stays.
+func (c *Controller) requeueDisplaced(key cache.ObjectName, displaced []string) {
+	for _, d := range displaced {
+		name, err := cache.ParseObjectName(d)
+		if err != nil {
+			continue
+		}
+		c.log.Info("shared address keeps its first holder", "service", key.String(), "moves", d)
+		c.serviceQueue.Add(name)
 	}
 }
 

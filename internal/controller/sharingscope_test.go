@@ -68,8 +68,9 @@ func (e *env) addrIn(ns, name string) string {
 // TestSharingKeyStaysInItsNamespace: a Service of another namespace with
 // the same sharing key does not join an address without the pool's
 // consent (spec.sharing.acrossNamespaces), is told so without the other
-// namespace's name, and the first Service keeps its address throughout,
-// across a restart of the controller too.
+// namespace's name, and the first Service keeps its address throughout:
+// when it takes a port a later joiner uses, the joiner moves; a restart
+// of the controller moves nobody.
 func TestSharingKeyStaysInItsNamespace(t *testing.T) {
 	e := newEnv(t)
 	other := e.otherNamespace("b")
@@ -127,13 +128,28 @@ func TestSharingKeyStaysInItsNamespace(t *testing.T) {
 		t.Errorf("consent given moved %s/intruder from %s to %s", other, intruder, got)
 	}
 
+	// the first Service takes the port the later one uses: the later
+	// one moves, the first keeps its address
+	e.updateSvc("first", func(s *corev1.Service) {
+		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Name: "alt", Protocol: tcp, Port: 8080})
+	})
+	var invited string
+	e.eventually("invited moves off the first Service's address", 20*time.Second, func() bool {
+		invited = e.addrIn(other, "invited")
+		return invited != first
+	})
+	e.waitIPs("first", first)
+	if invited != intruder {
+		t.Errorf("%s/invited moved to %s, not to %s, held under its key in its own namespace", other, invited, intruder)
+	}
+
 	// a restart restores everyone where they were
 	stop()
 	e.startController(controller.Options{})
 	e.svc("sentinel", nil)
 	e.waitAnyIPs("sentinel", 1)
 	e.waitIPs("first", first)
-	for name, want := range map[string]string{"intruder": intruder, "invited": first} {
+	for name, want := range map[string]string{"intruder": intruder, "invited": invited} {
 		if got := e.addrIn(other, name); got != want {
 			t.Errorf("after a restart %s/%s has %s, want %s", other, name, got, want)
 		}
