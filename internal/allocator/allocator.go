@@ -59,7 +59,9 @@ func (a *Allocator) SetPools(pools []Pool) error {
 // and new ones allocated; when that fails the error is an *Error and the
 // old assignment stays in place (Lookup still returns it). Released
 // addresses are free at once; the controller quarantines them (Quarantine)
-// until the Service's new status is written.
+// until the Service's new status is written. A Service that keeps a
+// shared address although its change makes Services that joined it later
+// clash with it gets their keys in Displaced: they move, it stays.
 func (a *Allocator) Assign(req Request) (Assignment, error) {
 	pl, err := makePlan(&req)
 	if err != nil {
@@ -92,11 +94,7 @@ func (a *Allocator) Assign(req Request) (Assignment, error) {
 		}
 		return Assignment{}, err
 	}
-	if had {
-		a.stamp(h, old)
-	} else {
-		a.stamp(h, nil)
-	}
+	a.stamp(h, old) // old is nil when !had
 	a.hold(h)
 	return h.assignment(), nil
 }

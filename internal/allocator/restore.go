@@ -47,11 +47,7 @@ func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
 			return fail(ReasonOf(err), fmt.Sprintf("cannot restore the addresses of Service %s: %s", req.Key, err))
 		}
 	}
-	if had {
-		a.stamp(h, old)
-	} else {
-		a.stamp(h, nil)
-	}
+	a.stamp(h, old) // old is nil when !had
 	a.hold(h)
 	return nil
 }
