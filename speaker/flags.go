@@ -3,6 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"time"
@@ -24,7 +26,7 @@ type flags struct {
 	suspicionMult                                                      int
 	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
 	statusInterval                                                     time.Duration
-	podName, podUID                                                    string
+	podName, podUID, hostIP                                            string
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
 	ignoreExcludeLB                                                    bool
@@ -40,9 +42,10 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "let nodes labelled node.kubernetes.io/exclude-from-external-load-balancers announce (MetalLB's flag of the same name; must match the controller)")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass --lb-class (must match the controller)")
 	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); two installations with different classes can share a cluster")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; empty disables it")
+	fs.StringVar(&f.hostIP, "host-ip", os.Getenv("HOST_IP"), "the node's own address (default $HOST_IP, set from the downward API status.hostIP): a --metrics-addr or --health-addr without a host listens on it alone; empty: on every local address")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; without a host (\":7472\"), --host-ip's; \"0.0.0.0:7472\" or \"[::]:7472\": every local address (in kube-proxy's IPVS mode that includes every LoadBalancer address); empty disables it")
 	fs.BoolVar(&f.profiling, "profiling", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
-	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints; empty disables them")
+	fs.StringVar(&f.healthAddr, "health-addr", ":7473", "address of the /healthz and /readyz endpoints, like --metrics-addr; empty disables them")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.BoolVar(&f.memberlist, "memberlist", true, "detect dead speakers with the member list (disable only for tests: failover then waits for a dead speaker's Lease to expire)")
 	fs.StringVar(&f.memberlistBindAddr, "memberlist-bind-addr", "", "address the member list binds and advertises (default: the node's InternalIP)")
@@ -76,6 +79,13 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if f.leaseRenew < time.Second {
 		return f, fmt.Errorf("--lease-renew %s: want at least 1s", f.leaseRenew)
+	}
+	var err error
+	if f.metricsAddr, err = onHost(f.metricsAddr, f.hostIP); err != nil {
+		return f, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	if f.healthAddr, err = onHost(f.healthAddr, f.hostIP); err != nil {
+		return f, fmt.Errorf("--health-addr: %w", err)
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
@@ -120,4 +130,26 @@ func (f flags) excluded() []string {
 		out = []string{}
 	}
 	return out
+}
+
+// onHost puts hostIP into a listen address that names a port only
+// (":7472"), so that the endpoint answers on the node's own address and
+// not on every local one. An empty address (endpoint disabled), one with a
+// host, or an empty hostIP leave it as it is.
+func onHost(addr, hostIP string) (string, error) {
+	if addr == "" {
+		return "", nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("%q: %w", addr, err)
+	}
+	if host != "" || hostIP == "" {
+		return addr, nil
+	}
+	ip, err := netip.ParseAddr(hostIP)
+	if err != nil {
+		return "", fmt.Errorf("--host-ip %q: %w", hostIP, err)
+	}
+	return net.JoinHostPort(ip.String(), port), nil
 }

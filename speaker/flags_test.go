@@ -54,3 +54,34 @@ func TestArgumentErrorIsPrinted(t *testing.T) {
 		t.Errorf("--lb-class: %v %q", err, f.lbClass)
 	}
 }
+
+func TestEndpointsListenOnTheHostIP(t *testing.T) {
+	f, err := parseFlags([]string{"--node-name=n1", "--host-ip=198.51.100.11"})
+	if err != nil || f.metricsAddr != "198.51.100.11:7472" || f.healthAddr != "198.51.100.11:7473" {
+		t.Errorf("defaults with a host IP: %q %q %v", f.metricsAddr, f.healthAddr, err)
+	}
+	cases := []struct{ addr, hostIP, want string }{
+		{":7472", "2001:db8::11", "[2001:db8::11]:7472"},
+		{":7472", "", ":7472"},
+		{"0.0.0.0:7472", "198.51.100.11", "0.0.0.0:7472"},
+		{"[::]:7472", "198.51.100.11", "[::]:7472"},
+		{"127.0.0.1:9000", "198.51.100.11", "127.0.0.1:9000"},
+		{"", "198.51.100.11", ""},
+	}
+	for _, c := range cases {
+		got, err := onHost(c.addr, c.hostIP)
+		if err != nil || got != c.want {
+			t.Errorf("onHost(%q, %q) = %q, %v; want %q", c.addr, c.hostIP, got, err, c.want)
+		}
+	}
+	if _, err := parseFlags([]string{"--node-name=n1", "--host-ip=node1"}); err == nil || !strings.Contains(err.Error(), "--host-ip") {
+		t.Errorf("a host IP that is no address: %v, want an error naming --host-ip", err)
+	}
+	if _, err := parseFlags([]string{"--node-name=n1", "--health-addr=7473"}); err == nil || !strings.Contains(err.Error(), "--health-addr") {
+		t.Errorf("an address without a port: %v, want an error naming --health-addr", err)
+	}
+	f, _ = parseFlags([]string{"--node-name=n1", "--host-ip=198.51.100.11", "--metrics-addr="})
+	if f.metricsAddr != "" {
+		t.Errorf("a disabled endpoint stays disabled: %q", f.metricsAddr)
+	}
+}

@@ -3,6 +3,7 @@ package install
 import (
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -47,6 +48,7 @@ func TestControllerWorkloadIsLockedDown(t *testing.T) {
 	if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
 		t.Error("controller pod must run as non-root")
 	}
+	checkSeccomp(t, "controller", pod)
 	c := pod.Containers[0]
 	sc := c.SecurityContext
 	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
@@ -73,9 +75,10 @@ func TestSpeakerWorkloadHasOnlyWhatItNeeds(t *testing.T) {
 		t.Error("the speaker must not be privileged")
 	}
 	if sc == nil || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
-		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_RAW", "NET_ADMIN"}) {
-		t.Errorf("speaker capabilities: %+v, want drop ALL, add NET_RAW and NET_ADMIN only", sc.Capabilities)
+		!slices.Equal(sc.Capabilities.Add, []corev1.Capability{"NET_RAW"}) {
+		t.Errorf("speaker capabilities: %+v, want drop ALL, add NET_RAW only", sc.Capabilities)
 	}
+	checkSeccomp(t, "speaker", pod)
 	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
 		t.Error("speaker: read-only root filesystem")
 	}
@@ -93,6 +96,19 @@ func TestSpeakerWorkloadHasOnlyWhatItNeeds(t *testing.T) {
 	if !nodeName {
 		t.Error("NODE_NAME must come from the downward API (spec.nodeName)")
 	}
+	hostIP := false
+	for _, e := range c.Env {
+		hostIP = hostIP || (e.Name == "HOST_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "status.hostIP")
+	}
+	if !hostIP {
+		t.Error("HOST_IP must come from the downward API (status.hostIP): the metrics and health endpoints listen on it")
+	}
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--metrics-addr=0.0.0.0") || strings.HasPrefix(a, "--metrics-addr=[::]") ||
+			strings.HasPrefix(a, "--health-addr=0.0.0.0") || strings.HasPrefix(a, "--health-addr=[::]") {
+			t.Errorf("speaker argument %s listens on every local address (VIPs included in IPVS mode)", a)
+		}
+	}
 	secret := false
 	for _, v := range pod.Volumes {
 		secret = secret || (v.Secret != nil && v.Secret.SecretName == "herald-memberlist")
@@ -101,6 +117,20 @@ func TestSpeakerWorkloadHasOnlyWhatItNeeds(t *testing.T) {
 		t.Error("the member-list key must be mounted from the herald-memberlist Secret")
 	}
 	checkProbesAndResources(t, "speaker", c)
+}
+
+// checkSeccomp wants the runtime's default seccomp profile for the pod
+// (set on the pod, not overridden by the container).
+func checkSeccomp(t *testing.T, name string, pod corev1.PodSpec) {
+	t.Helper()
+	if pod.SecurityContext == nil || pod.SecurityContext.SeccompProfile == nil || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Errorf("%s: pod seccompProfile RuntimeDefault", name)
+	}
+	for _, c := range pod.Containers {
+		if c.SecurityContext != nil && c.SecurityContext.SeccompProfile != nil && c.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s: container %s overrides the seccomp profile: %+v", name, c.Name, c.SecurityContext.SeccompProfile)
+		}
+	}
 }
 
 func checkProbesAndResources(t *testing.T, name string, c corev1.Container) {
