@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 )
 
 // Keys is the member-list keyring: Primary encrypts what this speaker
@@ -92,4 +94,18 @@ func checkKey(key []byte) error {
 		return fmt.Errorf("gossip encryption key is %d bytes: want 16, 24 or 32 (AES-128, -192 or -256)", len(key))
 	}
 	return nil
+}
+
+// KeyFingerprints names the keys this member runs with, the sending key
+// first (v1beta1.MemberlistKeyFingerprint): the speaker publishes them on
+// its liveness Lease so that a member whose key differs from its peers'
+// is seen, by them and by the controller, without showing the keys.
+func (m *Members) KeyFingerprints() []string { return slices.Clone(m.keys) }
+
+func keyFingerprints(primary []byte, others [][]byte) []string {
+	out := []string{v1beta1.MemberlistKeyFingerprint(primary)}
+	for _, k := range others {
+		out = append(out, v1beta1.MemberlistKeyFingerprint(k))
+	}
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 )
 
 func TestReadKeyFile(t *testing.T) {
@@ -138,4 +140,19 @@ func FuzzParseKeys(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestKeyFingerprintsSendingKeyFirst(t *testing.T) {
+	a, b := bytes.Repeat([]byte{1}, 16), bytes.Repeat([]byte{2}, 32)
+	got := keyFingerprints(a, [][]byte{b})
+	want := []string{v1beta1.MemberlistKeyFingerprint(a), v1beta1.MemberlistKeyFingerprint(b)}
+	if !slices.Equal(got, want) {
+		t.Errorf("fingerprints %v, want %v", got, want)
+	}
+	m := &Members{keys: got}
+	fps := m.KeyFingerprints()
+	fps[0] = "changed"
+	if m.KeyFingerprints()[0] != want[0] {
+		t.Error("KeyFingerprints must return a copy")
+	}
 }

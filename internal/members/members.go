@@ -32,6 +32,9 @@ type Members struct {
 	joiner   *joiner
 	welcome  *welcomer
 	onChange func()
+	// keys are the fingerprints of the keys it runs with, the sending key
+	// first (KeyFingerprints).
+	keys []string
 
 	kick       chan struct{}
 	stopJoins  context.CancelFunc
@@ -60,6 +63,7 @@ func New(cfg Config) (*Members, error) {
 		book:     newBook(),
 		metrics:  met,
 		onChange: cfg.OnChange,
+		keys:     keyFingerprints(cfg.SecretKey, cfg.OtherKeys),
 		kick:     make(chan struct{}, 1),
 	}
 	dir := newDirectory()

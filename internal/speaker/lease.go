@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -42,6 +43,10 @@ type leaseRenewer struct {
 	duration time.Duration
 	now      func() time.Time
 	last     *coordinationv1.Lease
+	// keys, when set, is written to the Lease as its
+	// v1beta1.AnnotationMemberlistKeys (the member list's key
+	// fingerprints): set before run starts.
+	keys string
 }
 
 func (r *leaseRenewer) renew(ctx context.Context) error {
@@ -52,7 +57,7 @@ func (r *leaseRenewer) renew(ctx context.Context) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			l = &coordinationv1.Lease{
-				ObjectMeta: metav1.ObjectMeta{Name: LeaseName(r.node), Labels: map[string]string{leaseLabel: "true"}},
+				ObjectMeta: metav1.ObjectMeta{Name: LeaseName(r.node), Labels: map[string]string{leaseLabel: "true"}, Annotations: r.annotations(nil)},
 				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &r.node, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now},
 			}
 			created, err := r.leases.Create(ctx, l, metav1.CreateOptions{})
@@ -72,6 +77,7 @@ func (r *leaseRenewer) renew(ctx context.Context) error {
 		l.Labels = map[string]string{}
 	}
 	l.Labels[leaseLabel] = "true"
+	l.Annotations = r.annotations(l.Annotations)
 	updated, err := r.leases.Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
 		r.last = nil
@@ -79,6 +85,24 @@ func (r *leaseRenewer) renew(ctx context.Context) error {
 	}
 	r.last = updated
 	return nil
+}
+
+// annotations returns a Lease's annotations with the key fingerprints
+// set (removed when there are none).
+func (r *leaseRenewer) annotations(cur map[string]string) map[string]string {
+	if r.keys == "" && cur[v1beta1.AnnotationMemberlistKeys] == "" {
+		return cur
+	}
+	out := maps.Clone(cur)
+	if out == nil {
+		out = map[string]string{}
+	}
+	if r.keys == "" {
+		delete(out, v1beta1.AnnotationMemberlistKeys)
+	} else {
+		out[v1beta1.AnnotationMemberlistKeys] = r.keys
+	}
+	return out
 }
 
 // release deletes the Lease (at shutdown, after the hand-over).

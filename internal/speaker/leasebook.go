@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
 )
@@ -60,6 +61,24 @@ func (b *leaseBook) alive(node string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return k8s.LeaseFresh(b.read[node], b.now())
+}
+
+// peerKeys returns, for each node whose Lease was fresh when last read
+// and announces key fingerprints, those fingerprints (sending key first).
+func (b *leaseBook) peerKeys() map[string][]string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string][]string{}
+	now := b.now()
+	for n, l := range b.read {
+		if l == nil || !k8s.LeaseFresh(l, now) {
+			continue
+		}
+		if keys := v1beta1.ParseMemberlistKeys(l.Annotations[v1beta1.AnnotationMemberlistKeys]); len(keys) > 0 {
+			out[n] = keys
+		}
+	}
+	return out
 }
 
 // renewed says whether node's Lease was renewed since the book began

@@ -18,6 +18,9 @@ type metrics struct {
 	syncErrors *prometheus.CounterVec
 	// statusWrites counts SpeakerStatus writes (creates and updates).
 	statusWrites prometheus.Counter
+	// keyMismatch counts the other speakers whose member-list keys cannot
+	// exchange packets with this one's (keycheck.go).
+	keyMismatch prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -38,8 +41,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed syncs, by sync: reconcile (what this node announces) or status (its SpeakerStatus); each is retried with backoff."}, []string{"sync"}),
 		statusWrites: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "herald", Subsystem: "speaker", Name: "status_writes_total",
 			Help: "Writes of this node's SpeakerStatus (only when what it announces changed, at most one per --status-interval)."}),
+		keyMismatch: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "speaker", Name: "member_key_mismatch",
+			Help: "Other speakers, among those whose liveness Lease this one reads, whose member-list keys and this speaker's cannot read each other's packets: the member list is split (docs/security.md, the member-list Secret). Should be 0."}),
 	}
-	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.held, m.reconcile, m.l2Plans, m.bgpApplies, m.syncErrors, m.statusWrites} {
+	for _, c := range []prometheus.Collector{m.announced, m.releasing, m.held, m.reconcile, m.l2Plans, m.bgpApplies, m.syncErrors, m.statusWrites, m.keyMismatch} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

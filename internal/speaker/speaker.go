@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -262,6 +263,9 @@ func (s *Speaker) Run(ctx context.Context) error {
 			return fmt.Errorf("member list: %w", err)
 		}
 		s.members.Store(&memberHolder{ml})
+		if kf, ok := ml.(keyFingerprinter); ok {
+			s.renewer.keys = strings.Join(kf.KeyFingerprints(), ",")
+		}
 	}
 	s.ready.synced.Store(true)
 	s.log.Info("caches synced; announcing")
@@ -272,6 +276,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 		setErr(&s.ready.leaseErr, "liveness Lease not renewed", err)
 	})
 	go s.leases.run(ctx, s.opts.LeaseRenew)
+	go s.checkKeys(ctx, s.opts.LeaseRenew)
 	s.Trigger()
 	go s.watchSessions(ctx, 3*time.Second)
 	go func() {
