@@ -38,23 +38,27 @@ func subscribe() (*subscription, error) {
 		default:
 		}
 	}
+	// No ListExisting: relist dumps on sockets of its own right after.
+	// A dump sent on a subscribed socket is addressed to its multicast
+	// groups, which rtnetlink allows only with CAP_NET_ADMIN, and the
+	// speaker runs without it (docs/security.md).
 	const rcvbuf = 1 << 20
 	err := netlink.LinkSubscribeWithOptions(s.links, s.done, netlink.LinkSubscribeOptions{
-		ListExisting: true, ErrorCallback: onError, ReceiveBufferSize: rcvbuf})
+		ErrorCallback: onError, ReceiveBufferSize: rcvbuf})
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("subscribe to links: %w", err)
 	}
 	s.open = append(s.open, func() { drain(s.links) })
 	err = netlink.AddrSubscribeWithOptions(s.addrs, s.done, netlink.AddrSubscribeOptions{
-		ListExisting: true, ErrorCallback: onError, ReceiveBufferSize: rcvbuf})
+		ErrorCallback: onError, ReceiveBufferSize: rcvbuf})
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("subscribe to addresses: %w", err)
 	}
 	s.open = append(s.open, func() { drain(s.addrs) })
 	err = netlink.RouteSubscribeWithOptions(s.routes, s.done, netlink.RouteSubscribeOptions{
-		ListExisting: true, ErrorCallback: onError, ReceiveBufferSize: rcvbuf})
+		ErrorCallback: onError, ReceiveBufferSize: rcvbuf})
 	if err != nil {
 		s.stop()
 		return nil, fmt.Errorf("subscribe to routes: %w", err)
