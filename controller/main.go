@@ -149,7 +149,8 @@ func run(f flags) error {
 	health.SetReady(true)
 	log.Info("starting", "namespace", f.namespace, "lbClass", f.lbClass, "lbClassOnly", f.lbClassOnly, "leaderElect", f.leaderElect, "identity", f.identity)
 	// Every replica keeps the speakers' member-list Secret, leader or not.
-	go controller.KeepMemberlistSecret(ctx, kube, f.namespace, f.memberlistSecret, log)
+	keeper := &controller.MemberlistKeeper{Kube: kube, Namespace: f.namespace, Name: f.memberlistSecret, Log: log, Recorder: rec, Registerer: reg}
+	go keeper.Run(ctx)
 	if !f.leaderElect {
 		isLeader.Set(1)
 		return c.Run(ctx)

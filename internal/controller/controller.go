@@ -48,8 +48,8 @@ type Options struct {
 	Namespace string
 	// MemberlistSecret is the Secret holding the speakers' member-list key,
 	// created with a random key when missing; empty disables that. Run
-	// keeps it (KeepMemberlistSecret); a binary with leader election runs
-	// KeepMemberlistSecret itself in every replica instead.
+	// keeps it (MemberlistKeeper); a binary with leader election runs
+	// a MemberlistKeeper itself in every replica instead.
 	MemberlistSecret string
 	// ReleaseHold is how long an address a Service gave up is held back
 	// before it is handed out again (0: free as soon as the Service's
@@ -209,7 +209,9 @@ func (c *Controller) RunFenced(ctx context.Context, fence *leader.Fence) error {
 	c.log.Info("caches synced", "duration", time.Since(syncStart).Round(time.Millisecond))
 	c.syncedAt = time.Now()
 	if c.opts.MemberlistSecret != "" {
-		go KeepMemberlistSecret(ctx, c.kube, c.opts.Namespace, c.opts.MemberlistSecret, c.log)
+		keeper := &MemberlistKeeper{Kube: c.kube, Namespace: c.opts.Namespace, Name: c.opts.MemberlistSecret,
+			Log: c.log, Recorder: c.rec, Registerer: c.opts.Registerer}
+		go keeper.Run(ctx)
 	}
 	start := time.Now()
 	if err := c.rebuildConfig(ctx); err != nil {
