@@ -23,7 +23,7 @@ type BGPAdvertisement struct {
 	// +optional
 	Spec BGPAdvertisementSpec `json:"spec,omitempty"`
 	// +optional
-	Status ConfigStatus `json:"status,omitempty"`
+	Status BGPAdvertisementStatus `json:"status,omitempty"`
 }
 
 // BGPAdvertisementSpec selects what is advertised, by which nodes, to which

@@ -22,7 +22,7 @@ type BGPPeer struct {
 
 	Spec BGPPeerSpec `json:"spec"`
 	// +optional
-	Status ConfigStatus `json:"status,omitempty"`
+	Status BGPPeerStatus `json:"status,omitempty"`
 }
 
 // BGPPeerSpec describes one BGP session, opened by the speaker of every

@@ -152,6 +152,12 @@ type IPAddressPoolStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// InForce is the last valid version of the pool, the one every process
+	// keeps in force while a later edit is refused (see the Valid
+	// condition). A process that starts reads it here.
+	// +optional
+	InForce *IPAddressPoolInForce `json:"inForce,omitempty"`
 }
 
 // IPAddressPoolList is a list of IPAddressPool.

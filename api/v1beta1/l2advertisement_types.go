@@ -22,7 +22,7 @@ type L2Advertisement struct {
 	// +optional
 	Spec L2AdvertisementSpec `json:"spec,omitempty"`
 	// +optional
-	Status ConfigStatus `json:"status,omitempty"`
+	Status L2AdvertisementStatus `json:"status,omitempty"`
 }
 
 // L2AdvertisementSpec selects what is announced in L2 mode, from where.

@@ -32,8 +32,11 @@ const keptSuffix = "; keeping the last valid version"
 //
 // Build stays pure; LastGood is the memory around it. The controller and the
 // speaker each hold one, so both keep the same versions in force. The memory
-// lives in the process: after a restart an invalid object is left out until
-// it is fixed.
+// is seeded from the record the controller writes in each object's status
+// (status.inForce, see seed): a process that (re)starts while an edit is
+// refused keeps the same version as the ones that ran through the edit.
+// Password Secrets are not recorded: a peer whose Secret is missing or
+// lacks its key when a process starts is left out by that process.
 type LastGood struct {
 	mu      sync.Mutex
 	good    map[objKey]metav1.Object  // last valid version, by kind and name
@@ -56,6 +59,7 @@ func (g *LastGood) Build(in Input) (*Config, []Problem) {
 	defer g.mu.Unlock()
 	cur := copyInput(in)
 	g.forgetGone(cur)
+	g.seed(cur)
 	kept := map[objKey][]Problem{}
 	limit := inputSize(cur) + 1
 	for round := 0; ; round++ {

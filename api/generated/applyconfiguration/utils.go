@@ -38,12 +38,20 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1beta1.BFDProfileSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BGPAdvertisement"):
 		return &apiv1beta1.BGPAdvertisementApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BGPAdvertisementInForce"):
+		return &apiv1beta1.BGPAdvertisementInForceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BGPAdvertisementSpec"):
 		return &apiv1beta1.BGPAdvertisementSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BGPAdvertisementStatus"):
+		return &apiv1beta1.BGPAdvertisementStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BGPPeer"):
 		return &apiv1beta1.BGPPeerApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BGPPeerInForce"):
+		return &apiv1beta1.BGPPeerInForceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BGPPeerSpec"):
 		return &apiv1beta1.BGPPeerSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("BGPPeerStatus"):
+		return &apiv1beta1.BGPPeerStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("BGPSessionStatus"):
 		return &apiv1beta1.BGPSessionStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("Community"):
@@ -54,16 +62,24 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &apiv1beta1.CommunitySpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("ConfigStatus"):
 		return &apiv1beta1.ConfigStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("InForceVersion"):
+		return &apiv1beta1.InForceVersionApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("IPAddressPool"):
 		return &apiv1beta1.IPAddressPoolApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("IPAddressPoolInForce"):
+		return &apiv1beta1.IPAddressPoolInForceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("IPAddressPoolSpec"):
 		return &apiv1beta1.IPAddressPoolSpecApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("IPAddressPoolStatus"):
 		return &apiv1beta1.IPAddressPoolStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("L2Advertisement"):
 		return &apiv1beta1.L2AdvertisementApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("L2AdvertisementInForce"):
+		return &apiv1beta1.L2AdvertisementInForceApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("L2AdvertisementSpec"):
 		return &apiv1beta1.L2AdvertisementSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("L2AdvertisementStatus"):
+		return &apiv1beta1.L2AdvertisementStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("L2AnnouncementStatus"):
 		return &apiv1beta1.L2AnnouncementStatusApplyConfiguration{}
 	case v1beta1.SchemeGroupVersion.WithKind("PoolSharing"):

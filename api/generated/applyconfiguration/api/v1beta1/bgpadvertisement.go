@@ -32,8 +32,8 @@ import (
 type BGPAdvertisementApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *BGPAdvertisementSpecApplyConfiguration `json:"spec,omitempty"`
-	Status                           *ConfigStatusApplyConfiguration         `json:"status,omitempty"`
+	Spec                             *BGPAdvertisementSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *BGPAdvertisementStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // BGPAdvertisement constructs a declarative configuration of the BGPAdvertisement type for use with
@@ -217,7 +217,7 @@ func (b *BGPAdvertisementApplyConfiguration) WithSpec(value *BGPAdvertisementSpe
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *BGPAdvertisementApplyConfiguration) WithStatus(value *ConfigStatusApplyConfiguration) *BGPAdvertisementApplyConfiguration {
+func (b *BGPAdvertisementApplyConfiguration) WithStatus(value *BGPAdvertisementStatusApplyConfiguration) *BGPAdvertisementApplyConfiguration {
 	b.Status = value
 	return b
 }

@@ -31,8 +31,8 @@ import (
 type BGPPeerApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *BGPPeerSpecApplyConfiguration  `json:"spec,omitempty"`
-	Status                           *ConfigStatusApplyConfiguration `json:"status,omitempty"`
+	Spec                             *BGPPeerSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *BGPPeerStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // BGPPeer constructs a declarative configuration of the BGPPeer type for use with
@@ -216,7 +216,7 @@ func (b *BGPPeerApplyConfiguration) WithSpec(value *BGPPeerSpecApplyConfiguratio
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *BGPPeerApplyConfiguration) WithStatus(value *ConfigStatusApplyConfiguration) *BGPPeerApplyConfiguration {
+func (b *BGPPeerApplyConfiguration) WithStatus(value *BGPPeerStatusApplyConfiguration) *BGPPeerApplyConfiguration {
 	b.Status = value
 	return b
 }

@@ -44,6 +44,10 @@ type IPAddressPoolStatusApplyConfiguration struct {
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Valid, Conflicting, AddressesOutsideRanges.
 	Conditions []v1.ConditionApplyConfiguration `json:"conditions,omitempty"`
+	// InForce is the last valid version of the pool, the one every process
+	// keeps in force while a later edit is refused (see the Valid
+	// condition). A process that starts reads it here.
+	InForce *IPAddressPoolInForceApplyConfiguration `json:"inForce,omitempty"`
 }
 
 // IPAddressPoolStatusApplyConfiguration constructs a declarative configuration of the IPAddressPoolStatus type for use with
@@ -110,5 +114,13 @@ func (b *IPAddressPoolStatusApplyConfiguration) WithConditions(values ...*v1.Con
 		}
 		b.Conditions = append(b.Conditions, *values[i])
 	}
+	return b
+}
+
+// WithInForce sets the InForce field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the InForce field is set to the value of the last call.
+func (b *IPAddressPoolStatusApplyConfiguration) WithInForce(value *IPAddressPoolInForceApplyConfiguration) *IPAddressPoolStatusApplyConfiguration {
+	b.InForce = value
 	return b
 }

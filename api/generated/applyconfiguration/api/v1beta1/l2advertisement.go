@@ -32,8 +32,8 @@ import (
 type L2AdvertisementApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
-	Spec                             *L2AdvertisementSpecApplyConfiguration `json:"spec,omitempty"`
-	Status                           *ConfigStatusApplyConfiguration        `json:"status,omitempty"`
+	Spec                             *L2AdvertisementSpecApplyConfiguration   `json:"spec,omitempty"`
+	Status                           *L2AdvertisementStatusApplyConfiguration `json:"status,omitempty"`
 }
 
 // L2Advertisement constructs a declarative configuration of the L2Advertisement type for use with
@@ -217,7 +217,7 @@ func (b *L2AdvertisementApplyConfiguration) WithSpec(value *L2AdvertisementSpecA
 // WithStatus sets the Status field in the declarative configuration to the given value
 // and returns the receiver, so that objects can be built by chaining "With" function invocations.
 // If called multiple times, the Status field is set to the value of the last call.
-func (b *L2AdvertisementApplyConfiguration) WithStatus(value *ConfigStatusApplyConfiguration) *L2AdvertisementApplyConfiguration {
+func (b *L2AdvertisementApplyConfiguration) WithStatus(value *L2AdvertisementStatusApplyConfiguration) *L2AdvertisementApplyConfiguration {
 	b.Status = value
 	return b
 }
