@@ -26,6 +26,7 @@ func (c *Controller) rebuildConfig(ctx context.Context) error {
 	err = c.alloc.SetPools(allocatorPools(cfg))
 	c.cfg = cfg
 	c.poolGens = poolGenerations(in.Pools)
+	c.poolInForce = poolsInForce(in.Pools, problems)
 	old := c.problems
 	c.problems = problems
 	c.mu.Unlock()
@@ -45,6 +46,18 @@ func poolGenerations(pools []*v1beta1.IPAddressPool) map[string]int64 {
 	out := make(map[string]int64, len(pools))
 	for _, p := range pools {
 		out[p.Name] = p.Generation
+	}
+	return out
+}
+
+// poolsInForce maps each pool in force in its version of the input to the
+// record of that version.
+func poolsInForce(pools []*v1beta1.IPAddressPool, problems []config.Problem) map[string]*v1beta1.IPAddressPoolInForce {
+	out := make(map[string]*v1beta1.IPAddressPoolInForce, len(pools))
+	for _, p := range pools {
+		if config.InForceNow(problems, "IPAddressPool", p.Name) {
+			out[p.Name] = config.PoolInForce(p)
+		}
 	}
 	return out
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldinformers "github.com/herald-lb/herald/api/generated/informers/externalversions"
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/allocator"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
@@ -118,6 +119,10 @@ type Controller struct {
 	speakerUp  map[string]bool                   // nodes whose speaker Lease was fresh when last synced
 	dependsOn  map[cache.ObjectName][]string     // nodes a Service's Announced condition was computed from
 	dependents map[string]map[cache.ObjectName]bool
+
+	// poolInForce is the record of each pool in force in its version of
+	// that input (nil when an older version is kept or none is in force).
+	poolInForce map[string]*v1beta1.IPAddressPoolInForce
 	// lastAnnounced is a hash (msgSeed) of what each Service's Announced
 	// condition said when it was last True, kept while the condition
 	// waits (Unknown) for a new owner to confirm a hand-over: the

@@ -206,3 +206,81 @@ func TestSelectorEditsKeepTheLastValidVersion(t *testing.T) {
 	e.settle("p")
 	e.wantStillServed("web", "198.51.100.96")
 }
+
+// The controller records each object's version in force in its status
+// (status.inForce), and a controller started while a refused edit stands
+// keeps that version, as the one that ran through the edit did: here the
+// older pool edited to overlap a newer pool in use. Without the record the
+// new controller would put the edited older pool in force, leave the newer
+// one out, and hand the newer pool's free addresses to the older pool's
+// tenants.
+func TestRestartedControllerKeepsThePoolInForce(t *testing.T) {
+	e := newEnv(t)
+	node := e.ns[:8] + "-node1"
+	e.nodes(node)
+	e.speakers(node)
+	e.pool("older", nil, "198.51.100.64/29")
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have one-second resolution
+	e.pool("newer", nil, "198.51.100.72/29")
+	l2 := e.herald.HeraldV1beta1().L2Advertisements()
+	if _, err := l2.Create(e.ctx, &v1beta1.L2Advertisement{
+		ObjectMeta: metav1.ObjectMeta{Name: "l2"}, Spec: v1beta1.L2AdvertisementSpec{IPAddressPools: []string{"older", "newer"}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	stop := e.startController(controller.Options{})
+	e.svc("in-older", func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAddressPool] = "older" })
+	e.svc("in-newer", func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAddressPool] = "newer" })
+	e.waitIPs("in-older", "198.51.100.64")
+	e.waitIPs("in-newer", "198.51.100.72")
+	recorded := func(name string, gen int64, addrs ...string) func() bool {
+		return func() bool {
+			p := e.getPool(name)
+			r := p.Status.InForce
+			return r != nil && r.Generation == gen && r.UID == p.UID && slices.Equal(r.Spec.Addresses, addrs)
+		}
+	}
+	e.eventually("pool older's record at generation 1", 20*time.Second, recorded("older", 1, "198.51.100.64/29"))
+	e.eventually("pool newer's record at generation 1", 20*time.Second, recorded("newer", 1, "198.51.100.72/29"))
+	e.eventually("the L2Advertisement's record", 20*time.Second, func() bool {
+		a, err := l2.Get(e.ctx, "l2", metav1.GetOptions{})
+		return err == nil && a.Status.InForce != nil && a.Status.InForce.Generation == a.Generation &&
+			slices.Equal(a.Status.InForce.Spec.IPAddressPools, []string{"older", "newer"})
+	})
+
+	e.updatePool("older", func(p *v1beta1.IPAddressPool) { p.Spec.Addresses = []string{"198.51.100.64/28"} })
+	keptOlder := func() bool {
+		p := e.getPool("older")
+		v := poolCondition(p, v1beta1.ConditionValid)
+		return v != nil && v.Status == metav1.ConditionFalse && v.ObservedGeneration == p.Generation &&
+			strings.Contains(v.Message, "keeping the last valid version")
+	}
+	e.eventually("pool older Valid=False keeping the last valid version", 20*time.Second, keptOlder)
+	e.settle("older")
+	if !recorded("older", 1, "198.51.100.64/29")() {
+		t.Fatalf("pool older's record = %+v, want generation 1 (the refused edit is not recorded)", e.getPool("older").Status.InForce)
+	}
+
+	stop()
+	e.startController(controller.Options{})
+	e.settle("newer")
+	e.eventually("the restarted controller keeps pool older at its last valid version", 20*time.Second, keptOlder)
+	if v := poolCondition(e.getPool("newer"), v1beta1.ConditionValid); v == nil || v.Status != metav1.ConditionTrue {
+		t.Errorf("pool newer Valid = %+v, want True (in force)", v)
+	}
+	e.wantStillServed("in-older", "198.51.100.64")
+	e.wantStillServed("in-newer", "198.51.100.72")
+	// The older pool hands out from its last valid range only: a tenant of
+	// the older pool gets none of the newer pool's free addresses.
+	for _, name := range []string{"o1", "o2", "o3", "o4", "o5", "o6", "o7"} {
+		e.svc(name, func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAddressPool] = "older" })
+		e.waitAnyIPs(name, 1)
+	}
+	e.svc("o8", func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAddressPool] = "older" })
+	e.waitCondition("o8", v1beta1.ConditionAllocated, metav1.ConditionFalse, "PoolExhausted")
+	if got := ips(e.get("o8")); len(got) != 0 {
+		t.Errorf("Service o8 of the full older pool got %v, want none (the newer pool's addresses stay its own)", got)
+	}
+	e.svc("n1", func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAddressPool] = "newer" })
+	e.waitIPs("n1", "198.51.100.73")
+}

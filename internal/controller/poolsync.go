@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	heraldac "github.com/herald-lb/herald/api/generated/applyconfiguration/api/v1beta1"
@@ -35,6 +36,7 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	holders := c.alloc.Holders(name)
 	problems := config.ProblemsOf(c.problems, "IPAddressPool", name)
 	gen, built := c.poolGens[name]
+	rec := poolRecord(pool, c.poolInForce[name])
 	c.mu.Unlock()
 	if !built {
 		return nil
@@ -53,14 +55,19 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	cur := pool.Status
 	if cur.AssignedIPv4 == st.AssignedIPv4 && cur.AvailableIPv4 == st.AvailableIPv4 && cur.AssignedIPv6 == st.AssignedIPv6 &&
 		cur.AvailableIPv6 == st.AvailableIPv6 && cur.OutsideRanges == st.OutsideRanges && cur.ObservedGeneration == st.ObservedGeneration &&
-		sameConditions(cur.Conditions, conds, gen) {
+		sameConditions(cur.Conditions, conds, gen) && equality.Semantic.DeepEqual(cur.InForce, rec) {
 		return nil
+	}
+	recAC, err := applyConfig[heraldac.IPAddressPoolInForceApplyConfiguration](rec)
+	if err != nil {
+		return err
 	}
 	ac := heraldac.IPAddressPool(name).WithResourceVersion(rv).WithStatus(heraldac.IPAddressPoolStatus().
 		WithAssignedIPv4(st.AssignedIPv4).WithAvailableIPv4(st.AvailableIPv4).
 		WithAssignedIPv6(st.AssignedIPv6).WithAvailableIPv6(st.AvailableIPv6).
 		WithOutsideRanges(st.OutsideRanges).WithObservedGeneration(st.ObservedGeneration).
 		WithConditions(applyConditions(cur.Conditions, conds, gen, time.Now())...))
+	ac.Status.InForce = recAC
 	wctx, cancel, err := c.writeCtx(ctx)
 	if err != nil {
 		return err
@@ -105,6 +112,16 @@ func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressP
 		c.rec.Eventf(pool, corev1.EventTypeNormal, "DeletionWaits", "%d Service(s) still hold addresses of this pool; it is deleted when the last one releases them", holders)
 	}
 	return pool.ResourceVersion, nil
+}
+
+// poolRecord returns the record in force to write in the pool's status:
+// built, the one of the built version if that is the pool's current
+// version (same UID and generation), else the record it has.
+func poolRecord(pool *v1beta1.IPAddressPool, built *v1beta1.IPAddressPoolInForce) *v1beta1.IPAddressPoolInForce {
+	if built != nil && built.UID == pool.UID && built.Generation == pool.Generation {
+		return built
+	}
+	return pool.Status.InForce
 }
 
 func poolConditions(problems []config.Problem, outside uint64, deleting bool, holders int) []condition {
