@@ -302,7 +302,10 @@ func (w *world) change() string {
 		name := w.pick(worldAdverts)
 		return "l2 " + name + " " + changeObj(w, w.l2, name, func(a *v1beta1.L2Advertisement) *metav1.ObjectMeta { return &a.ObjectMeta },
 			func() *v1beta1.L2Advertisement { return &v1beta1.L2Advertisement{ObjectMeta: w.newMeta(name)} },
-			func(a *v1beta1.L2Advertisement) { a.Spec = v1beta1.L2AdvertisementSpec{}; w.selectPools(&a.Spec.IPAddressPools, &a.Spec.IPAddressPoolSelectors) })
+			func(a *v1beta1.L2Advertisement) {
+				a.Spec = v1beta1.L2AdvertisementSpec{}
+				w.selectPools(&a.Spec.IPAddressPools, &a.Spec.IPAddressPoolSelectors)
+			})
 	case 2:
 		name := w.pick(worldAdverts)
 		return "bgp " + name + " " + changeObj(w, w.bgp, name, func(a *v1beta1.BGPAdvertisement) *metav1.ObjectMeta { return &a.ObjectMeta },
