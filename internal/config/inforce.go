@@ -58,41 +58,52 @@ func PeerInForce(p *v1beta1.BGPPeer) *v1beta1.BGPPeerInForce {
 	return &v1beta1.BGPPeerInForce{InForceVersion: version(c.ObjectMeta), Spec: c.Spec}
 }
 
-// recorded returns the version of obj its status records as in force, as
-// an object LastGood can put in its place, or nil when there is none or it
-// belongs to another object of the same name (another UID).
+// recordOf returns the version an object's status records as in force, if
+// it has a record of itself (same UID).
+func recordOf(obj metav1.Object) (v1beta1.InForceVersion, bool) {
+	var v *v1beta1.InForceVersion
+	switch o := obj.(type) {
+	case *v1beta1.IPAddressPool:
+		if o.Status.InForce != nil {
+			v = &o.Status.InForce.InForceVersion
+		}
+	case *v1beta1.L2Advertisement:
+		if o.Status.InForce != nil {
+			v = &o.Status.InForce.InForceVersion
+		}
+	case *v1beta1.BGPAdvertisement:
+		if o.Status.InForce != nil {
+			v = &o.Status.InForce.InForceVersion
+		}
+	case *v1beta1.BGPPeer:
+		if o.Status.InForce != nil {
+			v = &o.Status.InForce.InForceVersion
+		}
+	}
+	if v == nil || v.UID != obj.GetUID() {
+		return v1beta1.InForceVersion{}, false
+	}
+	return *v, true
+}
+
+// recorded returns obj in the version its status records (recordOf has
+// found one), as an object LastGood can put in its place.
 func recorded(obj metav1.Object) metav1.Object {
 	switch o := obj.(type) {
 	case *v1beta1.IPAddressPool:
-		r := o.Status.InForce
-		if r == nil || r.UID != o.UID {
-			return nil
-		}
-		c := o.DeepCopy()
+		c, r := o.DeepCopy(), o.Status.InForce
 		c.Generation, c.Labels, c.Spec = r.Generation, r.DeepCopy().Labels, *r.Spec.DeepCopy()
 		return c
 	case *v1beta1.L2Advertisement:
-		r := o.Status.InForce
-		if r == nil || r.UID != o.UID {
-			return nil
-		}
-		c := o.DeepCopy()
+		c, r := o.DeepCopy(), o.Status.InForce
 		c.Generation, c.Spec = r.Generation, *r.Spec.DeepCopy()
 		return c
 	case *v1beta1.BGPAdvertisement:
-		r := o.Status.InForce
-		if r == nil || r.UID != o.UID {
-			return nil
-		}
-		c := o.DeepCopy()
+		c, r := o.DeepCopy(), o.Status.InForce
 		c.Generation, c.Spec = r.Generation, *r.Spec.DeepCopy()
 		return c
 	case *v1beta1.BGPPeer:
-		r := o.Status.InForce
-		if r == nil || r.UID != o.UID {
-			return nil
-		}
-		c := o.DeepCopy()
+		c, r := o.DeepCopy(), o.Status.InForce
 		c.Generation, c.Spec = r.Generation, *r.Spec.DeepCopy()
 		return c
 	}
@@ -104,16 +115,17 @@ func recorded(obj metav1.Object) metav1.Object {
 // that version was in force) or a memory older than the record (it missed
 // a version the controller saw valid, between two events). The controller
 // records only versions that were valid and in force, so every process
-// ends up keeping the same one.
+// ends up keeping the same one. A record of another object (another UID)
+// is not used.
 func (g *LastGood) seed(cur Input) {
 	eachObject(cur, func(k objKey, obj metav1.Object) {
-		rec := recorded(obj)
-		if rec == nil {
+		v, ok := recordOf(obj)
+		if !ok {
 			return
 		}
-		if last, ok := g.good[k]; ok && last.GetUID() == rec.GetUID() && last.GetGeneration() >= rec.GetGeneration() {
+		if last, ok := g.good[k]; ok && last.GetUID() == v.UID && last.GetGeneration() >= v.Generation {
 			return
 		}
-		g.good[k] = rec
+		g.good[k] = recorded(obj)
 	})
 }
