@@ -1,15 +1,19 @@
 package controller_test
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/controller"
 )
 
@@ -283,4 +287,41 @@ func TestRestartedControllerKeepsThePoolInForce(t *testing.T) {
 	}
 	e.svc("n1", func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAddressPool] = "newer" })
 	e.waitIPs("n1", "198.51.100.73")
+}
+
+// Each kind's record is written once: the record the controller compares
+// with is the one the API server stored (defaults applied, empty lists
+// dropped), and it must equal the record of the object as read, or every
+// rebuild and every pool sync would send a status write.
+func TestInForceRecordsReadBackEqual(t *testing.T) {
+	e := newEnv(t)
+	h := e.herald.HeraldV1beta1()
+	e.pool("p", nil, "198.51.100.64/29")
+	if _, err := h.L2Advertisements().Create(e.ctx, &v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "l2"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.BGPPeers().Create(e.ctx, &v1beta1.BGPPeer{ObjectMeta: metav1.ObjectMeta{Name: "tor"},
+		Spec: v1beta1.BGPPeerSpec{MyASN: 64513, PeerASN: 64512, PeerAddress: "198.51.100.1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.BGPAdvertisements().Create(e.ctx, &v1beta1.BGPAdvertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.startController(controller.Options{})
+	var why string
+	e.eventuallyExplained("every record written and equal to the object's", 20*time.Second, func() bool {
+		pool := e.getPool("p")
+		l2, err1 := h.L2Advertisements().Get(e.ctx, "l2", metav1.GetOptions{})
+		peer, err2 := h.BGPPeers().Get(e.ctx, "tor", metav1.GetOptions{})
+		adv, err3 := h.BGPAdvertisements().Get(e.ctx, "all", metav1.GetOptions{})
+		if err := errors.Join(err1, err2, err3); err != nil {
+			why = err.Error()
+			return false
+		}
+		why = fmt.Sprintf("pool %+v\nl2 %+v\npeer %+v\nadvertisement %+v", pool.Status.InForce, l2.Status.InForce, peer.Status.InForce, adv.Status.InForce)
+		return equality.Semantic.DeepEqual(pool.Status.InForce, config.PoolInForce(pool)) &&
+			equality.Semantic.DeepEqual(l2.Status.InForce, config.L2AdvertisementInForce(l2)) &&
+			equality.Semantic.DeepEqual(peer.Status.InForce, config.PeerInForce(peer)) &&
+			equality.Semantic.DeepEqual(adv.Status.InForce, config.BGPAdvertisementInForce(adv))
+	}, func() string { return why })
 }
