@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -153,9 +154,11 @@ func (b *leaseBook) poll(ctx context.Context) bool {
 			return false
 		}
 		for i := range list.Items {
-			l := &list.Items[i]
-			if l.Spec.HolderIdentity != nil {
-				got[*l.Spec.HolderIdentity] = l
+			// By name, never by holderIdentity: a node writes only its
+			// own Lease, so its name says whose it is; the identity it
+			// holds is whatever that node wrote (see leaseOwner).
+			if n, ok := leaseOwner(list.Items[i].Name); ok {
+				got[n] = &list.Items[i]
 			}
 		}
 	} else {
@@ -172,6 +175,12 @@ func (b *leaseBook) poll(ctx context.Context) bool {
 		}
 	}
 	return b.store(nodes, got, failed)
+}
+
+// leaseOwner is the node whose liveness Lease is named name.
+func leaseOwner(name string) (string, bool) {
+	n, ok := strings.CutPrefix(name, LeasePrefix)
+	return n, ok && n != ""
 }
 
 // lastRead is the Lease last read for n, and whether one was read.

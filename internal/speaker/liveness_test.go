@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/internal/k8s"
@@ -265,4 +267,32 @@ func TestLeaseRenewerWritesOncePerRenewal(t *testing.T) {
 	writes := verbs["create"] + verbs["update"]
 	t.Logf("%d writes for %d renewals: %d writes a minute per node at %s (3 nodes: %d, 1,000 nodes: %d)",
 		writes, renewals, int(time.Minute/DefaultLeaseRenew), DefaultLeaseRenew, 3*int(time.Minute/DefaultLeaseRenew), 1000*int(time.Minute/DefaultLeaseRenew))
+}
+
+// TestLeaseBookReadsLeasesByName: with more Leases wanted than it reads
+// one at a time, the book lists them and takes each Lease for the node
+// its name says, not the node its holderIdentity names. A node may write
+// only its own Lease (the admission policy herald-speaker-node-
+// restriction), so a Lease node3 writes with node2's identity does not
+// make node2 alive.
+func TestLeaseBookReadsLeasesByName(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	forged := lease("node3", now, 15)
+	forged.Spec.HolderIdentity = ptr.To("node2")
+	var names []string
+	leases := []*coordinationv1.Lease{forged}
+	for i := range listAbove + 1 {
+		n := fmt.Sprintf("other%d", i)
+		names = append(names, n)
+		leases = append(leases, lease(n, now, 15))
+	}
+	s, _ := livenessSpeaker(t, &now, nil, leases...)
+	s.leases.want(append(names, "node2", "node3"))
+	s.leases.poll(context.Background())
+	if s.leases.alive("node2") {
+		t.Error("node2 alive by a Lease node3 wrote with node2's identity")
+	}
+	if !s.leases.alive("node3") || !s.leases.alive("other0") {
+		t.Errorf("node3 %v, other0 %v: want both alive by their own Leases", s.leases.alive("node3"), s.leases.alive("other0"))
+	}
 }
