@@ -38,10 +38,10 @@ header() {
 { header "everything \`kubectl apply -f\` needs"; render --include-crds; } >manifests/herald.yaml
 
 declare -A split=(
-  [namespace.yaml]=namespace.yaml [rbac-controller.yaml]=rbac/controller.yaml [rbac-speaker.yaml]=rbac/speaker.yaml
+  [namespace.yaml]=namespace.yaml [rbac-controller.yaml]=rbac/controller.yaml [rbac-speaker.yaml]=rbac/speaker.yaml [rbac-admission.yaml]=rbac/admission.yaml
   [controller.yaml]=controller.yaml [speaker.yaml]=speaker.yaml [metrics.yaml]=metrics.yaml [policies.yaml]=policies.yaml
 )
-order=(namespace.yaml policies.yaml rbac-controller.yaml rbac-speaker.yaml controller.yaml speaker.yaml metrics.yaml)
+order=(namespace.yaml policies.yaml rbac-controller.yaml rbac-speaker.yaml rbac-admission.yaml controller.yaml speaker.yaml metrics.yaml)
 mkdir -p manifests/rbac
 for t in "${order[@]}"; do
   { header "templates/$t"; render --show-only "templates/$t"; } >"manifests/${split[$t]}"

@@ -25,7 +25,9 @@ func deny(group, resource, sub, verb, ns string) access {
 
 // TestRBACIsLeastPrivilege asks the API server (SubjectAccessReview) what
 // each ServiceAccount may do: what the design needs is allowed, and a
-// table of things it does not need is refused.
+// table of things it does not need is refused. Which Lease and which
+// SpeakerStatus an allowed write may touch, admission decides
+// (TestEachNodeWritesOnlyItsOwn).
 func TestRBACIsLeastPrivilege(t *testing.T) {
 	kubectl(t, "apply", "--server-side", "-f", manifests(t, "herald.yaml"))
 	cs := kubernetes.NewForConfigOrDie(testenv.Shared(t).AdminConfig)
@@ -44,6 +46,12 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			deny("herald.dev", "ipaddresspools", "", "create", ""), deny("herald.dev", "bgppeers", "", "update", ""),
 			deny("coordination.k8s.io", "leases", "", "update", "kube-system"), deny("rbac.authorization.k8s.io", "clusterroles", "", "create", ""),
 			deny("", "configmaps", "", "get", ns),
+			// Leases: its leader Lease (admission refuses the speakers'
+			// and the hold, TestEachNodeWritesOnlyItsOwn); never delete.
+			allow("coordination.k8s.io", "leases", "", "create", ns), deny("coordination.k8s.io", "leases", "", "delete", ns),
+			// SpeakerStatuses: read only.
+			allow("herald.dev", "speakerstatuses", "", "watch", ""), deny("herald.dev", "speakerstatuses", "", "create", ""),
+			deny("herald.dev", "speakerstatuses", "", "update", ""), deny("herald.dev", "speakerstatuses", "", "delete", ""),
 		},
 		"herald-speaker": {
 			allow("", "services", "", "watch", ""), allow("discovery.k8s.io", "endpointslices", "", "list", ""),
@@ -56,6 +64,14 @@ func TestRBACIsLeastPrivilege(t *testing.T) {
 			allow("coordination.k8s.io", "leases", "", "update", ns), allow("coordination.k8s.io", "leases", "", "get", ns), allow("coordination.k8s.io", "leases", "", "watch", ns),
 			deny("coordination.k8s.io", "leases", "", "update", "kube-system"), deny("", "nodes", "", "patch", ""),
 			deny("", "pods", "", "list", ""), deny("", "namespaces", "", "list", ""),
+			// Its own liveness Lease and SpeakerStatus: RBAC cannot name
+			// one per node, admission holds each speaker to its own
+			// (TestEachNodeWritesOnlyItsOwn). A SpeakerStatus goes with
+			// its Node (garbage collection), never deleted by a speaker.
+			allow("coordination.k8s.io", "leases", "", "create", ns), allow("coordination.k8s.io", "leases", "", "delete", ns),
+			deny("coordination.k8s.io", "leases", "", "create", "default"),
+			allow("herald.dev", "speakerstatuses", "", "create", ""), allow("herald.dev", "speakerstatuses", "", "update", ""),
+			deny("herald.dev", "speakerstatuses", "", "delete", ""), deny("herald.dev", "speakerstatuses", "", "patch", ""),
 		},
 	}
 	for sa, table := range checks {
