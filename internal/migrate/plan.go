@@ -250,7 +250,9 @@ func pollPods(w Workload, output, interval string) string {
 }
 
 // holdCommand creates the announcement hold Lease (no duration: it holds
-// until deleted).
+// until deleted). The script's kubectl runs with the operator's
+// kubeconfig: Herald's own accounts may not write this Lease (the
+// admission policies of manifests/rbac/admission.yaml).
 func holdCommand(ns string) string {
 	return fmt.Sprintf(`kubectl apply -f - <<'EOF'
 apiVersion: coordination.k8s.io/v1
