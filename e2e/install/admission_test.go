@@ -52,19 +52,20 @@ func TestEachNodeWritesOnlyItsOwn(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	for who, run := range map[string]struct {
+	for _, run := range []struct {
+		who    string
 		cfg    *rest.Config
 		writes []nodewrites.Write
 	}{
-		"speaker of node1":         {speaker("node1"), nodewrites.Speaker("node1", "node2", "herald-controller")},
-		"speaker of node2":         {speaker("node2"), nodewrites.Speaker("node2", "node1", "herald-controller")},
-		"speaker without a claim":  {speaker(""), nodewrites.SpeakerWithoutClaim("node1")},
-		"controller":               {as(admin, ns, "herald-controller"), nodewrites.Controller("node1", "herald-controller")},
-		"operator (cluster admin)": {admin, nodewrites.Operator()},
+		{"speaker of node1", speaker("node1"), nodewrites.Speaker("node1", "node2", "herald-controller")},
+		{"speaker of node2", speaker("node2"), nodewrites.Speaker("node2", "node1", "herald-controller")},
+		{"speaker without a claim", speaker(""), nodewrites.SpeakerWithoutClaim("node1")},
+		{"controller", as(admin, ns, "herald-controller"), nodewrites.Controller("node1", "herald-controller")},
+		{"operator (cluster admin)", admin, nodewrites.Operator()},
 	} {
-		logf := func(format string, args ...any) { t.Logf(who+": "+format, args...) }
+		logf := func(format string, args ...any) { t.Logf(run.who+": "+format, args...) }
 		for _, err := range nodewrites.Run(ctx, run.cfg, ns, run.writes, logf) {
-			t.Errorf("%s: %v", who, err)
+			t.Errorf("%s: %v", run.who, err)
 		}
 	}
 }
