@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Allocator is the controller's address book. It is safe for concurrent
@@ -62,7 +64,7 @@ func (a *Allocator) SetPools(pools []Pool) error {
 // until the Service's new status is written. A Service that keeps a
 // shared address although its change makes Services that joined it later
 // clash with it gets their keys in Displaced: they move, it stays.
-func (a *Allocator) Assign(req Request) (Assignment, error) {
+func (a *Allocator) Assign(req service.Request) (Assignment, error) {
 	pl, err := makePlan(&req)
 	if err != nil {
 		return Assignment{}, err
@@ -202,7 +204,7 @@ func (a *Allocator) unhold(h *holder) {
 
 // satisfies reports whether old still answers req (see Assign); h is the
 // holder req would make.
-func (a *Allocator) satisfies(old *holder, req *Request, pl plan, h *holder) bool {
+func (a *Allocator) satisfies(old *holder, req *service.Request, pl plan, h *holder) bool {
 	switch {
 	case len(pl.requested) > 0 && !slices.Equal(old.ips, pl.requested):
 		return false

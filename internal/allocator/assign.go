@@ -6,11 +6,13 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // allocate fills h.pool and h.ips for a request whose Service holds
 // nothing (its old addresses, if any, are already released).
-func (a *Allocator) allocate(req *Request, pl plan, h *holder) error {
+func (a *Allocator) allocate(req *service.Request, pl plan, h *holder) error {
 	if len(pl.requested) > 0 {
 		return a.allocateRequested(req, pl.requested, h)
 	}
@@ -35,7 +37,7 @@ type pick struct {
 // allocateFamilies takes one address of each family in fams from the
 // first candidate pool that has them all, preferring, for a Service with a
 // sharing key, the pool where it shares the most addresses.
-func (a *Allocator) allocateFamilies(req *Request, fams []corev1.IPFamily, h *holder) error {
+func (a *Allocator) allocateFamilies(req *service.Request, fams []corev1.IPFamily, h *holder) error {
 	cands, err := a.pools.candidates(req, fams)
 	if err != nil {
 		return err

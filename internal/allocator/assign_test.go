@@ -3,6 +3,8 @@ package allocator
 import (
 	"fmt"
 	"testing"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Which address inside a pool.
@@ -75,7 +77,7 @@ func TestFamilies(t *testing.T) {
 	cases := []struct {
 		name   string
 		pools  []Pool
-		req    Request
+		req    service.Request
 		pool   string
 		ips    []string
 		reason Reason
@@ -126,7 +128,7 @@ func TestFamiliesWhenExhausted(t *testing.T) {
 func TestInvalidRequests(t *testing.T) {
 	a := newAlloc(t, pool("p", "198.51.100.0/28", "2001:db8::/120"))
 	cases := map[string]struct {
-		req  Request
+		req  service.Request
 		says string
 	}{
 		"no key":                        {svc(""), "no Service key"},

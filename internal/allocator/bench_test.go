@@ -9,18 +9,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/internal/iprange"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Benchmarks of the controller's hot paths. The pools are pure data here
 // (no address is configured anywhere): 198.18.0.0/15 is the benchmarking
 // range of RFC 2544, 2001:db8::/32 the documentation prefix.
 
-func benchRequest(key string, fam corev1.IPFamily) Request {
-	return Request{
+func benchRequest(key string, fam corev1.IPFamily) service.Request {
+	return service.Request{
 		Key: key, Namespace: "bench",
 		Families:     []corev1.IPFamily{fam},
 		FamilyPolicy: corev1.IPFamilyPolicySingleStack,
-		Ports:        []Port{{corev1.ProtocolTCP, 443}},
+		Ports:        []service.Port{{Protocol: corev1.ProtocolTCP, Port: 443}},
 	}
 }
 
@@ -79,7 +80,7 @@ func BenchmarkRestore50k(b *testing.B) {
 	const n = 50_000
 	r, _ := iprange.Parse("198.18.0.0/16")
 	pools := []Pool{{Name: "bench", Ranges: []iprange.Range{r}, AutoAssign: true}}
-	reqs := make([]Request, n)
+	reqs := make([]service.Request, n)
 	ips := make([][]netip.Addr, n)
 	addr := r.First
 	for i := range n {

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // holder is one Service's hold on its addresses, with what sharing needs
@@ -15,7 +17,7 @@ type holder struct {
 	pool       string
 	ips        []netip.Addr // primary family first
 	sharingKey string
-	ports      []Port // normalized
+	ports      []service.Port // normalized
 	etpLocal   bool
 	selector   map[string]string
 	// refused says why the last allocation joined no address held under
@@ -26,7 +28,7 @@ type holder struct {
 	since uint64
 }
 
-func newHolder(req *Request) *holder {
+func newHolder(req *service.Request) *holder {
 	ns, _, _ := strings.Cut(req.Key, "/")
 	return &holder{
 		key:        req.Key,

@@ -7,11 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // admits reports whether the pool lets req's Service take new addresses
 // from it (autoAssign aside) and, if not, why.
-func (p *poolState) admits(req *Request) (bool, string) {
+func (p *poolState) admits(req *service.Request) (bool, string) {
 	switch {
 	case p.Closed:
 		return false, "it is being deleted"
@@ -32,7 +34,7 @@ func anyMatches(sels []labels.Selector, set labels.Set) bool {
 // candidates returns, in order, the pools that may give req new addresses
 // of every family in fams. When there are none, the error says why, pool
 // by pool.
-func (s *poolSet) candidates(req *Request, fams []corev1.IPFamily) ([]*poolState, error) {
+func (s *poolSet) candidates(req *service.Request, fams []corev1.IPFamily) ([]*poolState, error) {
 	if req.Pool != "" {
 		return s.namedCandidate(req, fams)
 	}
@@ -51,7 +53,7 @@ func (s *poolSet) candidates(req *Request, fams []corev1.IPFamily) ([]*poolState
 	return out, nil
 }
 
-func (s *poolSet) namedCandidate(req *Request, fams []corev1.IPFamily) ([]*poolState, error) {
+func (s *poolSet) namedCandidate(req *service.Request, fams []corev1.IPFamily) ([]*poolState, error) {
 	p, ok := s.byName[req.Pool]
 	if !ok {
 		return nil, fail(PoolNotFound, fmt.Sprintf("Service %s names address pool %s, which does not exist", req.Key, req.Pool))
@@ -67,7 +69,7 @@ func (s *poolSet) namedCandidate(req *Request, fams []corev1.IPFamily) ([]*poolS
 
 // refusal says why p may not give req new addresses of fams ("" if it
 // may).
-func (p *poolState) refusal(req *Request, fams []corev1.IPFamily, needAuto bool) string {
+func (p *poolState) refusal(req *service.Request, fams []corev1.IPFamily, needAuto bool) string {
 	if needAuto && !p.AutoAssign {
 		return "autoAssign is off"
 	}
@@ -82,7 +84,7 @@ func (p *poolState) refusal(req *Request, fams []corev1.IPFamily, needAuto bool)
 	return ""
 }
 
-func noPoolMessage(req *Request, fams []corev1.IPFamily, why []string) string {
+func noPoolMessage(req *service.Request, fams []corev1.IPFamily, why []string) string {
 	msg := fmt.Sprintf("no address pool may give Service %s %s addresses", req.Key, familyWords(fams))
 	if len(why) == 0 {
 		return msg + ": no pool is configured"

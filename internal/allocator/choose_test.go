@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/herald-lb/herald/internal/iprange"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Which pool serves a Service with no explicit request.
@@ -11,7 +12,7 @@ func TestPoolChoice(t *testing.T) {
 	cases := []struct {
 		name   string
 		pools  []Pool
-		req    Request
+		req    service.Request
 		want   string // pool; "" when the request fails
 		reason Reason
 		says   []string

@@ -42,7 +42,10 @@
 // requested.go (choosing addresses), reshape.go (keeping part of an
 // assignment when the request changes), quarantine.go (addresses held
 // back after release), restore.go, usage.go (counts),
-// allocator.go (the public API), errors.go (typed failures).
+// allocator.go (the public API), errors.go (typed failures), request.go
+// (Assignment; the Request it answers is service.Request, read from the
+// Service by internal/service, which never imports this package so that
+// the speaker does not link the allocator).
 //
 // Data structure. Held addresses are kept in a map (address to holders)
 // and, for choosing, as a B-tree (github.com/google/btree) of maximal runs

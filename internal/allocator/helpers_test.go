@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-lb/herald/internal/iprange"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Small builders, so that each test case reads in a line or two.
@@ -63,16 +64,16 @@ func parseSet(s string) labels.Set {
 	return set
 }
 
-type reqOpt func(*Request)
+type reqOpt func(*service.Request)
 
 // svc is a SingleStack IPv4 Service using TCP/80, in the namespace of key.
-func svc(key string, opts ...reqOpt) Request {
+func svc(key string, opts ...reqOpt) service.Request {
 	ns, _, _ := strings.Cut(key, "/")
-	r := Request{
+	r := service.Request{
 		Key: key, Namespace: ns,
 		Families:     []corev1.IPFamily{corev1.IPv4Protocol},
 		FamilyPolicy: corev1.IPFamilyPolicySingleStack,
-		Ports:        []Port{{corev1.ProtocolTCP, 80}},
+		Ports:        []service.Port{{Protocol: corev1.ProtocolTCP, Port: 80}},
 	}
 	for _, o := range opts {
 		o(&r)
@@ -86,7 +87,7 @@ const (
 )
 
 func families(policy corev1.IPFamilyPolicy, fams ...corev1.IPFamily) reqOpt {
-	return func(r *Request) { r.FamilyPolicy, r.Families = policy, fams }
+	return func(r *service.Request) { r.FamilyPolicy, r.Families = policy, fams }
 }
 func single6() reqOpt { return families(corev1.IPFamilyPolicySingleStack, v6) }
 func requireDual(fams ...corev1.IPFamily) reqOpt {
@@ -96,25 +97,27 @@ func preferDual(fams ...corev1.IPFamily) reqOpt {
 	return families(corev1.IPFamilyPolicyPreferDualStack, fams...)
 }
 func ips(addrs ...string) reqOpt {
-	return func(r *Request) {
+	return func(r *service.Request) {
 		r.RequestedIPs = nil
 		for _, a := range addrs {
 			r.RequestedIPs = append(r.RequestedIPs, netip.MustParseAddr(a))
 		}
 	}
 }
-func fromPool(name string) reqOpt { return func(r *Request) { r.Pool = name } }
-func sharing(key string) reqOpt   { return func(r *Request) { r.SharingKey = key } }
-func nsLabels(set string) reqOpt  { return func(r *Request) { r.NamespaceLabels = parseSet(set) } }
-func svcLabels(set string) reqOpt { return func(r *Request) { r.Labels = parseSet(set) } }
-func etpLocal(sel string) reqOpt {
-	return func(r *Request) { r.ETPLocal, r.Selector = true, parseSet(sel) }
+func fromPool(name string) reqOpt { return func(r *service.Request) { r.Pool = name } }
+func sharing(key string) reqOpt   { return func(r *service.Request) { r.SharingKey = key } }
+func nsLabels(set string) reqOpt {
+	return func(r *service.Request) { r.NamespaceLabels = parseSet(set) }
 }
-func selector(sel string) reqOpt { return func(r *Request) { r.Selector = parseSet(sel) } }
+func svcLabels(set string) reqOpt { return func(r *service.Request) { r.Labels = parseSet(set) } }
+func etpLocal(sel string) reqOpt {
+	return func(r *service.Request) { r.ETPLocal, r.Selector = true, parseSet(sel) }
+}
+func selector(sel string) reqOpt { return func(r *service.Request) { r.Selector = parseSet(sel) } }
 
 // ports reads "TCP/80", "UDP/53", ...
 func ports(specs ...string) reqOpt {
-	return func(r *Request) {
+	return func(r *service.Request) {
 		r.Ports = nil
 		for _, s := range specs {
 			proto, num, _ := strings.Cut(s, "/")
@@ -122,7 +125,7 @@ func ports(specs ...string) reqOpt {
 			if err != nil {
 				panic(err)
 			}
-			r.Ports = append(r.Ports, Port{corev1.Protocol(proto), int32(n)})
+			r.Ports = append(r.Ports, service.Port{Protocol: corev1.Protocol(proto), Port: int32(n)})
 		}
 	}
 }
@@ -136,7 +139,7 @@ func newAlloc(t testing.TB, pools ...Pool) *Allocator {
 	return a
 }
 
-func mustAssign(t testing.TB, a *Allocator, req Request) Assignment {
+func mustAssign(t testing.TB, a *Allocator, req service.Request) Assignment {
 	t.Helper()
 	asg, err := a.Assign(req)
 	if err != nil {
@@ -179,7 +182,7 @@ func wantFail(t testing.TB, err error, reason Reason, fragments ...string) {
 	}
 }
 
-func assignFails(t testing.TB, a *Allocator, req Request, reason Reason, fragments ...string) {
+func assignFails(t testing.TB, a *Allocator, req service.Request, reason Reason, fragments ...string) {
 	t.Helper()
 	before, had := a.Lookup(req.Key)
 	_, err := a.Assign(req)

@@ -1,6 +1,10 @@
 package allocator
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/herald-lb/herald/internal/service"
+)
 
 // Nothing but a change of the request moves an address.
 func TestAssignKeeps(t *testing.T) {
@@ -8,7 +12,7 @@ func TestAssignKeeps(t *testing.T) {
 	keeps := []struct {
 		name   string
 		pools  []Pool // the configuration after the first Assign (nil = unchanged)
-		second Request
+		second service.Request
 	}{
 		{"same request", nil, svc("ns/s")},
 		{"another pool gets a better priority", []Pool{base[0], pool("b", "198.51.100.16/28", priority(0))}, svc("ns/s")},
@@ -40,7 +44,7 @@ func TestAssignKeeps(t *testing.T) {
 func TestAssignMoves(t *testing.T) {
 	moves := []struct {
 		name   string
-		second Request
+		second service.Request
 		pool   string
 		ips    []string
 	}{
@@ -78,7 +82,7 @@ func TestFailedEditKeepsAddress(t *testing.T) {
 	mustAssign(t, a, svc("ns/s"))
 	mustAssign(t, a, svc("ns/t"))
 	for _, edit := range []struct {
-		req    Request
+		req    service.Request
 		reason Reason
 	}{
 		{svc("ns/s", ips("198.51.100.1")), RequestedIPInUse},

@@ -7,11 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/internal/iprange"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 func TestOrphanRestoredAddressIsAttributedWhenAPoolAppears(t *testing.T) {
 	a := New()
-	req := Request{Key: "ns/web", Namespace: "ns", Families: []corev1.IPFamily{corev1.IPv4Protocol}}
+	req := service.Request{Key: "ns/web", Namespace: "ns", Families: []corev1.IPFamily{corev1.IPv4Protocol}}
 	ip := netip.MustParseAddr("198.51.100.70")
 	if err := a.Restore(req, "", []netip.Addr{ip}); err != nil {
 		t.Fatal(err)

@@ -6,9 +6,11 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
-// plan is a validated Request: the family sets that would satisfy it, in
+// plan is a validated service.Request: the family sets that would satisfy it, in
 // order of preference, and its requested addresses in family order.
 type plan struct {
 	// choices are the family sets to try, best first: one set for
@@ -20,7 +22,7 @@ type plan struct {
 }
 
 // makePlan checks a request and works out what satisfies it.
-func makePlan(req *Request) (plan, error) {
+func makePlan(req *service.Request) (plan, error) {
 	if req.Key == "" {
 		return plan{}, fail(InvalidRequest, "the request has no Service key")
 	}
@@ -45,14 +47,14 @@ func makePlan(req *Request) (plan, error) {
 	}
 }
 
-func policyOf(req *Request) corev1.IPFamilyPolicy {
+func policyOf(req *service.Request) corev1.IPFamilyPolicy {
 	if req.FamilyPolicy == "" {
 		return corev1.IPFamilyPolicySingleStack
 	}
 	return req.FamilyPolicy
 }
 
-func checkFamilies(req *Request) error {
+func checkFamilies(req *service.Request) error {
 	fams := req.Families
 	if len(fams) == 0 || len(fams) > 2 {
 		return fail(InvalidRequest, fmt.Sprintf("Service %s: spec.ipFamilies must list one or two families, not %d", req.Key, len(fams)))
@@ -83,7 +85,7 @@ func checkFamilies(req *Request) error {
 
 // checkRequested validates the requested addresses against the families
 // and returns them in family order.
-func checkRequested(req *Request) ([]netip.Addr, error) {
+func checkRequested(req *service.Request) ([]netip.Addr, error) {
 	seen := map[corev1.IPFamily]netip.Addr{}
 	for _, ip := range req.RequestedIPs {
 		if err := checkRequestedIP(req, ip); err != nil {
@@ -104,7 +106,7 @@ func checkRequested(req *Request) ([]netip.Addr, error) {
 	return requested, nil
 }
 
-func checkRequestedIP(req *Request, ip netip.Addr) error {
+func checkRequestedIP(req *service.Request, ip netip.Addr) error {
 	switch {
 	case !ip.IsValid():
 		return fail(InvalidRequest, fmt.Sprintf("Service %s requests an invalid address", req.Key))

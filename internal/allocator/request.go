@@ -5,42 +5,9 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/herald-lb/herald/internal/service"
 )
-
-// Port is one protocol and port of a Service. An empty Protocol means TCP,
-// the API server's default.
-type Port struct {
-	Protocol corev1.Protocol
-	Port     int32
-}
-
-// Request is what one Service asks for.
-type Request struct {
-	// Key is "namespace/name".
-	Key             string
-	Namespace       string
-	NamespaceLabels labels.Set
-	// Labels are the Service's labels.
-	Labels labels.Set
-	// Families is spec.ipFamilies, primary first, as the API server resolved
-	// it against the cluster.
-	Families     []corev1.IPFamily
-	FamilyPolicy corev1.IPFamilyPolicy
-	// RequestedIPs come from herald.dev/loadBalancerIPs or
-	// spec.loadBalancerIP: at most one per family.
-	RequestedIPs []netip.Addr
-	// Pool is herald.dev/address-pool; "" lets the allocator choose.
-	Pool string
-	// SharingKey is herald.dev/allow-shared-ip; "" means no sharing.
-	SharingKey string
-	Ports      []Port
-	// ETPLocal is externalTrafficPolicy: Local.
-	ETPLocal bool
-	// Selector is spec.selector; Services sharing an address with
-	// ETPLocal must have identical selectors.
-	Selector map[string]string
-}
 
 // Assignment is what a Service holds.
 type Assignment struct {
@@ -96,8 +63,8 @@ func orderByFamilies(ips []netip.Addr, families []corev1.IPFamily) []netip.Addr 
 
 // normalizePorts returns the ports with TCP for an empty protocol, sorted
 // and without duplicates.
-func normalizePorts(ports []Port) []Port {
-	out := make([]Port, 0, len(ports))
+func normalizePorts(ports []service.Port) []service.Port {
+	out := make([]service.Port, 0, len(ports))
 	for _, p := range ports {
 		if p.Protocol == "" {
 			p.Protocol = corev1.ProtocolTCP
@@ -108,7 +75,7 @@ func normalizePorts(ports []Port) []Port {
 	return slices.Compact(out)
 }
 
-func comparePorts(a, b Port) int {
+func comparePorts(a, b service.Port) int {
 	if a.Protocol != b.Protocol {
 		if a.Protocol < b.Protocol {
 			return -1

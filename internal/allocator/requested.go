@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // allocateRequested gives h exactly the requested addresses, from the one
 // pool that holds them all and admits the Service.
-func (a *Allocator) allocateRequested(req *Request, ips []netip.Addr, h *holder) error {
+func (a *Allocator) allocateRequested(req *service.Request, ips []netip.Addr, h *holder) error {
 	p, err := a.pools.poolForRequested(req, ips)
 	if err != nil {
 		return err
@@ -23,7 +25,7 @@ func (a *Allocator) allocateRequested(req *Request, ips []netip.Addr, h *holder)
 }
 
 // poolForRequested returns the pool the requested addresses come from.
-func (s *poolSet) poolForRequested(req *Request, ips []netip.Addr) (*poolState, error) {
+func (s *poolSet) poolForRequested(req *service.Request, ips []netip.Addr) (*poolState, error) {
 	if req.Pool != "" {
 		return s.namedPoolForRequested(req, ips)
 	}
@@ -46,7 +48,7 @@ func (s *poolSet) poolForRequested(req *Request, ips []netip.Addr) (*poolState, 
 		req.Key, ipList(ips), holding[0].Name, why))
 }
 
-func (s *poolSet) namedPoolForRequested(req *Request, ips []netip.Addr) (*poolState, error) {
+func (s *poolSet) namedPoolForRequested(req *service.Request, ips []netip.Addr) (*poolState, error) {
 	p, ok := s.byName[req.Pool]
 	if !ok {
 		return nil, fail(PoolNotFound, fmt.Sprintf("Service %s names address pool %s, which does not exist", req.Key, req.Pool))
@@ -74,7 +76,7 @@ func containsAll(p *poolState, ips []netip.Addr) bool {
 }
 
 // notInPoolMessage explains why no single pool holds ips.
-func (s *poolSet) notInPoolMessage(req *Request, ips []netip.Addr) string {
+func (s *poolSet) notInPoolMessage(req *service.Request, ips []netip.Addr) string {
 	parts := make([]string, len(ips))
 	for i, ip := range ips {
 		parts[i] = ip.String() + s.whereIs(ip)

@@ -1,6 +1,10 @@
 package allocator
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/herald-lb/herald/internal/service"
+)
 
 func TestRequestedIPs(t *testing.T) {
 	pools := func() []Pool {
@@ -14,7 +18,7 @@ func TestRequestedIPs(t *testing.T) {
 	}
 	ok := []struct {
 		name string
-		req  Request
+		req  service.Request
 		pool string
 		ips  []string
 	}{
@@ -33,7 +37,7 @@ func TestRequestedIPs(t *testing.T) {
 	}
 	bad := []struct {
 		name   string
-		req    Request
+		req    service.Request
 		reason Reason
 		says   []string
 	}{
@@ -55,8 +59,8 @@ func TestRequestedIPs(t *testing.T) {
 func TestRequestedIPHeld(t *testing.T) {
 	cases := []struct {
 		name     string
-		holder   Request
-		asker    Request
+		holder   service.Request
+		asker    service.Request
 		reason   Reason // "" = they share
 		fragment string
 	}{

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // reshape fills h.pool and h.ips for a changed request that can keep part
@@ -13,7 +15,7 @@ import (
 // changed sharing key keeps the addresses old holds alone (or with
 // Services the new key may share with). It reports false when the request
 // cannot keep any address (then the caller moves the Service).
-func (a *Allocator) reshape(old *holder, req *Request, pl plan, h *holder) bool {
+func (a *Allocator) reshape(old *holder, req *service.Request, pl plan, h *holder) bool {
 	if len(pl.requested) > 0 || (req.Pool != "" && old.pool != req.Pool) {
 		return false
 	}
@@ -57,14 +59,14 @@ func (a *Allocator) mayKeep(ips []netip.Addr, h *holder) bool {
 }
 
 // servesFrom reports whether pool is a candidate for req's families.
-func (a *Allocator) servesFrom(pool string, req *Request, fams []corev1.IPFamily) bool {
+func (a *Allocator) servesFrom(pool string, req *service.Request, fams []corev1.IPFamily) bool {
 	cands, err := a.pools.candidates(req, fams)
 	return err == nil && slices.ContainsFunc(cands, func(p *poolState) bool { return p.Name == pool })
 }
 
 // addFamilies picks, in pool, one address of each missing family for h;
 // the pool must still serve the request for those families.
-func (a *Allocator) addFamilies(pool string, req *Request, missing []corev1.IPFamily, h *holder) ([]netip.Addr, bool) {
+func (a *Allocator) addFamilies(pool string, req *service.Request, missing []corev1.IPFamily, h *holder) ([]netip.Addr, bool) {
 	if len(missing) == 0 {
 		return nil, true
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Restore records an assignment the controller finds in a Service's status
@@ -15,7 +17,7 @@ import (
 // then accepted, attributed to it). See restoredPool. It fails with an *Error when an address is held by
 // a Service it may not be shared with, or from another pool: restore the
 // oldest Service first, and let the loser ask Assign.
-func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
+func (a *Allocator) Restore(req service.Request, pool string, ips []netip.Addr) error {
 	if req.Key == "" {
 		return fail(InvalidRequest, "the request has no Service key")
 	}
@@ -54,7 +56,7 @@ func (a *Allocator) Restore(req Request, pool string, ips []netip.Addr) error {
 
 // checkRestored validates the addresses of a restored assignment and puts
 // them in the Service's family order.
-func checkRestored(req *Request, ips []netip.Addr) ([]netip.Addr, error) {
+func checkRestored(req *service.Request, ips []netip.Addr) ([]netip.Addr, error) {
 	if len(ips) == 0 {
 		return nil, fail(InvalidRequest, fmt.Sprintf("Service %s: nothing to restore", req.Key))
 	}

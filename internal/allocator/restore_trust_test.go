@@ -1,6 +1,10 @@
 package allocator
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/herald-lb/herald/internal/service"
+)
 
 // TestRestoreNeverTrustsTheRecordedPool: the pool named at restore comes
 // from an annotation the Service's owner can edit; the pool containing
@@ -12,7 +16,7 @@ func TestRestoreNeverTrustsTheRecordedPool(t *testing.T) {
 	}
 	cases := []struct {
 		name, named string
-		req         Request
+		req         service.Request
 		ips         []string
 		want        string
 	}{

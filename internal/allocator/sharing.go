@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // compatible reports whether two Services may hold one address together
@@ -31,7 +33,7 @@ func compatible(a, b *holder) (bool, string) {
 }
 
 // commonPort returns a port both sorted, normalized lists hold.
-func commonPort(a, b []Port) (Port, bool) {
+func commonPort(a, b []service.Port) (service.Port, bool) {
 	for i, j := 0, 0; i < len(a) && j < len(b); {
 		switch c := comparePorts(a[i], b[j]); {
 		case c == 0:
@@ -42,7 +44,7 @@ func commonPort(a, b []Port) (Port, bool) {
 			j++
 		}
 	}
-	return Port{}, false
+	return service.Port{}, false
 }
 
 // joinable reports whether h may become one more holder of ha. If not, it

@@ -3,6 +3,8 @@ package allocator
 import (
 	"strings"
 	"testing"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 func shareAcross(ns ...string) poolOpt {
@@ -48,7 +50,7 @@ func TestSharingStaysInANamespace(t *testing.T) {
 func TestSharingRefusalNamesNoOtherNamespace(t *testing.T) {
 	a := newAlloc(t, pool("p", "198.51.100.0/32"))
 	mustAssign(t, a, svc("x/secret-name", sharing("k")))
-	for _, req := range []Request{
+	for _, req := range []service.Request{
 		svc("y/b", sharing("k"), ports("UDP/53")),
 		svc("y/b", sharing("k"), ports("UDP/53"), ips("198.51.100.0")),
 		svc("y/b", ips("198.51.100.0")),
@@ -82,7 +84,7 @@ func TestWithdrawnConsentMovesNobody(t *testing.T) {
 	wantAssignment(t, mustAssign(t, a, svc("z/c", sharing("k"), ports("UDP/55"))), "p", "198.51.100.1")
 
 	r := newAlloc(t, pool("p", "198.51.100.0/28"))
-	for _, req := range []Request{svc("x/a", sharing("k")), svc("y/b", sharing("k"), ports("UDP/53"))} {
+	for _, req := range []service.Request{svc("x/a", sharing("k")), svc("y/b", sharing("k"), ports("UDP/53"))} {
 		if err := r.Restore(req, "p", addrs("198.51.100.0")); err != nil {
 			t.Fatalf("restore %s: %v", req.Key, err)
 		}

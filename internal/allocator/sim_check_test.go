@@ -5,11 +5,13 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Checks the simulation makes after each operation.
 
-func (s *sim) checkAssignSuccess(req Request, before map[string]Assignment, asg Assignment) {
+func (s *sim) checkAssignSuccess(req service.Request, before map[string]Assignment, asg Assignment) {
 	s.t.Helper()
 	if !modelValid(req) {
 		s.fatalf("Assign accepted an invalid request")
@@ -57,7 +59,7 @@ func (s *sim) checkAssignSuccess(req Request, before map[string]Assignment, asg 
 }
 
 // checkSatisfies checks that asg answers req's explicit wishes.
-func (s *sim) checkSatisfies(req Request, asg Assignment) {
+func (s *sim) checkSatisfies(req service.Request, asg Assignment) {
 	s.t.Helper()
 	fams := familiesOf(asg.IPs)
 	if !slices.ContainsFunc(modelChoices(req), func(c []corev1.IPFamily) bool { return slices.Equal(c, fams) }) {
@@ -73,7 +75,7 @@ func (s *sim) checkSatisfies(req Request, asg Assignment) {
 
 // checkFreshPool checks that newly allocated addresses come from a pool
 // that may hand them out.
-func (s *sim) checkFreshPool(req Request, asg Assignment) {
+func (s *sim) checkFreshPool(req service.Request, asg Assignment) {
 	s.t.Helper()
 	i := slices.IndexFunc(s.pools, func(p Pool) bool { return p.Name == asg.Pool })
 	if i < 0 {
@@ -96,7 +98,7 @@ func (s *sim) checkFreshPool(req Request, asg Assignment) {
 	}
 }
 
-func (s *sim) checkAssignFailure(req Request, before map[string]Assignment, err error) {
+func (s *sim) checkAssignFailure(req service.Request, before map[string]Assignment, err error) {
 	s.t.Helper()
 	if !modelValid(req) {
 		if ReasonOf(err) != InvalidRequest {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-lb/herald/internal/iprange"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // Generators for the simulation. The address space is small on purpose, so
@@ -120,7 +121,7 @@ func (s *sim) genAddrs(fams []corev1.IPFamily, n int) []netip.Addr {
 	return out
 }
 
-func (s *sim) genFamilies(r *Request) {
+func (s *sim) genFamilies(r *service.Request) {
 	four, six := corev1.IPv4Protocol, corev1.IPv6Protocol
 	switch s.src.intn(8) {
 	case 0, 1, 2:
@@ -138,10 +139,10 @@ func (s *sim) genFamilies(r *Request) {
 	}
 }
 
-func (s *sim) genRequest() Request {
+func (s *sim) genRequest() service.Request {
 	key := s.genKey()
 	ns := key[:len(key)-3]
-	r := Request{Key: key, Namespace: ns, NamespaceLabels: labels.Set{"team": map[string]string{"red": "x", "blue": "y"}[ns]}}
+	r := service.Request{Key: key, Namespace: ns, NamespaceLabels: labels.Set{"team": map[string]string{"red": "x", "blue": "y"}[ns]}}
 	s.genFamilies(&r)
 	if s.src.intn(2) == 0 {
 		r.Labels = labels.Set{"tier": "web"}
@@ -155,7 +156,7 @@ func (s *sim) genRequest() Request {
 	if s.src.intn(3) == 0 {
 		r.SharingKey = []string{"k1", "k2"}[s.src.intn(2)]
 	}
-	all := []Port{{corev1.ProtocolTCP, 80}, {corev1.ProtocolTCP, 443}, {corev1.ProtocolUDP, 53}, {corev1.ProtocolTCP, 53}, {"", 8080}}
+	all := []service.Port{{Protocol: corev1.ProtocolTCP, Port: 80}, {Protocol: corev1.ProtocolTCP, Port: 443}, {Protocol: corev1.ProtocolUDP, Port: 53}, {Protocol: corev1.ProtocolTCP, Port: 53}, {Protocol: "", Port: 8080}}
 	for range 1 + s.src.intn(2) {
 		r.Ports = append(r.Ports, all[s.src.intn(len(all))])
 	}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-lb/herald/internal/iprange"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // The model: what the rules say should happen, computed by brute force
@@ -34,7 +35,7 @@ func modelOrdered(pools []Pool) []Pool {
 	return out
 }
 
-func modelAdmits(p Pool, req Request) bool {
+func modelAdmits(p Pool, req service.Request) bool {
 	if p.Closed || (len(p.Namespaces) > 0 && !slices.Contains(p.Namespaces, req.Namespace)) {
 		return false
 	}
@@ -59,7 +60,7 @@ func modelRanges(p Pool, f corev1.IPFamily) []iprange.Range {
 }
 
 // modelValid says whether the request's addresses make sense.
-func modelValid(req Request) bool {
+func modelValid(req service.Request) bool {
 	seen := map[corev1.IPFamily]bool{}
 	for _, ip := range req.RequestedIPs {
 		f := familyOf(ip)
@@ -72,7 +73,7 @@ func modelValid(req Request) bool {
 }
 
 // modelChoices are the family lists that satisfy req.
-func modelChoices(req Request) [][]corev1.IPFamily {
+func modelChoices(req service.Request) [][]corev1.IPFamily {
 	if len(req.RequestedIPs) > 0 {
 		return [][]corev1.IPFamily{familiesOf(orderByFamilies(req.RequestedIPs, req.Families))}
 	}
@@ -94,7 +95,7 @@ func othersHolding(before map[string]Assignment, key string) map[netip.Addr][]st
 }
 
 // modelSatisfies says whether old still answers req (Assign must keep it).
-func (s *sim) modelSatisfies(old Assignment, req Request, before map[string]Assignment) bool {
+func (s *sim) modelSatisfies(old Assignment, req service.Request, before map[string]Assignment) bool {
 	fams := familiesOf(old.IPs)
 	switch {
 	case !slices.ContainsFunc(modelChoices(req), func(c []corev1.IPFamily) bool { return slices.Equal(c, fams) }):
@@ -119,7 +120,7 @@ func (s *sim) modelSatisfies(old Assignment, req Request, before map[string]Assi
 
 // modelDisplaced lists the later holders of old's addresses a kept
 // request clashes with, sorted.
-func (s *sim) modelDisplaced(old Assignment, req Request, before map[string]Assignment) []string {
+func (s *sim) modelDisplaced(old Assignment, req service.Request, before map[string]Assignment) []string {
 	var out []string
 	others := othersHolding(before, req.Key)
 	for _, ip := range old.IPs {
@@ -133,14 +134,14 @@ func (s *sim) modelDisplaced(old Assignment, req Request, before map[string]Assi
 	return out
 }
 
-func (s *sim) modelCompatible(x, y Request) bool {
+func (s *sim) modelCompatible(x, y service.Request) bool {
 	ok, _ := compatible(newHolder(&x), newHolder(&y))
 	return ok
 }
 
 // expectNew is where a request without a sharing key must land when it
 // gets new addresses.
-func (s *sim) expectNew(req Request, before map[string]Assignment) (string, []netip.Addr, bool) {
+func (s *sim) expectNew(req service.Request, before map[string]Assignment) (string, []netip.Addr, bool) {
 	held := othersHolding(before, req.Key)
 	ordered := modelOrdered(s.pools)
 	if len(req.RequestedIPs) > 0 {
@@ -159,7 +160,7 @@ func (s *sim) expectNew(req Request, before map[string]Assignment) (string, []ne
 	return "", nil, false
 }
 
-func (s *sim) expectRequested(req Request, ordered []Pool, held map[netip.Addr][]string) (string, []netip.Addr, bool) {
+func (s *sim) expectRequested(req service.Request, ordered []Pool, held map[netip.Addr][]string) (string, []netip.Addr, bool) {
 	ips := orderByFamilies(req.RequestedIPs, req.Families)
 	for _, ip := range ips {
 		if len(held[ip]) > 0 {
@@ -207,7 +208,7 @@ func modelLowestFree(p Pool, f corev1.IPFamily, held map[netip.Addr][]string) (n
 }
 
 // restoreExpected says whether Restore must succeed, and with which pool.
-func (s *sim) restoreExpected(req Request, pool string, ips []netip.Addr, before map[string]Assignment) (bool, string) {
+func (s *sim) restoreExpected(req service.Request, pool string, ips []netip.Addr, before map[string]Assignment) (bool, string) {
 	probe := req
 	probe.RequestedIPs, probe.FamilyPolicy = ips, corev1.IPFamilyPolicyPreferDualStack
 	if len(ips) == 0 || !modelValid(probe) {
@@ -230,7 +231,7 @@ func (s *sim) restoreExpected(req Request, pool string, ips []netip.Addr, before
 // pool if it contains the rest, else the first containing the rest, else
 // the pool of the first address (in the Service's family order) in some
 // pool.
-func (s *sim) modelRestoredPool(req Request, named string, ips []netip.Addr) string {
+func (s *sim) modelRestoredPool(req service.Request, named string, ips []netip.Addr) string {
 	all := func(p Pool, ips []netip.Addr) bool {
 		return !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !modelContains(p, ip) })
 	}
@@ -344,7 +345,7 @@ func modelSkips(p Pool, z netip.Addr) bool {
 // modelReshape is where a changed request that may keep part of old's
 // addresses lands (see reshape): the addresses of the families it still
 // wants stay, a missing family comes from old's pool.
-func (s *sim) modelReshape(old Assignment, req Request, before map[string]Assignment) (string, []netip.Addr, bool) {
+func (s *sim) modelReshape(old Assignment, req service.Request, before map[string]Assignment) (string, []netip.Addr, bool) {
 	if len(req.RequestedIPs) > 0 || (req.Pool != "" && old.Pool != req.Pool) {
 		return "", nil, false
 	}
@@ -378,7 +379,7 @@ func (s *sim) modelReshape(old Assignment, req Request, before map[string]Assign
 	return "", nil, false
 }
 
-func (s *sim) modelMayKeep(ips []netip.Addr, req Request, others map[netip.Addr][]string) bool {
+func (s *sim) modelMayKeep(ips []netip.Addr, req service.Request, others map[netip.Addr][]string) bool {
 	for _, ip := range ips {
 		for _, k := range others[ip] {
 			if !s.modelCompatible(req, s.reqs[k]) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // The simulation drives an Allocator with random operations and checks,
@@ -27,11 +29,11 @@ type sim struct {
 	src    source
 	a      *Allocator
 	pools  []Pool
-	reqs   map[string]Request // the request that produced each assignment
-	byAuto map[string]bool    // whether it came from Assign (not Restore)
-	trail  []string           // recent operations, for failure messages
-	label  string             // "seed N" or "fuzz input", for failure messages
-	stats  map[string]int     // outcomes, to show the run explored the rules
+	reqs   map[string]service.Request // the request that produced each assignment
+	byAuto map[string]bool            // whether it came from Assign (not Restore)
+	trail  []string                   // recent operations, for failure messages
+	label  string                     // "seed N" or "fuzz input", for failure messages
+	stats  map[string]int             // outcomes, to show the run explored the rules
 	// since dates each assignment (its addresses' last change), so the
 	// model knows which holder of a shared address came first; yielding
 	// are the later holders an earlier one's change made clash.
@@ -41,7 +43,7 @@ type sim struct {
 }
 
 func newSim(t testing.TB, src source, label string) *sim {
-	s := &sim{t: t, src: src, a: New(), reqs: map[string]Request{}, byAuto: map[string]bool{}, label: label, stats: map[string]int{},
+	s := &sim{t: t, src: src, a: New(), reqs: map[string]service.Request{}, byAuto: map[string]bool{}, label: label, stats: map[string]int{},
 		since: map[string]uint64{}, yielding: map[string]bool{}}
 	s.setPools(s.genPools())
 	return s
@@ -191,7 +193,7 @@ func describePools(pools []Pool) string {
 	return strings.Join(parts, "; ")
 }
 
-func (s *sim) assign(req Request, before map[string]Assignment) {
+func (s *sim) assign(req service.Request, before map[string]Assignment) {
 	s.t.Helper()
 	s.trail = append(s.trail, "Assign "+describeRequest(req))
 	asg, err := s.a.Assign(req)
@@ -242,7 +244,7 @@ func (s *sim) restore(before map[string]Assignment) {
 	s.reqs[req.Key], s.byAuto[req.Key] = req, false
 }
 
-func describeRequest(r Request) string {
+func describeRequest(r service.Request) string {
 	return fmt.Sprintf("%s %s%v ips=%v pool=%q key=%q ports=%v etp=%v sel=%v labels=%v",
 		r.Key, r.FamilyPolicy, r.Families, r.RequestedIPs, r.Pool, r.SharingKey, r.Ports, r.ETPLocal, r.Selector, r.Labels)
 }

@@ -25,7 +25,7 @@ type adoption struct {
 // Service first (restore's order) so that a conflict always goes the same
 // way. An address that does not fit is not taken: the Service gets a
 // Warning event and its first sync allocates as for a new Service.
-func (c *Controller) adopt(svc *corev1.Service, req allocator.Request, reqErr error, ips []netip.Addr, tally *adoption) {
+func (c *Controller) adopt(svc *corev1.Service, req service.Request, reqErr error, ips []netip.Addr, tally *adoption) {
 	metallbPool, _ := service.AssignedByMetalLB(svc)
 	a, err := c.adoptable(req, reqErr, ips)
 	if err == nil {
@@ -57,7 +57,7 @@ func (c *Controller) adopt(svc *corev1.Service, req allocator.Request, reqErr er
 // its admission rules, the families and every other holder. A Service
 // whose request cannot be parsed keeps what it holds, as restore does
 // (its sync then reports the request error).
-func (c *Controller) adoptable(req allocator.Request, reqErr error, ips []netip.Addr) (allocator.Assignment, error) {
+func (c *Controller) adoptable(req service.Request, reqErr error, ips []netip.Addr) (allocator.Assignment, error) {
 	if reqErr != nil {
 		if err := c.alloc.Restore(req, "", ips); err != nil {
 			return allocator.Assignment{}, err

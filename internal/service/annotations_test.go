@@ -110,7 +110,7 @@ func TestMetalLBAnnotations(t *testing.T) {
 // The package-level Request reads MetalLB's names (the default).
 func TestRequestDefaultReadsMetalLB(t *testing.T) {
 	s := svc(func(s *corev1.Service) { s.Annotations[LegacyMetalLBLoadBalancerIPs] = "2001:db8::7" })
-	req, err := Request(s, nil)
+	req, err := Annotations{}.Request(s, nil)
 	if err != nil || len(req.RequestedIPs) != 1 || req.RequestedIPs[0] != netip.MustParseAddr("2001:db8::7") {
 		t.Errorf("Request = %+v, %v", req.RequestedIPs, err)
 	}

@@ -9,8 +9,43 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/herald-lb/herald/api/v1beta1"
-	"github.com/herald-lb/herald/internal/allocator"
 )
+
+// Port is one protocol and port of a Service. An empty Protocol means TCP,
+// the API server's default.
+type Port struct {
+	Protocol corev1.Protocol
+	Port     int32
+}
+
+// Request is what one Service asks for: the allocator's input. It lives
+// here, not in the allocator, so that the speaker, which reads Services
+// through this package, does not link the controller's allocator.
+type Request struct {
+	// Key is "namespace/name".
+	Key             string
+	Namespace       string
+	NamespaceLabels labels.Set
+	// Labels are the Service's labels.
+	Labels labels.Set
+	// Families is spec.ipFamilies, primary first, as the API server resolved
+	// it against the cluster.
+	Families     []corev1.IPFamily
+	FamilyPolicy corev1.IPFamilyPolicy
+	// RequestedIPs come from herald.dev/loadBalancerIPs or
+	// spec.loadBalancerIP: at most one per family.
+	RequestedIPs []netip.Addr
+	// Pool is herald.dev/address-pool; "" lets the allocator choose.
+	Pool string
+	// SharingKey is herald.dev/allow-shared-ip; "" means no sharing.
+	SharingKey string
+	Ports      []Port
+	// ETPLocal is externalTrafficPolicy: Local.
+	ETPLocal bool
+	// Selector is spec.selector; Services sharing an address with
+	// ETPLocal must have identical selectors.
+	Selector map[string]string
+}
 
 // RequestError is a Service whose request contradicts itself or cannot be
 // parsed; retrying does not help until the Service changes.
@@ -19,18 +54,12 @@ type RequestError struct{ Message string }
 func (e *RequestError) Error() string { return e.Message }
 
 // Request translates a Service (and its namespace's labels) into what it
-// asks the allocator for, reading MetalLB's annotations where Herald's are
-// absent (Annotations{}.Request).
-func Request(svc *corev1.Service, namespaceLabels map[string]string) (allocator.Request, error) {
-	return Annotations{}.Request(svc, namespaceLabels)
-}
-
-// Request translates a Service (and its namespace's labels) into what it
-// asks the allocator for, reading the annotation names a allows.
-func (a Annotations) Request(svc *corev1.Service, namespaceLabels map[string]string) (allocator.Request, error) {
+// asks for, reading the annotation names a allows (the zero Annotations
+// read MetalLB's where Herald's are absent).
+func (a Annotations) Request(svc *corev1.Service, namespaceLabels map[string]string) (Request, error) {
 	pool, poolErr := a.lookup(svc, v1beta1.AnnotationAddressPool)
 	sharing, sharingErr := a.lookup(svc, v1beta1.AnnotationAllowSharedIP)
-	req := allocator.Request{
+	req := Request{
 		Key:             svc.Namespace + "/" + svc.Name,
 		Namespace:       svc.Namespace,
 		NamespaceLabels: labels.Set(namespaceLabels),
@@ -48,7 +77,7 @@ func (a Annotations) Request(svc *corev1.Service, namespaceLabels map[string]str
 		req.Families = []corev1.IPFamily{corev1.IPv4Protocol}
 	}
 	for _, p := range svc.Spec.Ports {
-		req.Ports = append(req.Ports, allocator.Port{Protocol: p.Protocol, Port: p.Port})
+		req.Ports = append(req.Ports, Port{Protocol: p.Protocol, Port: p.Port})
 	}
 	ips, err := a.RequestedIPs(svc)
 	req.RequestedIPs = ips

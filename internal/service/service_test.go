@@ -10,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
-	"github.com/herald-lb/herald/internal/allocator"
 )
 
 func svc(mutate func(*corev1.Service)) *corev1.Service {
@@ -65,16 +64,16 @@ func TestRequest(t *testing.T) {
 		s.Spec.Selector = map[string]string{"app": "web"}
 		s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Protocol: corev1.ProtocolUDP, Port: 53})
 	})
-	req, err := Request(s, map[string]string{"team": "a"})
+	req, err := Annotations{}.Request(s, map[string]string{"team": "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := allocator.Request{
+	want := Request{
 		Key: "shop/web", Namespace: "shop", NamespaceLabels: map[string]string{"team": "a"}, Labels: map[string]string{"app": "web"},
 		Families: []corev1.IPFamily{corev1.IPv6Protocol, corev1.IPv4Protocol}, FamilyPolicy: corev1.IPFamilyPolicyRequireDualStack,
 		RequestedIPs: []netip.Addr{netip.MustParseAddr("198.51.100.70"), netip.MustParseAddr("2001:db8:1::70")},
 		Pool:         "l2", SharingKey: "key", ETPLocal: true, Selector: map[string]string{"app": "web"},
-		Ports: []allocator.Port{{Protocol: corev1.ProtocolTCP, Port: 443}, {Protocol: corev1.ProtocolUDP, Port: 53}},
+		Ports: []Port{{Protocol: corev1.ProtocolTCP, Port: 443}, {Protocol: corev1.ProtocolUDP, Port: 53}},
 	}
 	if !reflect.DeepEqual(req, want) {
 		t.Errorf("request\n got %+v\nwant %+v", req, want)
