@@ -256,7 +256,6 @@ func checkBFD(t *testing.T, f frr, s *Speaker, events *eventLog, d *Desired, reg
 // the route, then shuts the speaker down: FRR must lose the route.
 func checkLinkBackAndShutdown(t *testing.T, f frr, s *Speaker) {
 	t.Helper()
-	t0 := time.Now()
 	labkit.MustRun(t, "ip", "link", "set", "eth0", "up")
 	back := labkit.EventuallyWhy(t, time.Minute, "rtr re-established with its route", func() (bool, string) {
 		_, ok := f.pathFrom(vip4, "198.51.100.11")
@@ -265,7 +264,7 @@ func checkLinkBackAndShutdown(t *testing.T, f frr, s *Speaker) {
 	t.Logf("MEASURED link up -> session re-established and route back in FRR: %s", back)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	t0 = time.Now()
+	t0 := time.Now()
 	must(t, s.Shutdown(ctx))
 	took := time.Since(t0)
 	gone := labkit.EventuallyWhy(t, waitLong, "FRR loses the route after Shutdown", func() (bool, string) {

@@ -105,7 +105,7 @@ func (c *Controller) updateStatus(ctx context.Context, svc *corev1.Service, p *s
 func wroteIngress(svc *corev1.Service) bool {
 	for _, mf := range svc.ManagedFields {
 		if mf.Manager == FieldManager && mf.Subresource == "status" && mf.FieldsV1 != nil &&
-			strings.Contains(string(mf.FieldsV1.Raw), `"f:ingress"`) {
+			strings.Contains(mf.FieldsV1.GetRawString(), `"f:ingress"`) {
 			return true
 		}
 	}

@@ -9,8 +9,8 @@ import (
 )
 
 func TestWroteIngress(t *testing.T) {
-	ingress := &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)}
-	conds := &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:conditions":{"k:{\"type\":\"herald.dev/Allocated\"}":{}}}}`)}
+	ingress := metav1.NewFieldsV1(`{"f:status":{"f:loadBalancer":{"f:ingress":{}}}}`)
+	conds := metav1.NewFieldsV1(`{"f:status":{"f:conditions":{"k:{\"type\":\"herald.dev/Allocated\"}":{}}}}`)
 	for _, tc := range []struct {
 		name string
 		mf   []metav1.ManagedFieldsEntry

@@ -70,16 +70,6 @@ func countProbes(probes []*probeResult) probeCounts {
 	return c
 }
 
-// answeredBy returns the MACs that answered p, sorted.
-func (p *probeResult) answeredBy() []string {
-	var out []string
-	for mac := range p.by {
-		out = append(out, mac)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // allAnswered reports whether every probe has an answer.
 func allAnswered(probes []*probeResult) bool {
 	for _, p := range probes {

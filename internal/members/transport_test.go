@@ -2,7 +2,6 @@ package members
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -140,7 +139,7 @@ func BenchmarkTransportReceive(b *testing.B) {
 			b.Fatal(err)
 		}
 		if p := recvPacket(b, r); len(p.Buf) != len(pkt) {
-			b.Fatal(fmt.Sprintf("got %d bytes", len(p.Buf)))
+			b.Fatalf("got %d bytes", len(p.Buf))
 		}
 	}
 }

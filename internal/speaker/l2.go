@@ -23,11 +23,10 @@ type l2State struct {
 // release is an address this node lost to another live node: it keeps
 // answering until the new owner announces itself or the grace period ends.
 type release struct {
-	owner      announce.L2Owner // what this node announced, interfaces included
-	newOwner   string
-	since      time.Time
-	takenOver  bool
-	interfaces []string
+	owner     announce.L2Owner // what this node announced, interfaces included
+	newOwner  string
+	since     time.Time
+	takenOver bool
 }
 
 func newL2State() l2State {

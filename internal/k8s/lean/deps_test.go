@@ -2,8 +2,6 @@ package lean_test
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -15,7 +13,7 @@ import (
 func TestSpeakerLinksNoClientset(t *testing.T) {
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		goCmd = filepath.Join(runtime.GOROOT(), "bin", "go")
+		t.Skip("no go command to list the speaker's dependencies")
 	}
 	out, err := exec.Command(goCmd, "list", "-deps", "-tags=grpcnotrace", "github.com/herald-lb/herald/speaker").CombinedOutput()
 	if err != nil {
