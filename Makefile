@@ -34,7 +34,7 @@ help:
 	@echo "make programs      etcd, Kubernetes, helm and promtool for the tests, built once into ~/.cache/herald"
 	@echo "make lab-up        the network lab alone (lab-down, lab-status)"
 	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
-	@echo "make verify        fail when generated files are stale or code is unformatted"
+	@echo "make verify        fail on stale generated files, gofmt, vet, staticcheck, long files"
 	@echo "make bench         print the benchmark figures"
 	@echo "make bench-scale   10,000 Services and 200 members: figures next to their goals"
 
