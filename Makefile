@@ -81,12 +81,12 @@ deps:
 # tools is helm and promtool (the chart and monitoring tests, and
 # rendering manifests/ from the chart), programs is both. MetalLB's
 # binaries come from the same module, built by metallb when its images
-# are missing (a few seconds after programs: what they share is
-# compiled). Cold, on 2 cores: the control plane 10-15 minutes,
-# everything about 16. Run as root, they build with transparent huge
-# pages always on (HERALD_BUILD_THP=always; the machine's mode is put
-# back afterwards, and HERALD_BUILD_THP= leaves it alone): a third less
-# CPU time per compile on these VMs (hack/build-programs.sh).
+# are missing (quick after programs: what they share is compiled). A
+# cold build takes minutes, once (docs/benchmarks.md). Run as root, they
+# build with transparent huge pages always on (HERALD_BUILD_THP=always;
+# the machine's mode is put back afterwards, and HERALD_BUILD_THP= leaves
+# it alone): a compile's heap is new memory, and with huge pages it takes
+# far fewer page faults and less CPU time (hack/build-programs.sh).
 HERALD_BUILD_THP ?= always
 control-plane tools programs test-programs: export HERALD_BUILD_THP := $(HERALD_BUILD_THP)
 control-plane:
@@ -105,16 +105,16 @@ metallb:
 	@hack/build-metallb.sh >/dev/null
 
 # Every program make test runs, MetalLB's binaries with the others in one
-# go build (built after them, the go command loads the wrapper module's
-# packages again: 33 s on a fresh machine), then MetalLB's images.
+# go build (built after them, the go command would load the wrapper
+# module's packages a second time), then MetalLB's images.
 test-programs:
 	hack/build-programs.sh all
 	@hack/build-metallb.sh >/dev/null
 
 # Herald's modules, sixteen downloads at a time: the go command fetches
-# GOMAXPROCS at once, two on 2 cores, and from a module proxy serving
-# about 2 MB/s a download that is most of a fresh machine's wait
-# (hack/build-programs.sh, fetch; HERALD_FETCH_PARALLEL sets both).
+# GOMAXPROCS at once, two on 2 cores, and from a slow module proxy the
+# download is most of a fresh machine's wait (hack/build-programs.sh,
+# fetch; HERALD_FETCH_PARALLEL sets both).
 modules:
 	GOMAXPROCS=$${HERALD_FETCH_PARALLEL:-16} $(GO) mod download
 
@@ -134,9 +134,9 @@ verify:
 # built first (test-programs: all of them, MetalLB's binaries included, in
 # one go build from one module, so that what they share compiles once;
 # then MetalLB's images), while Herald's own modules download (modules);
-# nothing to do when cached. Built beside the end-to-end tests instead, at nice 10, helm took
-# 25 minutes and e2e/helm waited 4.5 of them for it, while the builds
-# slowed the tests.
+# nothing to do when cached. They come first because built beside the
+# end-to-end tests they would slow the tests and keep e2e/helm waiting
+# for helm (docs/benchmarks.md).
 #
 # The unit packages that build network namespaces run next, with only
 # compiles at nice 19 beside them (prebuild): their timing assertions
@@ -157,14 +157,12 @@ test: deps
 	$(MAKE) --no-print-directory -j7 --output-sync=target e2e unit-race unit-api verify fuzz BESIDE_E2E="nice -n 10"
 
 # prebuild runs e2e-build at the lowest CPU priority beside the unit
-# tests that build network namespaces: those wait on timers and sockets,
-# and on a fresh machine left the CPU idle for 82 core-seconds of their two
-# minutes (2026-12-06), the only idle time of make test, where e2e-build
-# needs about 30. A nice-19 task gets about 1.5 % of a core beside one at
-# nice 0, so the timing of those tests is not at stake. Compiling the race
-# tests' dependencies there too (race-build, 2026-12-06) ran 4 minutes past
-# those tests and delayed the end-to-end tests by as much: the fresh run
-# took 45:12 instead of 44:54, since the machine is busy throughout.
+# tests that build network namespaces: those wait on timers and sockets
+# and leave CPU idle (the only idle time of make test), which e2e-build
+# fills. A nice-19 task gets about 1.5 % of a core beside one at nice 0,
+# so the timing of those tests is not at stake. The race tests'
+# dependencies are not compiled here: they would run past those tests and
+# delay the end-to-end tests by as much (docs/benchmarks.md).
 prebuild:
 	nice -n 19 $(MAKE) --no-print-directory e2e-build
 
@@ -192,8 +190,8 @@ unit-api:
 
 # The race tests are their own target so that make test starts them with
 # the end-to-end tests: on a fresh machine they compile race variants of
-# every dependency, and run after the other API tests they ended 4 minutes
-# after the end-to-end tests (2026-12-05).
+# every dependency, and run after the other API tests they would end well
+# after the end-to-end tests (docs/benchmarks.md).
 unit-race:
 	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $$(GO=$(GO) hack/unit-packages.sh race)
 
@@ -208,19 +206,18 @@ unit-race:
 # e2e/helm) run first, one lab at a time with no other lab beside them
 # (the API, race and fuzz tests start beside them, at a CPU weight the
 # lab's cgroups outweigh 256 to 1). On 2 cores a second lab beside them
-# (E2E_LINES=2 of 2026-12-05, the L2 line beside the rest) failed every
-# one of three runs: at equal CPU weight the other cluster's bursts left
-# an L2 speaker unscheduled for 160 ms (a false death, two nodes answering
-# for 30 ms); at 16:1 the L2 line's CPU-saturation test starved the other
-# lab for seconds. Then, by default, the rest run in two lines side by
-# side (E2E_SIDE_BY_SIDE=1): e2e/bgp and e2e/labcrash in one (4.5
-# minutes), everything else in the other (4.5). Their bounds are a second and more (BFD and hold-time
+# makes them fail: at equal CPU weight the other cluster's bursts leave an
+# L2 speaker unscheduled long enough for a false death (two nodes
+# answering), and at a weight that protects them their CPU-saturation
+# test starves the other lab for seconds. Then, by default, the rest run
+# in two lines side by side (E2E_SIDE_BY_SIDE=1): e2e/bgp and
+# e2e/labcrash in one, everything else in the other, of about the same
+# length. Their bounds are a second and more (BFD and hold-time
 # withdrawals, the MetalLB takeover), most of their time is spent waiting
-# on timers, and by then the other tests have ended. In that order a warm
-# make test took 15 min 12 s (2026-12-05), against 18 min 12 s one lab at
-# a time; the lines first, beside the other tests' start, 18 min 25 s
-# (e2e/demo 142 s instead of 44). E2E_SIDE_BY_SIDE=0 runs every package
-# one lab at a time. The e2e/bgp line is printed when it ends; a failed
+# on timers, and by then the other tests have ended. That order is the
+# fastest measured; one lab at a time is slower, and so is starting the
+# lines beside the other tests' start (docs/benchmarks.md).
+# E2E_SIDE_BY_SIDE=0 runs every package one lab at a time. The e2e/bgp line is printed when it ends; a failed
 # package or line does not stop the others.
 E2E_SIDE_BY_SIDE ?= 1
 E2E_GOTEST = $(GO) test -count=1 -p 1 -timeout 60m -exec $(CURDIR)/hack/own-network.sh
@@ -267,9 +264,10 @@ bench-bgp:
 # controller start with 1,000 and 10,000 pending Services, its CPU at
 # 10,000 Services idle and under 100 EndpointSlice updates a second,
 # speaker reconcile and new Service -> announcement at 1,000 and 10,000
-# Services, 200 member-list instances under
-# CPU saturation for 60 s, 10,000 prefixes from one speaker into FRR. Takes 15-30 minutes on a quiet machine; loads
-# every CPU.
+# Services, 200 member-list instances under CPU saturation for 60 s,
+# 10,000 prefixes from one speaker into FRR (docs/benchmarks.md keeps the
+# figures). It loads every CPU for tens of minutes: run it on a quiet
+# machine.
 bench-scale:
 	@mkdir -p $(BIN)
 	@$(GO) test -count=1 -run '^$$' -bench '(Controller(StartWith(1000|10000)Pending|Steady10000)|SpeakerWith10000Services)$$' -benchtime 1x -timeout 60m ./internal/controller/ | tee $(BIN)/bench-scale.txt

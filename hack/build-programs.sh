@@ -52,9 +52,8 @@ log() { printf '[programs] %s\n' "$*" >&2; }
 
 # fetch runs a go command that downloads modules (go get, go mod tidy, go
 # list) with more downloads at a time than its default, GOMAXPROCS: on 2
-# cores it fetches two modules at once, and from a module proxy serving
-# about 2 MB/s a download etcd's 74 MB took 37 s that way, 11 s with 16 at
-# once (2026-12-06).
+# cores it fetches two modules at once, and from a slow module proxy the
+# download, not the compile, is then most of the wait (docs/benchmarks.md).
 FETCH_PARALLEL=${HERALD_FETCH_PARALLEL:-16}
 fetch() { GOMAXPROCS=$FETCH_PARALLEL "$@"; }
 
@@ -262,12 +261,11 @@ build_etcd() {
 # never) to always for the rest of this script, when HERALD_BUILD_THP is
 # always (the Makefile's program targets set it; a test that builds a
 # missing program does not) and this runs as root, and puts the machine's
-# mode back when it exits. On these 2-core VMs a page fault costs about
-# 10 us, and the compiler, whose heap is new memory in every process,
-# faulted 9.4 million times building the controller's 777 packages, a
-# quarter of its CPU time spent in the kernel: with huge pages, 0.8
-# million, and 250 core-seconds instead of 401 (131 s instead of 208 s;
-# 2026-12-06). Only the build runs so, not the tests. A build killed
+# mode back when it exits. The compiler's heap is new memory in every
+# process, and where a page fault is expensive (a VM) small pages make it
+# spend a quarter of its CPU time in the kernel; with huge pages a build
+# takes about a third less CPU time (docs/benchmarks.md). Only the build
+# runs so, not the tests. A build killed
 # before it could restore the mode leaves it in $BIN/.thp-was, which the
 # next run puts back first.
 thp=/sys/kernel/mm/transparent_hugepage/enabled

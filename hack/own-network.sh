@@ -11,9 +11,8 @@
 # processes and nodes already outweigh other work by their cgroups' CPU
 # weight, but the test binary stayed in the machine's cgroup at the
 # weight of the compilers of the race and API tests that make test starts
-# beside it. A warm make test's first minutes keep both cores busy
-# (2026-12-06: 99 % for 5 minutes), and a test's own measurement then
-# ran late: a poll of the router's FIB by `ip route` that took a
+# beside it. A warm make test's first minutes keep every core busy, and a
+# test's own measurement then ran late: a poll of the router's FIB by `ip route` that took a
 # fraction of a second counted as BFD's detection time.
 set -eu
 if [ "$#" -eq 0 ]; then

@@ -111,9 +111,8 @@ func TestMemberListPartition(t *testing.T) {
 	_, _ = mons[0].Wait(ctx, start.Add(partitioned), func(lab.Probe) bool { return true })
 	// The heal starts when the unblock does: node1's member list may
 	// rejoin (and hand an address over, two MACs for a few tens of ms)
-	// before the command returns. Timed after it, in CI run 8 of
-	// 2026-12-06, that hand-over counted as two MACs 15.2 s into the
-	// partition.
+	// before the command returns. Timed after it, that hand-over would
+	// count as two MACs inside the partition's window.
 	healed := time.Now()
 	if err := unblock(); err != nil {
 		t.Fatal(err)

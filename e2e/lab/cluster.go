@@ -24,8 +24,8 @@ import (
 // kubelet finish quickly, and it is still five times the lab kubelets'
 // heartbeat (their Lease, nodeLeaseDurationSeconds 8, is renewed every
 // 2 s) so that a busy machine does not flap nodes: a kubelet may fall 8 s
-// behind. (Until 2026-12-05 the grace was 16 s over the kubelet's default
-// 10 s heartbeat: 6 s of slack, and a NotReady 16 s after the stop.)
+// behind. (A grace of 16 s over the kubelet's default 10 s heartbeat
+// would leave only 6 s of slack and a NotReady 16 s after the stop.)
 const NodeMonitorGracePeriod = 10 * time.Second
 
 // startClusterControllers runs kube-controller-manager (every controller:

@@ -108,7 +108,7 @@ func TestMatchAnswersBySource(t *testing.T) {
 		return string(b)
 	}
 
-	// CI, 2026-12-05: the old owner A, starved for 40 ms, answered probes
+	// Seen in CI: the old owner A, starved for 40 ms, answered probes
 	// 3 and 4 late, 0.6 ms either side of probe 7's send, while the new
 	// owner B answered 5-7 promptly. By the time they were read they were
 	// counted for 6 and 7 (two probes unanswered, two answered twice).
@@ -129,7 +129,7 @@ func TestMatchAnswersBySource(t *testing.T) {
 		t.Errorf("late probes %v, want 3 and 4", late)
 	}
 
-	// CI, 2026-12-05: B not scheduled for 590 ms answered its 59 queued
+	// Seen in CI: B not scheduled for 590 ms answered its 59 queued
 	// requests at once, the first alone, read after the latest probe,
 	// then that probe too. More than 32 probes late, an answer goes to a
 	// later probe from its source (1 to 33, 28 to 60...), and the later

@@ -40,9 +40,8 @@ const heraldNS = "herald-system"
 // replica exiting). make test runs these tests beside the end-to-end lab,
 // whose cgroups outweigh them 256 to 1: while the L2 suite saturates a
 // node's CPU (20 s), the test's API server and controllers get almost
-// nothing. In CI run 16 (2026-12-06) a leader resumed after a pause
-// needed 13 s to see its renewal fail, and exited after the 20 s its wait
-// allowed. A wait longer than the saturation keeps each test's meaning
+// nothing: a leader resumed after a pause can need 13 s to see its
+// renewal fail, longer than such a saturation leaves a shorter wait. A wait longer than the saturation keeps each test's meaning
 // (the state is reached) on a busy machine, and costs time only when a
 // test fails. No test here bounds a duration with it.
 const minWait = 60 * time.Second

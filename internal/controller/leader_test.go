@@ -118,9 +118,9 @@ func TestLeaderElectionFailover(t *testing.T) {
 	if holder := e.leaseHolder(); holder == leader || procs[holder] == nil {
 		t.Errorf("lease holder after failover = %q", holder)
 	}
-	// in CI run 8 of 2026-12-06 the follower, starved by a lab saturating
-	// the CPU beside this test, lost its Lease just after taking over:
-	// settling needs the restart too
+	// a follower starved by a lab saturating the CPU beside this test
+	// can lose its Lease just after taking over (seen in CI): settling
+	// needs the restart too
 	e.settleTending("p", restartLosers)
 	if moved := aw.moved(); len(moved) > 0 {
 		t.Errorf("Services shown with more than one address across the failover: %v", moved)

@@ -15,9 +15,9 @@ import (
 // (PUT), not with server-side apply nor a patch: the API server parses an
 // apply body as YAML, and merges a patch into the stored object, and with
 // Herald's two conditions that cost it more CPU per write than storing the
-// whole status it is sent (docs/operations.md, Performance: 1,000 pending
-// Services were all assigned in 1.27-1.44 x the patch floor with updates,
-// 1.47-1.55 x with patches, three runs each, 2026-12-06). The status sent
+// whole status it is sent (measured: 1,000 pending Services are assigned
+// in less time with updates than with patches, docs/benchmarks.md and
+// docs/decisions/). The status sent
 // is the one the decision read, with only what Herald writes changed:
 // status.loadBalancer.ingress (replaced whole) and Herald's conditions
 // (set or removed by type; other controllers' conditions stay as read).
@@ -99,9 +99,10 @@ func (c *Controller) updateStatus(ctx context.Context, svc *corev1.Service, p *s
 // wroteIngress reports whether Herald's field manager owns the Service's
 // status.loadBalancer.ingress: Herald then removes it when it has no
 // address to show, and leaves alone an ingress another implementation
-// wrote (MetalLB's, during a migration). Herald's status writes were
-// server-side applies before 2026-12-06 (operation Apply), then patches,
-// and are status updates since (both operation Update); all count.
+// wrote (MetalLB's, during a migration). Earlier versions of Herald wrote
+// status with server-side apply (operation Apply), then with patches;
+// it now updates it (operation Update, as for patches). All count, so an
+// address written by an older controller is still recognised as Herald's.
 func wroteIngress(svc *corev1.Service) bool {
 	for _, mf := range svc.ManagedFields {
 		if mf.Manager == FieldManager && mf.Subresource == "status" && mf.FieldsV1 != nil &&

@@ -8,8 +8,8 @@
 // status (Options.Apply) costs the API server about a quarter more CPU,
 // since it parses an apply body as YAML; a status update of the whole
 // object (Options.Update), which the API server applies without merging,
-// took about 7 % less time than the patch (four interleaved rounds of
-// 1,000 on 2026-12-06: 1.01-1.26 s against 1.12-1.31 s). It is what the controller's
+// takes about 7 % less time than the patch (docs/benchmarks.md). It is
+// what the controller's
 // figures are compared with: a controller that uses W workers cannot hand
 // out N addresses faster than this, on the same API server, in the same
 // run.
