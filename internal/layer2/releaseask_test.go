@@ -83,8 +83,8 @@ func TestReleasingVIPTellsTheLoser(t *testing.T) {
 // it, and the interface had no responder before) is asked about once the
 // responder's sockets are open, and not before; nor is anything else sent
 // from outside the responder's loops (a fence's re-assertion, the word to
-// a fence's winner). The speaker used to ask through an NDP socket not yet
-// there and crash on the nil dereference (make test, 2026-12-06).
+// a fence's winner). Asking through an NDP socket not yet there would
+// crash the speaker on a nil dereference.
 func TestNothingSentBeforeTheResponderOpens(t *testing.T) {
 	a, _, _, _, _ := releaseAnnouncer(t)
 	p := &fakeProto{sent: map[netip.Addr]int{}}

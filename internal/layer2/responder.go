@@ -228,7 +228,7 @@ func (r *responder) opened() bool {
 // releasing on a responder still opening (a node that had just claimed
 // it, its interface's responder new) made the speaker ask who answers it
 // through a socket not yet there, a nil dereference that restarted the
-// speaker and left the node's other VIPs dark (make test, 2026-12-06).
+// speaker and left the node's other VIPs dark.
 func (r *responder) awaitOpen() bool {
 	select {
 	case <-r.ready:

@@ -103,9 +103,10 @@ func LargeClusterTiming() Timing {
 // death and no suspicion of a healthy member. Where a speaker must share
 // the CPU equally with busy pods it is not safe: in the same simulation
 // with the load at the members' own priority the members fell behind on
-// their probes and the cluster collapsed into false deaths, where
-// LargeClusterTiming held (on the machine of 2026-12-04; on that of
-// 2026-12-07 both collapsed at equal priority, docs/operations.md). On 3
+// their probes and the cluster collapsed into false deaths;
+// LargeClusterTiming gives a starved speaker more time to refute, though
+// on a 2-core machine with a newer scheduler both collapsed at equal
+// priority (docs/benchmarks.md, Member list). On 3
 // nodes: detection p50 0.46 s, p99 0.67 s (BenchmarkDetect), and no
 // suspicion in BenchmarkFalseSuspicion.
 func FastLargeClusterTiming() Timing {
