@@ -129,7 +129,7 @@ func prepareFailure(t testing.TB, l *lab.Lab, h *deploy.Herald, s failureSetup, 
 // configured timers, and on every speaker's: herald_bgp_bfd_up), and that
 // holds for a second (GoBGP
 // v4.8.0 may reset a fresh session once after a BFD failure:
-// gobgp-v4-notes.md §5, osrg/gobgp#3561). The router's BFD up alone was
+// docs/gobgp.md, osrg/gobgp#3561). The router's BFD up alone was
 // not enough: in a CI run node3's own BFD session was not up when its link
 // went down, so its speaker saw the session end by its hold timer
 // ("hold-timer-expired") instead of "BFD down". Nor is up alone: a BFD

@@ -87,7 +87,7 @@ type BGPOptions struct {
 	ASN, NodeASN uint32
 	// StaticNeighbors are configured per node on top of the listen ranges
 	// (which accept every node without them). GoBGP v4.8.0's BFD needs
-	// them: see gobgp-v4-notes.md §5.
+	// them: see docs/gobgp.md, BFD.
 	StaticNeighbors []StaticNeighbor
 	// BFD timers of the router's profile (default 300/300 ms x 3).
 	BFD routerconf.BFD

@@ -91,7 +91,7 @@
 //
 // BFD is GoBGP's native single-hop BFD (RFC 5881), opt-in per session
 // (Session.BFD; default 300 ms × 3). Limits of GoBGP v4.8.0, measured in
-// gobgp-v4-notes.md §5:
+// docs/gobgp.md:
 //   - The router MUST list the nodes as static neighbors. With a dynamic
 //     neighbor (FRR "bgp listen range") the session flaps for ever: FRR
 //     re-creates its BFD session with a new discriminator for every dynamic

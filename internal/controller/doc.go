@@ -4,9 +4,13 @@
 //
 // It follows Kubernetes' sample-controller pattern: shared informers and
 // listers, typed rate-limited work queues, one sync function per queue that
-// reads from listers, decides, and writes only differences (server-side
-// apply with the field manager "herald-controller", so other writers'
-// fields are never clobbered).
+// reads from listers, decides, and writes only differences with the field
+// manager "herald-controller". A Service's status is an update of its
+// status subresource (statusupdate.go): the status as the decision read
+// it, with only Herald's ingress and conditions changed, conditional on
+// the resourceVersion read, so other controllers' conditions stay and a
+// write from a stale view fails with a conflict. The pool annotation and
+// the status of Herald's own objects are written with server-side apply.
 //
 // The queues:
 //   - services: one key per Service; assign or release addresses and

@@ -27,7 +27,7 @@ type Config struct {
 	// ListenRanges accept sessions from any address inside them.
 	ListenRanges []netip.Prefix
 	// ListenRangeBFD attaches the BFD profile to the listen ranges too
-	// (GoBGP v4.8.0 flaps against that; see gobgp-v4-notes.md §5).
+	// (GoBGP v4.8.0 flaps against that; see docs/gobgp.md, BFD).
 	ListenRangeBFD bool
 	Neighbors      []Neighbor
 	BFD            BFD
