@@ -39,6 +39,9 @@ type Announcer struct {
 	// contested remembers other hosts' announcements of VIPs this node
 	// owns (vipOnLink -> contested), see contestedMemory.
 	contested sync.Map
+	// speakers: the other speakers' MACs, the only hosts the fence yields
+	// to once complete (SetSpeakerMACs); nil: any host.
+	speakers atomic.Pointer[speakerMACs]
 	// start opens a responder; tests replace it to run without sockets.
 	start func(ctx context.Context, spec responderSpec) responderHandle
 

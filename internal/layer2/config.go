@@ -66,6 +66,11 @@ type Config struct {
 	// the fence's decision: won (this node keeps answering) or not (it
 	// stopped).
 	OnConflict func(vip netip.Addr, iface string, by net.HardwareAddr, won bool)
+	// OnForeignClaim, if set, is called (in a goroutine of its own, at
+	// most once per VIP and interface every 2 × Refresh) when a host that
+	// is not another speaker's node (see SetSpeakerMACs) announced a VIP
+	// this node owns: this node kept answering and announced it again.
+	OnForeignClaim func(vip netip.Addr, iface string, by net.HardwareAddr)
 	// FailAfter is how long a socket may keep failing before Failure
 	// reports the announcer failed. 0 means DefaultFailAfter.
 	FailAfter time.Duration

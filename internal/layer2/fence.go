@@ -25,6 +25,9 @@ import (
 // clients point at it. Config.OnConflict reports each decision. While
 // fenced, the loser checks every Config.FenceVerify that the winner still
 // answers (verifyFence), and answers again at once when it does not.
+// The fence yields only to another speaker's node: an announcement from
+// any other host is a foreign claim, reported and answered with a
+// gratuitous packet of this node's own (speakers.go).
 
 // fenceWins says whether ours beats theirs for vip: the higher rendezvous
 // weight, ties (a 64-bit collision) to the smaller MAC.
@@ -60,6 +63,10 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 	now := time.Now()
 	if s == nil || s.releasing {
 		return false
+	}
+	if !a.fromSpeaker(by) {
+		a.foreignClaim(iface, proto, vip, by, s)
+		return true
 	}
 	won := fenceWins(vip, ourMAC, by)
 	if !won && now.Sub(s.claimedAt()) < a.cfg.FenceSettle {
@@ -175,6 +182,9 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 		every := a.cfg.FenceVerify
 		for {
 			if !wait(r.ctx, every, nil) || a.owned.Load().state(iface, vip) != s || !s.fenced(time.Now()) {
+				return
+			}
+			if a.liftForeignFence(iface, proto, vip, s) {
 				return
 			}
 			asked := time.Now()

@@ -27,7 +27,10 @@ const contestedMemory = 3 * time.Second
 // foreignAnnouncement handles another host's gratuitous ARP or unsolicited
 // NA for vip, read on iface: a releasing VIP is yielded; an owned one is
 // remembered as contested (see contestedMemory) and, when owned long
-// enough, fenced (see fence).
+// enough, fenced (see fence). An announcement by a host that runs no
+// speaker is neither remembered nor counted as heard (it must not keep a
+// fence up); the fence reports it and announces the VIP again (see
+// foreignClaim).
 func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
 	if a.yield(iface, proto, vip, by) {
 		return
@@ -36,8 +39,10 @@ func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, our
 	if s == nil || s.releasing {
 		return
 	}
-	s.markHeard()
-	a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
+	if a.fromSpeaker(by) {
+		s.markHeard()
+		a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
+	}
 	if !a.fence(iface, proto, vip, ourMAC, by) {
 		a.log.Info("another host announced a VIP this node just claimed (hand-over in progress)", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	}

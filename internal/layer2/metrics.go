@@ -20,6 +20,9 @@ type metrics struct {
 	handovers  *prometheus.CounterVec
 	malformed  *prometheus.CounterVec
 	conflicts  *prometheus.CounterVec
+	// foreignClaims: announcements of an owned VIP by a host that runs
+	// no speaker, which the fence did not yield to.
+	foreignClaims *prometheus.CounterVec
 	// fenceLifted: fences lifted because the winner no longer answered.
 	fenceLifted *prometheus.CounterVec
 	// answerDelay: from the kernel receiving a request to the answer
@@ -45,6 +48,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"VIPs this node was releasing that another host announced, after which this node stopped answering for them."),
 		malformed: counter("malformed_frames_total",
 			"ARP and NDP frames read that did not parse (truncated, bad lengths, bad checksum); each is skipped."),
+		foreignClaims: counter("foreign_claims_total",
+			"Announcements of a VIP this node owns by a host that is not another speaker's node (a misconfigured or hostile host): this node kept answering and announced the VIP again."),
 		fenceLifted: counter("fence_lifted_total",
 			"VIPs this node had lost the split-brain fence for and answers again: the winner said it gave them up, no longer answered for them, or the member list healed."),
 	}
@@ -60,7 +65,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.fenceLifted, m.answerDelay} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.foreignClaims, m.fenceLifted, m.answerDelay} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

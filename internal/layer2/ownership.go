@@ -61,6 +61,9 @@ type vipState struct {
 	// told a host that lost the fence to it that it gave the VIP up (see
 	// Announcer.tellLoser).
 	toldLoserAt atomic.Int64
+	// foreignAt (unix ns) is when a foreign claim of the VIP was last
+	// reported (see Announcer.foreignClaim).
+	foreignAt atomic.Int64
 }
 
 // onceEvery reports whether something done at most once per every may be

@@ -101,7 +101,9 @@ func (a *Announcer) answered(iface string, vip netip.Addr, by net.HardwareAddr) 
 		return
 	}
 	if !s.releasing {
-		s.markHeard()
+		if len(by) != 6 || a.fromSpeaker(by) {
+			s.markHeard() // a host that runs no speaker keeps no fence up
+		}
 		return
 	}
 	if len(by) == 6 {

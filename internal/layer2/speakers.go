@@ -1,0 +1,84 @@
+package layer2
+
+import (
+	"net"
+	"net/netip"
+	"slices"
+	"time"
+)
+
+// Which hosts the fence yields to. The fence exists for split brain
+// between two speakers, and only another speaker's node may make this one
+// stop answering: any host on the segment can send a gratuitous ARP from a
+// made-up MAC that outranks this node's in fenceWins, and then answer this
+// node's verification, which left the address dark for as long as it kept
+// doing so. So the speaker tells the announcer the MACs of the other
+// speakers' nodes (SetSpeakerMACs), and an announcement of an owned VIP
+// from any other MAC is a foreign claim: counted, reported
+// (Config.OnForeignClaim), answered with a gratuitous packet of this
+// node's own so that clients' caches point here again, and never yielded
+// to.
+//
+// Until the speaker says the set is complete (every other node that may
+// run a speaker has published its MACs), every MAC counts as a speaker's,
+// as before: a speaker that has not learned another's MACs yet (it just
+// started, the other runs an older version, or was never heard) must still
+// resolve a genuine split brain with it.
+
+// speakerMACs is the set of the other speakers' MACs the fence yields to.
+type speakerMACs struct {
+	macs     map[string]bool // by net.HardwareAddr.String()
+	complete bool
+}
+
+// SetSpeakerMACs sets the MACs of the other speakers' nodes. With complete
+// false (or before the first call) the fence yields to any host, as it
+// did before it knew them. A fence lost to a host that is no longer
+// counted a speaker is lifted at its next verification.
+func (a *Announcer) SetSpeakerMACs(macs []net.HardwareAddr, complete bool) {
+	set := make(map[string]bool, len(macs))
+	for _, m := range macs {
+		set[m.String()] = true
+	}
+	a.speakers.Store(&speakerMACs{macs: set, complete: complete})
+}
+
+// fromSpeaker reports whether the fence may yield to the host with MAC by:
+// it is another speaker's, or the set of those is not complete yet.
+func (a *Announcer) fromSpeaker(by net.HardwareAddr) bool {
+	sp := a.speakers.Load()
+	return sp == nil || !sp.complete || sp.macs[by.String()]
+}
+
+// foreignClaim handles an announcement of vip, owned here (state s), by a
+// host that is no speaker's (by): this node keeps answering and announces
+// the VIP again at once, so that the clients that took the foreign
+// announcement point here again; it is counted every time and reported
+// once per 2 × Refresh, like a conflict.
+func (a *Announcer) foreignClaim(iface, proto string, vip netip.Addr, by net.HardwareAddr, s *vipState) {
+	a.reassert(iface, proto, vip)
+	a.metrics.foreignClaims.WithLabelValues(iface, proto).Inc()
+	if !onceEvery(&s.foreignAt, time.Now(), 2*a.cfg.Refresh) {
+		return
+	}
+	a.log.Warn("a host that runs no speaker announces a VIP this node announces: keeping it and announcing it again", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
+	if cb := a.cfg.OnForeignClaim; cb != nil {
+		by := slices.Clone(by)
+		go cb(vip, iface, by)
+	}
+}
+
+// liftForeignFence lifts the fence of an owned VIP (state s) lost to a
+// host that no longer counts as a speaker (the set became complete after
+// the fence), and announces the VIP again; it reports whether it did.
+func (a *Announcer) liftForeignFence(iface, proto string, vip netip.Addr, s *vipState) bool {
+	w := s.fenceWinner(time.Now())
+	if len(w) == 0 || a.fromSpeaker(w) {
+		return false
+	}
+	s.fencedUntil.Store(0)
+	a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
+	a.log.Warn("the host that won the fence runs no speaker: answering again", "vip", vip, "interface", iface, "protocol", proto, "winner", w.String())
+	a.reassert(iface, proto, vip)
+	return true
+}
