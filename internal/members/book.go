@@ -18,6 +18,9 @@ type book struct {
 	// gen counts the changes: a decision taken from states read after
 	// gen was read has seen every change up to gen (see welcome.go).
 	gen uint64
+	// data is the data each node last published (Config.NodeData),
+	// remembered as long as the node is.
+	data map[string][]byte
 }
 
 type entry struct {
@@ -41,7 +44,25 @@ type transition struct {
 }
 
 func newBook() *book {
-	return &book{nodes: make(map[string]entry)}
+	return &book{nodes: make(map[string]entry), data: make(map[string][]byte)}
+}
+
+// setData records the data a node published (nil: none).
+func (b *book) setData(node string, data []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if data == nil {
+		delete(b.data, node)
+		return
+	}
+	b.data[node] = data
+}
+
+// nodeData returns the data a node last published, nil when none.
+func (b *book) nodeData(node string) []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.data[node]
 }
 
 // alive records that the node is a member in good standing (joined,
@@ -142,6 +163,7 @@ func (b *book) retain(keep map[string]bool) []string {
 	for name, e := range b.nodes {
 		if !keep[name] && (e.state == Dead || e.state == Left) {
 			delete(b.nodes, name)
+			delete(b.data, name)
 			gone = append(gone, name)
 		}
 	}

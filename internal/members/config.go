@@ -57,7 +57,16 @@ type Config struct {
 	// address while the new owner has not claimed it (the speaker's
 	// --release-grace), or a member that never welcomes leaves a gap.
 	WelcomeTimeout time.Duration
+	// NodeData is published to the other members with this node's
+	// metadata, opaque to this package, and read there with
+	// Members.NodeData (the speaker's link-layer addresses). At most
+	// MaxNodeData bytes; it is fixed for the life of the member.
+	NodeData []byte
 }
+
+// MaxNodeData is the most Config.NodeData may hold: memberlist's limit
+// of a node's metadata less this package's own header.
+const MaxNodeData = memberlist.MetaMaxSize - metaByteSize
 
 // DefaultWelcomeTimeout is Config.WelcomeTimeout's default.
 const DefaultWelcomeTimeout = time.Second
@@ -93,6 +102,9 @@ func (c Config) validate() error {
 		if err := checkKey(k); err != nil {
 			errs = append(errs, fmt.Errorf("OtherKeys[%d]: %w", i, err))
 		}
+	}
+	if len(c.NodeData) > MaxNodeData {
+		errs = append(errs, fmt.Errorf("NodeData holds %d bytes, more than %d", len(c.NodeData), MaxNodeData))
 	}
 	if err := c.Timing.Validate(); err != nil {
 		errs = append(errs, err)

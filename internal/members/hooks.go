@@ -1,27 +1,38 @@
 package members
 
 import (
+	"bytes"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
 )
 
-// Node metadata carried by memberlist: a version byte and a flag byte. The
-// leaving flag is how a graceful leave is told apart from a failure, which
-// memberlist's EventDelegate reports the same way (NotifyLeave).
+// Node metadata carried by memberlist: a version byte and a flag byte,
+// then the node's opaque data (Config.NodeData), which older members
+// ignore. The leaving flag is how a graceful leave is told apart from a
+// failure, which memberlist's EventDelegate reports the same way
+// (NotifyLeave).
 const (
 	metaVersion  = 1
 	flagLeaving  = 1 << 0
 	metaByteSize = 2
 )
 
-func encodeMeta(leaving bool) []byte {
+func encodeMeta(leaving bool, data []byte) []byte {
 	var flags byte
 	if leaving {
 		flags |= flagLeaving
 	}
-	return []byte{metaVersion, flags}
+	return append([]byte{metaVersion, flags}, data...)
+}
+
+// metaData is the node data in meta, nil when there is none.
+func metaData(meta []byte) []byte {
+	if len(meta) <= metaByteSize || meta[0] != metaVersion {
+		return nil
+	}
+	return bytes.Clone(meta[metaByteSize:])
 }
 
 func metaLeaving(meta []byte) bool {
@@ -37,6 +48,7 @@ type hooks struct {
 	dir     *directory
 	welcome *welcomer
 	leaving atomic.Bool // this node announces a graceful leave
+	data    []byte      // Config.NodeData
 }
 
 var (
@@ -45,12 +57,17 @@ var (
 	_ memberlist.PingDelegate  = (*hooks)(nil)
 )
 
-// NodeMeta publishes this node's leaving flag.
+// NodeMeta publishes this node's leaving flag and its data (without the
+// data if it does not fit limit).
 func (h *hooks) NodeMeta(limit int) []byte {
 	if limit < metaByteSize {
 		return nil
 	}
-	return encodeMeta(h.leaving.Load())
+	data := h.data
+	if metaByteSize+len(data) > limit {
+		data = nil
+	}
+	return encodeMeta(h.leaving.Load(), data)
 }
 
 // NotifyMsg receives the hellos and welcomes of starting members
@@ -98,6 +115,7 @@ func (h *hooks) suspectedByProbe(node string) { h.observe(h.book.suspect(node)) 
 // with the leaving flag it is on its way out and counts as Left already.
 func (h *hooks) seen(n *memberlist.Node) {
 	h.dir.set(n)
+	h.book.setData(n.Name, metaData(n.Meta))
 	if metaLeaving(n.Meta) {
 		h.observe(h.book.left(n.Name))
 		return

@@ -1,6 +1,7 @@
 package members
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -68,7 +69,7 @@ func New(cfg Config) (*Members, error) {
 	}
 	dir := newDirectory()
 	m.welcome = newWelcomer(cfg.NodeName, m.book, dir, m.log, cfg.WelcomeAfterApplied)
-	m.hooks = &hooks{book: m.book, observe: m.observe, dir: dir, welcome: m.welcome}
+	m.hooks = &hooks{book: m.book, observe: m.observe, dir: dir, welcome: m.welcome, data: bytes.Clone(cfg.NodeData)}
 	mlLog := newMemberlistLogger(cfg.Logger.With("component", "memberlist"), m.hooks.suspectedByProbe)
 	tr, err := newTransport(cfg.BindAddr, cfg.BindPort, m.log)
 	if err != nil {
@@ -121,6 +122,12 @@ func (m *Members) Retain(nodes []string) {
 // State returns what this speaker knows about a node. A node seen Dead or
 // Left stays so until it is seen Alive again; Unknown means never seen.
 func (m *Members) State(node string) State { return m.book.state(node) }
+
+// NodeData returns the data (Config.NodeData) a node last published, nil
+// when it published none or was never seen. It is remembered while the
+// node is (Dead and Left included, until Retain forgets it). The caller
+// must not modify it.
+func (m *Members) NodeData(node string) []byte { return m.book.nodeData(node) }
 
 // Snapshot returns the state of every node remembered, this one included.
 // Map order is random: sort the names before using them for anything
