@@ -102,6 +102,11 @@ func run(f flags) error {
 				s.Conflict(vip, iface, by, won)
 			}
 		},
+		OnForeignClaim: func(vip netip.Addr, iface string, by net.HardwareAddr) {
+			if s := sp.Load(); s != nil {
+				s.ForeignClaim(vip, iface, by)
+			}
+		},
 		OnYield: func(vip netip.Addr, _ string, _ net.HardwareAddr) {
 			if s := sp.Load(); s != nil {
 				s.Yielded(vip)
@@ -230,9 +235,28 @@ func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelister
 				// answering for release-grace, so a member that never welcomes this
 				// one must not hold it back that long
 				WelcomeAfterApplied: true, WelcomeTimeout: f.releaseGrace / 2,
+				// the other speakers' L2 fence yields only to these
+				NodeData: ownLinkAddrs(f, log),
 			}
 		},
 	}.start(ctx)
+}
+
+// ownLinkAddrs is what this speaker publishes to the others: its node's
+// link-layer addresses (speaker.LinkAddrs), read once at start.
+func ownLinkAddrs(f flags, log *slog.Logger) []byte {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		log.Warn("cannot list this node's interfaces: publishing no link-layer address, so the other speakers' L2 fence yields to any host", "error", err)
+		return nil
+	}
+	exclude := f.excluded()
+	if len(exclude) == 0 {
+		exclude = layer2.DefaultExcludeInterfaces()
+	}
+	addrs := speaker.LinkAddrs(ifaces, exclude)
+	log.Info("publishing this node's link-layer addresses to the other speakers", "macs", len(addrs))
+	return speaker.EncodeLinkAddrs(addrs)
 }
 
 // podRef is this speaker's Pod, which its start events are about (kubectl

@@ -40,3 +40,30 @@ func TestConflictWarnsOnTheServices(t *testing.T) {
 		t.Error("event for an address this node does not announce")
 	}
 }
+
+// TestForeignClaimWarnsOnTheServices: a foreign host's claim becomes a
+// Warning event on every Service holding the address.
+func TestForeignClaimWarnsOnTheServices(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	s, _ := livenessSpeaker(t, &now, nil)
+	rec := record.NewFakeRecorder(10)
+	s.rec = rec
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
+	if err := s.serviceIndex.Add(svc); err != nil {
+		t.Fatal(err)
+	}
+	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
+	s.ForeignClaim(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x66})
+	select {
+	case ev := <-rec.Events:
+		if !strings.Contains(ev, "Warning ForeignAddressClaim") || !strings.Contains(ev, "02:00:00:00:00:66") || !strings.Contains(ev, "keeps answering") {
+			t.Errorf("event %q", ev)
+		}
+	default:
+		t.Fatal("no event")
+	}
+	s.ForeignClaim(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x66})
+	if len(rec.Events) != 0 {
+		t.Error("event for an address this node does not announce")
+	}
+}

@@ -25,13 +25,12 @@ import (
 // left gracefully is not isolated (noteAlone): it heard them go.
 func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 	ml := s.memberList()
-	var unknown, dead, up []string
-	others := 0
+	var unknown, dead, up, others []string
 	for _, n := range nodes {
 		if n.Name == s.opts.NodeName {
 			continue
 		}
-		others++
+		others = append(others, n.Name)
 		state := members.Unknown
 		if ml != nil {
 			state = ml.State(n.Name)
@@ -47,11 +46,12 @@ func (s *Speaker) observeLiveness(nodes []*corev1.Node) bool {
 	}
 	s.noteRejoins(ml, dead)
 	byLeave := s.noteAlone(ml, up)
-	isolated := ml != nil && ml.Settled() && others > 0 && len(up) == 0 && len(dead) > 0 && !byLeave
+	isolated := ml != nil && ml.Settled() && len(others) > 0 && len(up) == 0 && len(dead) > 0 && !byLeave
 	want := unknown
 	if isolated {
 		want = append(want, dead...)
 	}
+	want = append(want, s.tellSpeakerMACs(ml, others)...)
 	s.leases.want(want)
 	if was := s.isolated.Swap(isolated); was != isolated {
 		if isolated {

@@ -112,8 +112,10 @@ type Speaker struct {
 	// none is up since the last of them left gracefully (noteAlone).
 	upBefore     []string
 	aloneByLeave bool
-	renewer      *leaseRenewer
-	leases       *leaseBook
+	// speakerMACs: the set last handed to the L2 backend (macsKey).
+	speakerMACs string
+	renewer     *leaseRenewer
+	leases      *leaseBook
 
 	mu             sync.Mutex // guards the reconcile state below
 	l2             l2State
@@ -244,6 +246,26 @@ func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, wo
 			s.rec.Eventf(svc, corev1.EventTypeWarning, "AddressConflict",
 				"node %s and another host (MAC %s) both announce %s on %s: node %s %s (split brain: check that the speakers reach each other on the member-list port)",
 				s.opts.NodeName, by, vip, iface, s.opts.NodeName, verdict)
+		}
+	}
+}
+
+// ForeignClaim records, as a Warning event on the Services holding vip,
+// that a host that is no other speaker's node (MAC by) announced an
+// address this node announces, and that this node kept answering and
+// announced it again. Wire it to the L2 backend's OnForeignClaim.
+func (s *Speaker) ForeignClaim(vip netip.Addr, iface string, by net.HardwareAddr) {
+	s.mu.Lock()
+	o, ok := s.l2.owned[vip]
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	for _, key := range o.Services {
+		if svc := s.service(key); svc != nil {
+			s.rec.Eventf(svc, corev1.EventTypeWarning, "ForeignAddressClaim",
+				"a host that runs no Herald speaker (MAC %s) announces %s on %s: node %s keeps answering and announced it again (a misconfigured host with this address, or an attempt to take it over)",
+				by, vip, iface, s.opts.NodeName)
 		}
 	}
 }
