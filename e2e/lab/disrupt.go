@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"strconv"
 	"time"
@@ -27,3 +28,22 @@ func (l *Lab) StartGarbage(host string, target netip.Addr, interval time.Duratio
 
 // Stop ends the sender.
 func (g *Garbage) Stop() error { return g.s.stop() }
+
+// Spoofer is a labprobe spoof process: a LAN host claiming an address for
+// a made-up MAC and answering the speakers' probes for it.
+type Spoofer struct{ s *stream }
+
+// StartSpoof makes host claim target (IPv4) for the made-up MAC mac: one
+// gratuitous ARP, then an answer to every ARP probe for target (a
+// speaker's fence asking who answers), and to nothing else. It returns once
+// the gratuitous ARP is out.
+func (l *Lab) StartSpoof(host string, target netip.Addr, mac net.HardwareAddr) (*Spoofer, error) {
+	s, err := l.startStream(host, "spoof-"+target.String(), "spoof", "-i", "eth0", "-target", target.String(), "-mac", mac.String())
+	if err != nil {
+		return nil, err
+	}
+	return &Spoofer{s: s}, nil
+}
+
+// Stop ends the spoofer.
+func (sp *Spoofer) Stop() error { return sp.s.stop() }

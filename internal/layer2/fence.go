@@ -39,6 +39,13 @@ func fenceWins(vip netip.Addr, ours, theirs net.HardwareAddr) bool {
 	return bytes.Compare(ours, theirs) < 0
 }
 
+// FenceWins says whether the host with MAC ours keeps vip when the host
+// with MAC theirs announces it too (both speakers). Tests use it to pick
+// a MAC that outranks a speaker's.
+func FenceWins(vip netip.Addr, ours, theirs net.HardwareAddr) bool {
+	return fenceWins(vip, ours, theirs)
+}
+
 func macWeight(mac net.HardwareAddr, vip netip.Addr) uint64 {
 	h := fnv.New64a()
 	h.Write(mac)

@@ -9,6 +9,7 @@
 //	labprobe httpmonitor -url URL [-interval 20ms] [-timeout 3s]   (until SIGTERM)
 //	labprobe announce -i eth0 -target ADDR   (one gratuitous ARP / unsolicited NA)
 //	labprobe garbage -i eth0 -target ADDR [-interval 5ms] [-n 20]   (malformed ARP, until SIGTERM)
+//	labprobe spoof   -i eth0 -target ADDR -mac MAC   (claim ADDR for MAC, answer probes, until SIGTERM)
 //
 // arp and ndp print one JSON array of answers; monitor and watch print
 // {"ready":true} once listening and then one record a line (garbage only
@@ -34,7 +35,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce|garbage [flags]")
+		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce|garbage|spoof [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -55,6 +56,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	url := fs.String("url", "", "http: URL to fetch")
 	timeout := fs.Duration("timeout", 3*time.Second, "http: request timeout")
 	count := fs.Int("n", 20, "garbage: malformed frames sent every interval")
+	spoofMAC := fs.String("mac", "", "spoof: the made-up MAC that claims the address")
 	sources := fs.String("sources", "", "monitor: send the probes in turn from every address of this prefix (the interface's own)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -88,6 +90,16 @@ func run(ctx context.Context, cmd string, args []string) error {
 			return fmt.Errorf("-target: %w", err)
 		}
 		return probe.Garbage(ctx, *ifname, addr, *interval, *count, emit)
+	case "spoof":
+		addr, err := netip.ParseAddr(*target)
+		if err != nil {
+			return fmt.Errorf("-target: %w", err)
+		}
+		mac, err := net.ParseMAC(*spoofMAC)
+		if err != nil {
+			return fmt.Errorf("-mac: %w", err)
+		}
+		return probe.Spoof(ctx, *ifname, addr, mac, emit)
 	case "httpmonitor":
 		return probe.HTTPMonitor(ctx, *url, *interval, *timeout, func(t probe.HTTPTry) { _ = enc.Encode(t) })
 	case "http":
