@@ -64,6 +64,9 @@ type vipState struct {
 	// foreignAt (unix ns) is when a foreign claim of the VIP was last
 	// reported (see Announcer.foreignClaim).
 	foreignAt atomic.Int64
+	// reasserting: a burst answering a foreign claim runs (see
+	// Announcer.reassertBurst).
+	reasserting atomic.Bool
 }
 
 // onceEvery reports whether something done at most once per every may be

@@ -52,11 +52,11 @@ func (a *Announcer) fromSpeaker(by net.HardwareAddr) bool {
 
 // foreignClaim handles an announcement of vip, owned here (state s), by a
 // host that is no speaker's (by): this node keeps answering and announces
-// the VIP again at once, so that the clients that took the foreign
+// the VIP again (reassertBurst), so that the clients that took the foreign
 // announcement point here again; it is counted every time and reported
 // once per 2 × Refresh, like a conflict.
 func (a *Announcer) foreignClaim(iface, proto string, vip netip.Addr, by net.HardwareAddr, s *vipState) {
-	a.reassert(iface, proto, vip)
+	a.reassertBurst(iface, proto, vip, s)
 	a.metrics.foreignClaims.WithLabelValues(iface, proto).Inc()
 	if !onceEvery(&s.foreignAt, time.Now(), 2*a.cfg.Refresh) {
 		return
@@ -66,6 +66,30 @@ func (a *Announcer) foreignClaim(iface, proto string, vip netip.Addr, by net.Har
 		by := slices.Clone(by)
 		go cb(vip, iface, by)
 	}
+}
+
+// reassertBurst announces vip on iface at once and, unless such a burst
+// runs already for the state s, follows with the rest of a gratuitous
+// burst (Config.Gratuitous): a client's neighbour cache ignores an update
+// that comes within its lock time (Linux: 1 s) of the foreign one, so the
+// burst's later packets are those that move it back. One burst at a time
+// per VIP state: a host that repeats its claim gets one packet for each
+// frame, not one burst.
+func (a *Announcer) reassertBurst(iface, proto string, vip netip.Addr, s *vipState) {
+	r := a.responderOf(iface, proto)
+	if r == nil {
+		return
+	}
+	if !s.reasserting.CompareAndSwap(false, true) {
+		a.reassert(iface, proto, vip)
+		return
+	}
+	go func() {
+		defer s.reasserting.Store(false)
+		if r.awaitOpen() {
+			r.sendBurst(r.ctx, vip)
+		}
+	}()
 }
 
 // liftForeignFence lifts the fence of an owned VIP (state s) lost to a

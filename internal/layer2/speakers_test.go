@@ -2,6 +2,7 @@ package layer2
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"net/netip"
 	"testing"
@@ -164,5 +165,27 @@ func TestForeignFenceLiftedOnceTheSetIsComplete(t *testing.T) {
 	labkit.Eventually(t, 5*time.Second, "the VIP announced again", func() bool { return p.count(vip) > sent })
 	if v := testutil.ToFloat64(a.metrics.fenceLifted.WithLabelValues("eth0", protoARP)); v != 1 {
 		t.Errorf("herald_l2_fence_lifted_total = %g, want 1", v)
+	}
+}
+
+// TestForeignClaimAnsweredWithABurst: the owner answers a foreign claim
+// with a whole gratuitous burst (Config.Gratuitous), not one packet: a
+// client's cache ignores an update within a second of the foreign one.
+func TestForeignClaimAnsweredWithABurst(t *testing.T) {
+	vip := fenceVIP(t, false)
+	a, _, _, _, _ := releaseAnnouncer(t)
+	p := &fakeProto{sent: map[netip.Addr]int{}}
+	a.start = func(_ context.Context, spec responderSpec) responderHandle {
+		r := testResponder(t, p, 3, time.Millisecond)
+		r.spec.advertises, r.spec.announced = spec.advertises, spec.announced
+		return r
+	}
+	a.SetSpeakerMACs(nil, true)
+	a.SetAnnouncements([]Announcement{{IP: vip}})
+	labkit.Eventually(t, 5*time.Second, "the first burst", func() bool { return p.count(vip) == 3 })
+	a.foreignAnnouncement("eth0", protoARP, vip, ourMAC, otherMAC)
+	labkit.Eventually(t, 5*time.Second, "a second burst", func() bool { return p.count(vip) == 6 })
+	if !a.owns("eth0", vip) {
+		t.Fatal("not answering after a foreign claim")
 	}
 }
