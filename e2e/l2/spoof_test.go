@@ -1,6 +1,7 @@
 package l2
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -43,6 +44,11 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 	fake := outranking(t, vip, ownerMAC)
 	t.Logf("%s is answered by %s (%s); the client claims it for %s", vip, node, ownerMAC, fake)
 	before := nodeMetric(l, "herald_l2_foreign_claims_total", "")
+	w, err := l.WatchGratuitous()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = w.Stop() }()
 	m, err := l.StartMonitor(vip, 20*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +56,10 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 	if _, err := m.Wait(context.Background(), time.Time{}, lab.Probe.Answered); err != nil {
 		t.Fatal(err)
 	}
+	// A claim younger than the fence's settle time (2 s) is a hand-over
+	// in progress, which the fence leaves alone: attack a settled owner,
+	// as on a long-lived address.
+	_, _ = m.Wait(context.Background(), time.Now().Add(settledClaim), func(lab.Probe) bool { return true })
 	start := time.Now()
 	sp, err := l.StartSpoof(lab.Client, vip, fake)
 	if err != nil {
@@ -77,6 +87,7 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d probes in %v answered by the owner %s", byOwner, len(during), end.Sub(start).Round(time.Millisecond), node)
+	checkReasserted(t, w, vip, node, fake, start)
 	if got := owner(t, l, vip); got != node {
 		t.Errorf("%s answered by %s after the claim, want %s", vip, got, node)
 	}
@@ -84,6 +95,42 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 		return nodeMetric(l, "herald_l2_foreign_claims_total", "")[node] > before[node]
 	})
 	waitEvent(t, l, name, "ForeignAddressClaim", fake.String(), vip.String())
+}
+
+// settledClaim is how long the owner has answered before the attack:
+// longer than layer2.DefaultFenceSettle.
+const settledClaim = layer2.DefaultFenceSettle + 2*time.Second
+
+// checkReasserted fails unless the owner (node) announced vip again
+// within a second of the foreign host's announcement (MAC fake), which
+// the watch w saw after start.
+func checkReasserted(t testing.TB, w *lab.GratuitousWatch, vip netip.Addr, node string, fake net.HardwareAddr, start time.Time) {
+	t.Helper()
+	anns, err := w.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forged time.Time
+	for _, a := range anns.For(vip) {
+		if a.At.After(start) && bytes.Equal(a.MAC, fake) {
+			forged = a.At
+			break
+		}
+	}
+	if forged.IsZero() {
+		t.Fatalf("the forged announcement of %s was not seen on the segment", vip)
+	}
+	again, ok := anns.First(vip, node, forged)
+	if !ok || again.At.Sub(forged) > time.Second {
+		t.Fatalf("%s did not announce %s again within 1 s of the forged announcement (%v, %v)", node, vip, ok, again.At.Sub(forged))
+	}
+	n := 0
+	for _, a := range anns.For(vip) {
+		if a.Node == node && !a.At.Before(forged) {
+			n++
+		}
+	}
+	t.Logf("%s announced %s again %v after the forged announcement; %d announcements by it since", node, vip, again.At.Sub(forged).Round(time.Microsecond), n)
 }
 
 // outranking returns a made-up, locally administered MAC that wins the
