@@ -27,7 +27,7 @@ import (
 // answers (verifyFence), and answers again at once when it does not.
 // The fence yields only to another speaker's node: an announcement from
 // any other host is a foreign claim, reported and answered with a
-// gratuitous packet of this node's own (speakers.go).
+// gratuitous burst of this node's own (speakers.go).
 
 // fenceWins says whether ours beats theirs for vip: the higher rendezvous
 // weight, ties (a 64-bit collision) to the smaller MAC.

@@ -11,13 +11,13 @@ import (
 // between two speakers, and only another speaker's node may make this one
 // stop answering: any host on the segment can send a gratuitous ARP from a
 // made-up MAC that outranks this node's in fenceWins, and then answer this
-// node's verification, which left the address dark for as long as it kept
-// doing so. So the speaker tells the announcer the MACs of the other
+// node's verification: yielding to it leaves the address dark for as long
+// as that host keeps doing so. So the speaker tells the announcer the MACs of the other
 // speakers' nodes (SetSpeakerMACs), and an announcement of an owned VIP
 // from any other MAC is a foreign claim: counted, reported
-// (Config.OnForeignClaim), answered with a gratuitous packet of this
-// node's own so that clients' caches point here again, and never yielded
-// to.
+// (Config.OnForeignClaim), answered with a gratuitous burst of this
+// node's own so that clients' caches point here again (reassertBurst), and
+// never yielded to.
 //
 // Until the speaker says the set is complete (every other node that may
 // run a speaker has published its MACs), every MAC counts as a speaker's,
