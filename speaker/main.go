@@ -250,11 +250,7 @@ func ownLinkAddrs(f flags, log *slog.Logger) []byte {
 		log.Warn("cannot list this node's interfaces: publishing no link-layer address, so the other speakers' L2 fence yields to any host", "error", err)
 		return nil
 	}
-	exclude := f.excluded()
-	if len(exclude) == 0 {
-		exclude = layer2.DefaultExcludeInterfaces()
-	}
-	addrs := speaker.LinkAddrs(ifaces, exclude)
+	addrs := speaker.LinkAddrs(ifaces, f.excluded())
 	log.Info("publishing this node's link-layer addresses to the other speakers", "macs", len(addrs))
 	return speaker.EncodeLinkAddrs(addrs)
 }

@@ -39,30 +39,24 @@ const macLen = 6
 const maxLinkAddrs = members.MaxNodeData / macLen
 
 // LinkAddrs returns the link-layer addresses of this node that a speaker
-// may announce from: those of the interfaces that are up, not loopback,
-// with an Ethernet address, deduplicated (bond members share theirs) and
-// sorted, the interfaces not matching the exclude patterns first (those
-// the L2 backend chooses by default; an L2Advertisement may name an
-// excluded one), at most maxLinkAddrs in all.
+// announces from by default: those of the interfaces that are up, not
+// loopback, with an Ethernet address and not matching the exclude
+// patterns (--l2-exclude-interfaces), deduplicated (bond members share
+// theirs) and sorted, at most maxLinkAddrs. The excluded ones are left
+// out: a busy node has one veth per pod, and every member carries every
+// other's addresses in each state exchange.
 func LinkAddrs(ifaces []net.Interface, exclude []string) []net.HardwareAddr {
-	var chosen, excluded []net.HardwareAddr
+	var out []net.HardwareAddr
 	for _, ifc := range ifaces {
 		mac := ifc.HardwareAddr
 		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 || len(mac) != macLen || mac[0]&1 != 0 || bytes.Equal(mac, make([]byte, macLen)) {
 			continue
 		}
-		if matchesAny(ifc.Name, exclude) {
-			excluded = append(excluded, mac)
-		} else {
-			chosen = append(chosen, mac)
+		if !matchesAny(ifc.Name, exclude) {
+			out = append(out, mac)
 		}
 	}
-	out := sortedMACs(chosen)
-	for _, m := range sortedMACs(excluded) {
-		if !slices.ContainsFunc(out, func(o net.HardwareAddr) bool { return bytes.Equal(o, m) }) {
-			out = append(out, m)
-		}
-	}
+	out = sortedMACs(out)
 	return out[:min(len(out), maxLinkAddrs)]
 }
 
