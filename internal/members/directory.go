@@ -16,6 +16,10 @@ import (
 // the joiner, and in sending messages to them). The callbacks run with
 // memberlist's node lock held, so what is copied there is consistent.
 type directory struct {
+	// changed is signalled when a member is added, updated or removed
+	// (a starting member's greeting waits on it: welcome.go).
+	changed chan struct{}
+
 	mu      sync.Mutex
 	members map[string]dirEntry
 }
@@ -25,13 +29,16 @@ type dirEntry struct {
 	leaving bool
 }
 
-func newDirectory() *directory { return &directory{members: make(map[string]dirEntry)} }
+func newDirectory() *directory {
+	return &directory{changed: make(chan struct{}, 1), members: make(map[string]dirEntry)}
+}
 
 // set records a node memberlist reports alive or updated (in a callback).
 func (d *directory) set(n *memberlist.Node) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.members[n.Name] = dirEntry{addr: nodeAddrPort(n), leaving: metaLeaving(n.Meta)}
+	signal(d.changed)
 }
 
 // remove forgets a node memberlist reports dead or left.
@@ -39,6 +46,7 @@ func (d *directory) remove(name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	delete(d.members, name)
+	signal(d.changed)
 }
 
 // node returns a Node to address a message to, with the member's
@@ -65,6 +73,18 @@ func (d *directory) staying(except string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// hasOther: a live member other than except is known.
+func (d *directory) hasOther(except string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name := range d.members {
+		if name != except {
+			return true
+		}
+	}
+	return false
 }
 
 // isStaying: the node is a live member that is not leaving.

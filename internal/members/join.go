@@ -33,9 +33,9 @@ type joiner struct {
 	dir         *directory
 	defaultPort uint16
 	interval    time.Duration
-	// welcome greets the members after the first round's joins and
-	// waits, at most welcomeTimeout, for them to act on this node's
-	// arrival (see round and welcome.go).
+	// welcome greets the members once the first round has reached one
+	// and waits, at most welcomeTimeout, for them to act on this node's
+	// arrival (see start and welcome.go).
 	welcome        *welcomer
 	welcomeTimeout time.Duration
 	onSettled      func()
@@ -101,16 +101,9 @@ func (j *joiner) run(ctx context.Context) {
 	}
 }
 
-// round tries every wanted address that is not a live member. The first
-// round after the first request settles the joiner, whatever its outcome:
-// it exchanges state with every wanted address (up to
-// directJoinLimit of them), live member or not, so that each peer has
-// merged this node before this node claims anything, then greets them
-// and waits for them to act on it (welcome.go: a peer that still owns an
-// address this node is about to take must already be handing it over, or
-// both would answer for it for a moment). Without the direct joins, a
-// member learned of this node only through gossip, tens of milliseconds
-// later.
+// round tries every wanted address that is not a live member, at most
+// joinParallelism at a time. The first round after the first request is
+// start's.
 func (j *joiner) round(ctx context.Context) {
 	j.mu.Lock()
 	desired, requested := j.desired, j.requested
@@ -123,30 +116,99 @@ func (j *joiner) round(ctx context.Context) {
 	if !requested {
 		return
 	}
-	first := !j.settled.Load()
-	direct := first && len(desired) <= directJoinLimit
-	inParallel(desired, joinParallelism, func(ap netip.AddrPort) {
-		if ctx.Err() == nil {
-			j.joinOne(ap, direct)
-		}
-	})
-	if !first || ctx.Err() != nil {
+	if !j.settled.Load() {
+		j.start(ctx, desired)
 		return
 	}
-	greeted, silent := j.welcome.greet(ctx, j.ml, j.welcomeTimeout)
+	inParallel(desired, joinParallelism, func(ap netip.AddrPort) {
+		if ctx.Err() == nil {
+			j.joinOne(ap, false)
+		}
+	})
+}
+
+// startJoinParallelism bounds the first round's concurrent joins: every
+// address (up to this many) is tried at once, so that no address that
+// answers waits behind one that accepts a connection and never answers
+// (each such join costs Timing.StreamTimeout).
+const startJoinParallelism = directJoinLimit
+
+// start is the first round, which settles the joiner whatever its
+// outcome. It exchanges state with every wanted address (up to
+// directJoinLimit of them), live member or not, so that each peer merges
+// this node directly rather than through gossip tens of milliseconds
+// later, and greets the members (welcome.go: a peer that still owns an
+// address this node is about to take must already be handing it over,
+// or both would answer for it for a moment).
+//
+// The joins never delay the greeting. It starts as soon as a join
+// succeeds or any other member is known: from then on a peer may see
+// this node alive and start its old owner's release grace, so this node
+// must settle within welcomeTimeout of it (which is below that grace),
+// however many addresses hang. The greeting also waits for the joins
+// still running, since one may bring a member nobody told this node of,
+// but no longer than that. A node that reaches nobody within
+// welcomeTimeout settles alone; its joins go on and later rounds retry
+// the addresses that failed.
+func (j *joiner) start(ctx context.Context, desired []netip.AddrPort) {
+	direct := len(desired) <= directJoinLimit
+	joined := make(chan struct{}, 1)
+	done := make(chan struct{})
+	var running atomic.Int64
+	running.Store(int64(len(desired)))
+	go func() {
+		defer close(done)
+		inParallel(desired, startJoinParallelism, func(ap netip.AddrPort) {
+			defer running.Add(-1)
+			if ctx.Err() == nil && j.joinOne(ap, direct) {
+				signal(joined)
+			}
+		})
+	}()
+	// The next round starts from the outcome of these joins, never
+	// beside them (it would join a hung address twice).
+	defer func() { <-done }()
+	var greeted int
+	var silent []string
+	if j.awaitOthers(ctx, joined, done) {
+		greeted, silent = j.welcome.greet(ctx, j.ml, time.Now().Add(j.welcomeTimeout), done)
+	}
 	if ctx.Err() == nil && j.settled.CompareAndSwap(false, true) {
 		j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers(),
-			"greeted", greeted, "not welcomed in time", silent)
+			"greeted", greeted, "not welcomed in time", silent, "joins still running", running.Load())
 		j.onSettled()
 	}
 }
 
+// awaitOthers waits until a join succeeded or another member is known
+// (it joined this node), or every join has returned: then it reports
+// true, the greeting is due. It reports false when ctx ends or nobody
+// has been reached within welcomeTimeout.
+func (j *joiner) awaitOthers(ctx context.Context, joined, done <-chan struct{}) bool {
+	timeout := time.NewTimer(j.welcomeTimeout)
+	defer timeout.Stop()
+	for !j.dir.hasOther(j.welcome.name) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-timeout.C:
+			return j.dir.hasOther(j.welcome.name)
+		case <-joined:
+			return true
+		case <-done:
+			return true
+		case <-j.dir.changed:
+		}
+	}
+	return true
+}
+
 // joinOne joins one address unless it is this node or (unless direct)
-// already a live member. A failure is logged at Warn once, then at Debug
-// until it heals.
-func (j *joiner) joinOne(ap netip.AddrPort, direct bool) {
+// already a live member, and reports whether it joined. A failure is
+// logged at Warn once, then at Debug until it heals.
+func (j *joiner) joinOne(ap netip.AddrPort, direct bool) bool {
 	if j.isSelf(ap) || (!direct && j.isMember(ap)) {
-		return
+		return false
 	}
 	_, err := j.ml.Join([]string{ap.String()})
 	j.mu.Lock()
@@ -161,6 +223,7 @@ func (j *joiner) joinOne(ap netip.AddrPort, direct bool) {
 	default:
 		j.log.Info("joined member", "address", ap.String(), "members", j.ml.NumMembers())
 	}
+	return err == nil
 }
 
 // isSelf: the address is this node's.

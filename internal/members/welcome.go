@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -192,44 +193,55 @@ func (w *welcomer) send(ml *memberlist.Memberlist, node string, m welcomeMsg) er
 	return ml.SendBestEffort(n, m.encode())
 }
 
-// greet sends a hello to every other live member that is not leaving and
-// waits until each has welcomed this node or is no longer such a member,
-// or until timeout or ctx ends; a member that has not welcomed it yet is
-// greeted again every helloResend (the messages are UDP packets: a lost
-// one costs a resend, and none leaves a TCP connection in TIME_WAIT). It
-// returns how many it greeted and those that did not welcome it.
-func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, timeout time.Duration) (int, []string) {
-	peers := w.dir.staying(w.name)
-	if len(peers) == 0 {
-		return 0, nil
-	}
+// greet sends a hello to every other live member that is not leaving,
+// and to each that becomes one while it waits (learned through gossip
+// or a join still running), and waits until each has welcomed this node
+// or is no longer such a member and joins is closed (nil: nothing more
+// to wait for), or until deadline or ctx ends. A member that has not
+// welcomed it yet is greeted again every helloResend (the messages are
+// UDP packets: a lost one costs a resend, and none leaves a TCP
+// connection in TIME_WAIT). It returns how many it greeted and those
+// that did not welcome it.
+func (w *welcomer) greet(ctx context.Context, ml *memberlist.Memberlist, deadline time.Time, joins <-chan struct{}) (int, []string) {
 	w.mu.Lock()
 	w.nonce = rand.Uint64() | 1 // never the zero nonce of a node that never greeted
 	clear(w.welcomed)
 	hello := welcomeMsg{kind: kindHello, nonce: w.nonce, from: w.name}
 	w.mu.Unlock()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
 	resend := time.NewTicker(helloResend)
 	defer resend.Stop()
-	w.sendHello(ml, peers, hello)
+	var peers []string // greeted, sorted
+	resendDue := false
 	for {
-		resendDue := false
-		select {
-		case <-ctx.Done():
-			return len(peers), w.notWelcomed(peers)
-		case <-deadline.C:
-			return len(peers), w.notWelcomed(peers)
-		case <-w.arrived:
-		case <-resend.C:
-			resendDue = true
+		var fresh []string
+		for _, p := range w.dir.staying(w.name) {
+			if _, found := slices.BinarySearch(peers, p); !found {
+				fresh = append(fresh, p)
+			}
 		}
+		w.sendHello(ml, fresh, hello)
+		peers = slices.Sorted(slices.Values(append(peers, fresh...)))
 		silent := w.notWelcomed(peers)
-		if len(silent) == 0 {
+		if len(silent) == 0 && joins == nil {
 			return len(peers), nil
 		}
 		if resendDue {
-			w.sendHello(ml, silent, hello)
+			w.sendHello(ml, slices.DeleteFunc(slices.Clone(silent), func(p string) bool { return slices.Contains(fresh, p) }), hello)
+			resendDue = false
+		}
+		select {
+		case <-ctx.Done():
+			return len(peers), silent
+		case <-timeout.C:
+			return len(peers), w.notWelcomed(peers)
+		case <-w.arrived:
+		case <-w.dir.changed:
+		case <-joins:
+			joins = nil
+		case <-resend.C:
+			resendDue = true
 		}
 	}
 }
