@@ -52,7 +52,9 @@ type Config struct {
 	// member here. See welcome.go.
 	WelcomeAfterApplied bool
 	// WelcomeTimeout bounds how long this node, starting, waits for the
-	// others' welcomes before it settles; zero means DefaultWelcomeTimeout.
+	// others' welcomes and its first joins once it has reached a member
+	// (and how long it waits to reach one) before it settles; zero means
+	// DefaultWelcomeTimeout.
 	// Keep it well below the time an old owner keeps answering for an
 	// address while the new owner has not claimed it (the speaker's
 	// --release-grace), or a member that never welcomes leaves a gap.

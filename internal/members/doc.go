@@ -10,7 +10,8 @@
 // unknown nodes, so a member that joined after a death would never learn
 // of it), tells the speaker through OnChange when
 // anything changed, says when the first join has settled (the other members
-// have acted on this node's arrival: welcome.go), and on SIGTERM
+// have acted on this node's arrival, within a bound however many member
+// addresses hang: welcome.go), and on SIGTERM
 // leaves gracefully so that the others hand over before this node goes quiet.
 //
 // It never decides who announces what (internal/announce does, from these

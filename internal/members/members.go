@@ -134,9 +134,12 @@ func (m *Members) NodeData(node string) []byte { return m.book.nodeData(node) }
 // visible.
 func (m *Members) Snapshot() map[string]State { return m.book.snapshot() }
 
-// Settled reports whether the first Join has been carried out (every
-// address joined, already a member, or failed). Until then this speaker's
-// view of the others is incomplete and it must not claim addresses.
+// Settled reports whether the first Join has been carried out: the
+// members reached have welcomed this node (welcome.go) and every address
+// has been joined or failed, or Config.WelcomeTimeout has passed since a
+// member was first reached (or, reaching none, since the first Join).
+// Until then this speaker's view of the others is incomplete and it must
+// not claim addresses.
 func (m *Members) Settled() bool { return m.joiner.settled.Load() }
 
 // Generation counts the changes of state seen so far. Read it before

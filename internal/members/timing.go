@@ -45,8 +45,9 @@ type Timing struct {
 	// memberlist forgets it (this package still remembers it as Dead).
 	GossipToTheDead time.Duration
 	// StreamTimeout: TCP connect and I/O timeout for joins, push/pull and
-	// the TCP probe fallback. Joining an unreachable node address waits
-	// this long, which delays Settled.
+	// the TCP probe fallback. Joining a node address that never answers
+	// waits this long; Settled does not wait for it beyond
+	// Config.WelcomeTimeout.
 	StreamTimeout time.Duration
 	// RejoinInterval: addresses given to Join that are not live members
 	// (never reached, or dead) are tried again this often, which also

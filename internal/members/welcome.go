@@ -28,15 +28,20 @@ import (
 //
 // So the newcomer greets every live member with a hello, a memberlist user
 // message in a UDP packet (encrypted like the rest), resent until
-// answered. A member answers
-// with a welcome once its owner has applied a decision that saw the
-// newcomer up (Members.Applied; at once when Config.WelcomeAfterApplied
+// answered, from its first successful join on, and each member it learns
+// of while it waits (through gossip or a join still running). A member
+// answers with a welcome once its owner has applied a decision that saw
+// the newcomer up (Members.Applied; at once when Config.WelcomeAfterApplied
 // is off), and the newcomer settles once every member it greeted has
-// welcomed it or is no longer a live member, or after Config.WelcomeTimeout
-// (a member of an earlier version ignores the hello). The timeout must
-// stay below the old owner's release grace: an old owner that reconciled
-// at once, as early as the joins, started its grace then, and past it
-// stops answering whether or not the newcomer has announced.
+// welcomed it or is no longer a live member and its first joins have
+// returned, or Config.WelcomeTimeout after the greeting began (a member
+// of an earlier version ignores the hello). The timeout must stay below
+// the old owner's release grace: an old owner that reconciled at once,
+// as early as the newcomer's first successful join, started its grace
+// then, and past it stops answering whether or not the newcomer has
+// announced. That is why the joins never delay the greeting (joiner.start):
+// an address that accepts a connection and never answers holds a join
+// for Timing.StreamTimeout, longer than the grace.
 
 // Messages are memberlist user messages: a magic byte, a version, the
 // kind, the newcomer's nonce (a welcome echoes the hello's) and the
