@@ -173,11 +173,14 @@ func (j *joiner) start(ctx context.Context, desired []netip.AddrPort) {
 	if j.awaitOthers(ctx, joined, done) {
 		greeted, silent = j.welcome.greet(ctx, j.ml, time.Now().Add(j.welcomeTimeout), done)
 	}
-	if ctx.Err() == nil && j.settled.CompareAndSwap(false, true) {
-		j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers(),
-			"greeted", greeted, "not welcomed in time", silent, "joins still running", running.Load())
-		j.onSettled()
+	if ctx.Err() != nil {
+		return
 	}
+	// logged first, so that whoever sees Settled finds the line
+	j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers(),
+		"greeted", greeted, "not welcomed in time", silent, "joins still running", running.Load())
+	j.settled.Store(true)
+	j.onSettled()
 }
 
 // awaitOthers waits until a join succeeded or another member is known
