@@ -94,7 +94,7 @@ func (m memberStart) start(ctx context.Context) (*members.Members, error) {
 		return nil, err
 	}
 	if last != "" {
-		m.Log.Info("member list started after waiting", "waited_for", last)
+		m.Log.Info("member list started after waiting", "waitedFor", last)
 	}
 	return ml, nil
 }

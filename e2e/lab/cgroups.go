@@ -142,7 +142,7 @@ func (l *Lab) joinProcsCgroup(pid int) {
 		err = moveToCgroup(dir, pid)
 	}
 	if err != nil && !os.IsNotExist(err) {
-		l.log.Warn("lab process keeps the default CPU weight", "pid", pid, "err", err)
+		l.log.Warn("lab process keeps the default CPU weight", "pid", pid, "error", err)
 	}
 }
 
@@ -165,13 +165,13 @@ func (l *Lab) RunAtLabWeight(pid int) { l.joinProcsCgroup(pid) }
 func (l *Lab) AtLabWeight() (restore func()) {
 	from, err := ownCPUCgroup()
 	if err != nil {
-		l.log.Warn("test process keeps its CPU weight", "err", err)
+		l.log.Warn("test process keeps its CPU weight", "error", err)
 		return func() {}
 	}
 	l.joinProcsCgroup(os.Getpid())
 	return func() {
 		if err := moveToCgroup(from, os.Getpid()); err != nil {
-			l.log.Warn("moving the test process back to its cgroup", "cgroup", from, "err", err)
+			l.log.Warn("moving the test process back to its cgroup", "cgroup", from, "error", err)
 		}
 	}
 }

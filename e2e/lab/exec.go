@@ -64,7 +64,7 @@ func (l *Lab) spawn(o procOptions) (*Process, error) {
 	l.history = append(l.history, r)
 	l.mu.Unlock()
 	if err := l.state.addProcess(r); err != nil {
-		l.log.Warn("recording a process in the lab state", "name", o.name, "err", err)
+		l.log.Warn("recording a process in the lab state", "name", o.name, "error", err)
 	}
 	l.log.Debug("started", "name", o.name, "ns", o.ns, "pid", p.PID())
 	return p, nil
@@ -75,7 +75,7 @@ func (l *Lab) forget(p *testenv.Process) {
 	l.procs = slices.DeleteFunc(l.procs, func(q *Process) bool { return q.Process == p })
 	l.mu.Unlock()
 	if err := l.state.removeProcess(p.PID()); err != nil {
-		l.log.Debug("forgetting a process in the lab state", "name", p.Name, "err", err)
+		l.log.Debug("forgetting a process in the lab state", "name", p.Name, "error", err)
 	}
 }
 

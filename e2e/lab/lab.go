@@ -69,7 +69,7 @@ func Start(ctx context.Context, opts Options) (*Lab, error) {
 		return nil, err
 	}
 	if err := l.setup(ctx); err != nil {
-		l.log.Error("lab start failed; removing it", "run", l.id, "err", err)
+		l.log.Error("lab start failed; removing it", "run", l.id, "error", err)
 		l.dumpLogs(os.Stderr, 25)
 		if cerr := l.Close(); cerr != nil {
 			err = errors.Join(err, cerr)

@@ -87,13 +87,13 @@ func (l *Lab) boostSoftirqThreads() {
 		for _, t := range normal {
 			fifo := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: softirqPriority}
 			if err := unix.SchedSetAttr(t.PID, &fifo, 0); err != nil {
-				l.log.Warn("ksoftirqd keeps its scheduling policy", "thread", t.Name, "pid", t.PID, "err", err)
+				l.log.Warn("ksoftirqd keeps its scheduling policy", "thread", t.Name, "pid", t.PID, "error", err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		l.log.Warn("ksoftirqd keeps its scheduling policy", "err", err)
+		l.log.Warn("ksoftirqd keeps its scheduling policy", "error", err)
 		return
 	}
 	l.log.Debug("ksoftirqd runs real-time while the lab runs", "boosted", len(normal), "already_boosted_by_another_lab", len(held))

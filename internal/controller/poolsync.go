@@ -106,7 +106,7 @@ func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressP
 		if err != nil {
 			return "", fmt.Errorf("pool %s finalizer removal: %w", pool.Name, err)
 		}
-		c.log.Info("pool released", "pool", pool.Name, "why", "deleted and no Service holds its addresses")
+		c.log.Info("pool released", "pool", pool.Name, "reason", "deleted and no Service holds its addresses")
 		return "", nil // the pool is gone
 	case deleting && has:
 		c.rec.Eventf(pool, corev1.EventTypeNormal, "DeletionWaits", "%d Service(s) still hold addresses of this pool; it is deleted when the last one releases them", holders)

@@ -261,7 +261,7 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	c.mu.Unlock()
 	c.holdBack(moved)
 	c.holdBack(a.IPs)
-	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "why", "no longer a Herald LoadBalancer")
+	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "reason", "no longer a Herald LoadBalancer")
 	c.rec.Eventf(svc, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer: released %s (the Service is no longer a Herald LoadBalancer)", strings.Join(ipStrings(a.IPs), ", "))
 	c.poolQueue.AddAfter(a.Pool, time.Second)
 	c.requeuePending()

@@ -190,7 +190,7 @@ func (c *Controller) releaseDeleted(key cache.ObjectName) {
 		return
 	}
 	c.holdBack(a.IPs)
-	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "why", "deleted")
+	c.log.Info("released", "service", key.String(), "ips", ipStrings(a.IPs), "pool", a.Pool, "reason", "deleted")
 	if tomb != nil {
 		c.rec.Eventf(tomb, corev1.EventTypeNormal, "DeletingLoadBalancer", "Deleting load balancer: released %s", strings.Join(ipStrings(a.IPs), ", "))
 	}

@@ -80,7 +80,7 @@ func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *H
 			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				// Not only logged: the liveness probe restarts the process
 				// (through the other server, or by not reaching this one).
-				log.Error("http server stopped", "addr", addr, "error", err)
+				log.Error("http server stopped", "address", addr, "error", err)
 				h.Fail("http server "+addr, err.Error())
 			}
 		}()
@@ -90,7 +90,7 @@ func Serve(ctx context.Context, log *slog.Logger, reg *prometheus.Registry, h *H
 			defer cancel()
 			_ = srv.Shutdown(shutdown)
 		}()
-		log.Info("serving", "addr", l.Addr().String())
+		log.Info("serving", "address", l.Addr().String())
 	}
 	return nil
 }

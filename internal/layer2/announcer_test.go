@@ -144,9 +144,9 @@ func TestAnnouncerReconcile(t *testing.T) {
 		t.Fatal("still owned after SetAnnouncements(nil)")
 	}
 	for _, line := range []string{
-		`msg="started announcing VIP" vip=198.51.100.70 interface=eth0 protocol=arp`,
-		`msg="stopped announcing VIP" vip=198.51.100.70 interface=eth0 reason="interface no longer chosen"`,
-		`msg="stopped announcing VIP" vip=2001:db8:1::70 interface=eth0 reason="VIP withdrawn"`,
+		`msg="started announcing VIP" ip=198.51.100.70 interface=eth0 protocol=arp`,
+		`msg="stopped announcing VIP" ip=198.51.100.70 interface=eth0 reason="interface no longer chosen"`,
+		`msg="stopped announcing VIP" ip=2001:db8:1::70 interface=eth0 reason="VIP withdrawn"`,
 	} {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("log lacks %s:\n%s", line, logs)

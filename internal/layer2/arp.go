@@ -162,7 +162,7 @@ func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet,
 	p.spec.metrics.requests.WithLabelValues(p.spec.iface, protoARP).Inc()
 	sent, err := p.spec.sendAnswer(vip, received, func() error { return p.client.Reply(req, p.spec.mac, vip) })
 	if err != nil {
-		log.Warn("sending ARP reply failed", "vip", vip, "to", req.SenderIP, "error", err)
+		log.Warn("sending ARP reply failed", "ip", vip, "to", req.SenderIP, "error", err)
 		return
 	}
 	if !sent {
@@ -170,7 +170,7 @@ func (p *arpProto) reply(ctx context.Context, log *slog.Logger, req *arp.Packet,
 	}
 	p.spec.delays.answered(vip, received)
 	if log.Enabled(ctx, slog.LevelDebug) {
-		log.Debug("answered ARP request", "vip", vip, "from", req.SenderIP, "mac", req.SenderHardwareAddr)
+		log.Debug("answered ARP request", "ip", vip, "from", req.SenderIP, "mac", req.SenderHardwareAddr)
 	}
 }
 

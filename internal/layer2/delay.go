@@ -62,5 +62,5 @@ func (d *answerDelays) answered(vip netip.Addr, received time.Time) {
 	d.reported, d.late, d.worst = now, 0, 0
 	d.mu.Unlock()
 	d.log.Warn("answers sent late: the speaker was not scheduled in time (CPU starvation or a stalled process; see herald_l2_answer_delay_seconds)",
-		"late", late, "threshold", lateAnswer, "worst", worst.Round(time.Millisecond), "worstVIP", worstVIP)
+		"late", late, "threshold", lateAnswer, "worst", worst.Round(time.Millisecond), "worstIP", worstVIP)
 }

@@ -102,7 +102,7 @@ func (a *Announcer) fence(iface, proto string, vip netip.Addr, ourMAC, by net.Ha
 		a.tellWinner(iface, proto, vip, by)
 	}
 	a.metrics.conflicts.WithLabelValues(iface, proto, result).Inc()
-	a.log.Warn("another host announces a VIP this node announces", "vip", vip, "interface", iface, "protocol", proto, "by", by.String(), "result", result)
+	a.log.Warn("another host announces a VIP this node announces", "ip", vip, "interface", iface, "protocol", proto, "by", by.String(), "result", result)
 	if cb := a.cfg.OnConflict; cb != nil {
 		by := slices.Clone(by)
 		go cb(vip, iface, by, won)
@@ -128,7 +128,7 @@ func (a *Announcer) tellWinner(iface, proto string, vip netip.Addr, by net.Hardw
 			return
 		}
 		if err := r.p.notify(vip, to); err != nil {
-			a.log.Warn("cannot tell the fence's winner of the conflict", "vip", vip, "interface", iface, "protocol", proto, "winner", to.String(), "error", err)
+			a.log.Warn("cannot tell the fence's winner of the conflict", "ip", vip, "interface", iface, "protocol", proto, "winner", to.String(), "error", err)
 		}
 	}()
 }
@@ -196,7 +196,7 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 			}
 			asked := time.Now()
 			if err := r.p.solicit(vip); err != nil {
-				a.log.Warn("cannot ask whether the fence's winner still answers", "vip", vip, "interface", iface, "protocol", proto, "error", err)
+				a.log.Warn("cannot ask whether the fence's winner still answers", "ip", vip, "interface", iface, "protocol", proto, "error", err)
 				continue
 			}
 			if !wait(r.ctx, every/2, nil) || a.owned.Load().state(iface, vip) != s {
@@ -207,7 +207,7 @@ func (a *Announcer) verifyFence(iface, proto string, vip netip.Addr, s *vipState
 			}
 			s.fencedUntil.Store(0)
 			a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
-			a.log.Warn("the host that won the fence no longer answers for the VIP: answering again", "vip", vip, "interface", iface, "protocol", proto)
+			a.log.Warn("the host that won the fence no longer answers for the VIP: answering again", "ip", vip, "interface", iface, "protocol", proto)
 			a.reassert(iface, proto, vip)
 			return
 		}
@@ -248,7 +248,7 @@ func (a *Announcer) LiftFences() int {
 		}
 	}
 	if n > 0 {
-		a.log.Info("member list healed: lifted the fences this node lost and announced those VIPs again", "vips", n)
+		a.log.Info("member list healed: lifted the fences this node lost and announced those VIPs again", "lifted", n)
 	}
 	return n
 }
@@ -291,7 +291,7 @@ func (r *responder) refreshLoop() {
 		}
 		for _, vip := range r.spec.vips() {
 			if _, err := r.sendGratuitous(context.Background(), vip); err != nil {
-				r.log.Debug("refresh announcement failed", "vip", vip, "error", err)
+				r.log.Debug("refresh announcement failed", "ip", vip, "error", err)
 			}
 		}
 	}

@@ -49,10 +49,10 @@ func (a *Announcer) tellBeaten(gaveUp []beatenVIP) {
 			continue
 		}
 		if err := r.p.giveUp(g.vip, g.beaten); err != nil {
-			a.log.Warn("cannot tell the host that lost the fence that this node gave the VIP up", "vip", g.vip, "interface", g.iface, "protocol", proto, "loser", g.beaten.String(), "error", err)
+			a.log.Warn("cannot tell the host that lost the fence that this node gave the VIP up", "ip", g.vip, "interface", g.iface, "protocol", proto, "loser", g.beaten.String(), "error", err)
 			continue
 		}
-		a.log.Info("told the host that lost the fence that this node gave the VIP up", "vip", g.vip, "interface", g.iface, "protocol", proto, "loser", g.beaten.String())
+		a.log.Info("told the host that lost the fence that this node gave the VIP up", "ip", g.vip, "interface", g.iface, "protocol", proto, "loser", g.beaten.String())
 	}
 }
 
@@ -74,7 +74,7 @@ func (a *Announcer) gaveUp(iface, proto string, vip netip.Addr, by net.HardwareA
 		}
 		s.liftFence(now, a.responderOf(iface, proto) != nil)
 		a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
-		a.log.Warn("the host that won the fence gave the VIP up: answering again", "vip", vip, "interface", iface, "protocol", proto, "winner", by.String())
+		a.log.Warn("the host that won the fence gave the VIP up: answering again", "ip", vip, "interface", iface, "protocol", proto, "winner", by.String())
 		a.reassert(iface, proto, vip)
 		return
 	}

@@ -44,7 +44,7 @@ func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, our
 		a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
 	}
 	if !a.fence(iface, proto, vip, ourMAC, by) {
-		a.log.Info("another host announced a VIP this node just claimed (hand-over in progress)", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
+		a.log.Info("another host announced a VIP this node just claimed (hand-over in progress)", "ip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	}
 }
 
@@ -106,7 +106,7 @@ func (a *Announcer) yield(iface, proto string, vip netip.Addr, by net.HardwareAd
 // answered on iface because another host (by) took it over.
 func (a *Announcer) handedOver(iface, proto string, vip netip.Addr, by net.HardwareAddr) {
 	a.metrics.handovers.WithLabelValues(iface, proto).Inc()
-	a.log.Info("VIP taken over by another host, stopped answering", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
+	a.log.Info("VIP taken over by another host, stopped answering", "ip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	if cb := a.cfg.OnYield; cb != nil {
 		by := slices.Clone(by)
 		go cb(vip, iface, by)

@@ -221,7 +221,7 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	}
 	sent, err := p.spec.sendAnswer(vip, received, func() error { return p.conn.WriteTo(p.advertisement(vip, solicited), nil, dst) })
 	if err != nil {
-		p.spec.log.Warn("sending neighbor advertisement failed", "vip", vip, "to", dst, "error", err)
+		p.spec.log.Warn("sending neighbor advertisement failed", "ip", vip, "to", dst, "error", err)
 		return
 	}
 	if !sent {
@@ -229,7 +229,7 @@ func (p *ndpProto) answer(ctx context.Context, vip, from netip.Addr, kind string
 	}
 	p.spec.delays.answered(vip, received)
 	if p.spec.log.Enabled(ctx, slog.LevelDebug) {
-		p.spec.log.Debug("answered neighbor solicitation", "vip", vip, "from", from, "kind", kind)
+		p.spec.log.Debug("answered neighbor solicitation", "ip", vip, "from", from, "kind", kind)
 	}
 }
 

@@ -97,7 +97,7 @@ func (a *Announcer) assignLocked() map[netip.Addr][]string {
 	warned := map[warning]bool{}
 	for _, w := range problems {
 		if !a.warned[w] {
-			a.log.Warn(w.msg, "vip", w.vip, "interface", w.iface)
+			a.log.Warn(w.msg, "ip", w.vip, "interface", w.iface)
 		}
 		warned[w] = true
 	}
@@ -197,7 +197,7 @@ func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, 
 			if slices.Contains(after[vip], name) {
 				continue
 			}
-			a.log.Info("stopped announcing VIP", "vip", vip, "interface", name, "reason", a.stopReasonLocked(vip, name, prev))
+			a.log.Info("stopped announcing VIP", "ip", vip, "interface", name, "reason", a.stopReasonLocked(vip, name, prev))
 			// A responder that stays open (it serves other VIPs) may
 			// be sending for vip right now: wait for that, so that
 			// SetAnnouncements returns with vip silent. A closed one
@@ -214,20 +214,20 @@ func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, 
 			isNew := !slices.Contains(before[vip], name)
 			switch {
 			case a.releasing[vip] && isNew:
-				a.log.Info("answering for VIP being handed over, not advertising it", "vip", vip, "interface", name, "protocol", k.proto)
+				a.log.Info("answering for VIP being handed over, not advertising it", "ip", vip, "interface", name, "protocol", k.proto)
 			case a.releasing[vip] && prev.advertises(name, vip):
-				a.log.Info("releasing VIP: answering until another host announces it", "vip", vip, "interface", name, "protocol", k.proto)
+				a.log.Info("releasing VIP: answering until another host announces it", "ip", vip, "interface", name, "protocol", k.proto)
 				h.silence(vip)
 			case a.releasing[vip]:
 			case isNew:
-				a.log.Info("started announcing VIP", "vip", vip, "interface", name, "protocol", k.proto)
+				a.log.Info("started announcing VIP", "ip", vip, "interface", name, "protocol", k.proto)
 				h.announce(vip)
 			case !prev.advertises(name, vip):
-				a.log.Info("claiming VIP back", "vip", vip, "interface", name, "protocol", k.proto,
-					"taken_over", prev.yielded(name, vip))
+				a.log.Info("claiming VIP back", "ip", vip, "interface", name, "protocol", k.proto,
+					"takenOver", prev.yielded(name, vip))
 				h.announce(vip)
 			case reopened[k]:
-				a.log.Info("announcing VIP again on reopened interface", "vip", vip, "interface", name, "protocol", k.proto)
+				a.log.Info("announcing VIP again on reopened interface", "ip", vip, "interface", name, "protocol", k.proto)
 				h.announce(vip)
 			}
 		}

@@ -198,9 +198,9 @@ func TestAnnouncerReleaseLogs(t *testing.T) {
 	a.yield("eth0", protoARP, vip4, otherMAC)
 	a.SetAnnouncements(nil)
 	for _, line := range []string{
-		`msg="releasing VIP: answering until another host announces it" vip=198.51.100.70 interface=eth0 protocol=arp`,
-		`msg="VIP taken over by another host, stopped answering" vip=198.51.100.70 interface=eth0 protocol=arp by=02:00:00:00:00:12`,
-		`msg="stopped announcing VIP" vip=198.51.100.70 interface=eth0 reason="handed over"`,
+		`msg="releasing VIP: answering until another host announces it" ip=198.51.100.70 interface=eth0 protocol=arp`,
+		`msg="VIP taken over by another host, stopped answering" ip=198.51.100.70 interface=eth0 protocol=arp by=02:00:00:00:00:12`,
+		`msg="stopped announcing VIP" ip=198.51.100.70 interface=eth0 reason="handed over"`,
 	} {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("log lacks %s:\n%s", line, logs.String())

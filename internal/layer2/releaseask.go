@@ -85,7 +85,7 @@ func (a *Announcer) ask(r *responder, iface string, vips []askedVIP) {
 		}
 		for _, v := range vips {
 			if err := r.p.solicit(v.vip); err != nil {
-				a.log.Debug("cannot ask who answers for a VIP being handed over", "vip", v.vip, "interface", iface, "error", err)
+				a.log.Debug("cannot ask who answers for a VIP being handed over", "ip", v.vip, "interface", iface, "error", err)
 			}
 		}
 	}

@@ -312,10 +312,10 @@ func (r *responder) sendBurst(ctx context.Context, vip netip.Addr) {
 			return
 		}
 		if err != nil {
-			r.log.Warn("sending gratuitous announcement failed", "vip", vip, "error", err)
+			r.log.Warn("sending gratuitous announcement failed", "ip", vip, "error", err)
 			continue
 		}
-		r.log.Debug("sent gratuitous announcement", "vip", vip, "n", i+1)
+		r.log.Debug("sent gratuitous announcement", "ip", vip, "n", i+1)
 	}
 }
 

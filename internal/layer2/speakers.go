@@ -61,7 +61,7 @@ func (a *Announcer) foreignClaim(iface, proto string, vip netip.Addr, by net.Har
 	if !onceEvery(&s.foreignAt, time.Now(), 2*a.cfg.Refresh) {
 		return
 	}
-	a.log.Warn("a host that runs no speaker announces a VIP this node announces: keeping it and announcing it again", "vip", vip, "interface", iface, "protocol", proto, "by", by.String())
+	a.log.Warn("a host that runs no speaker announces a VIP this node announces: keeping it and announcing it again", "ip", vip, "interface", iface, "protocol", proto, "by", by.String())
 	if cb := a.cfg.OnForeignClaim; cb != nil {
 		by := slices.Clone(by)
 		go cb(vip, iface, by)
@@ -102,7 +102,7 @@ func (a *Announcer) liftForeignFence(iface, proto string, vip netip.Addr, s *vip
 	}
 	s.fencedUntil.Store(0)
 	a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
-	a.log.Warn("the host that won the fence runs no speaker: answering again", "vip", vip, "interface", iface, "protocol", proto, "winner", w.String())
+	a.log.Warn("the host that won the fence runs no speaker: answering again", "ip", vip, "interface", iface, "protocol", proto, "winner", w.String())
 	a.reassert(iface, proto, vip)
 	return true
 }

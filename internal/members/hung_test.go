@@ -34,7 +34,7 @@ func TestHungAddressesDoNotDelayTheGreeting(t *testing.T) {
 			seen := time.Now()
 			labkit.Eventually(t, c.joiner.welcomeTimeout+settleMargin, "node-new settled", c.Settled)
 			t.Logf("%s: settled %v after node-a saw it alive", preset, time.Since(seen).Round(time.Millisecond))
-			if n := len(c.logs.matching("member list settled", "greeted=1", "not welcomed in time=[]")); n != 1 {
+			if n := len(c.logs.matching("member list settled", "greeted=1", "notWelcomed=[]")); n != 1 {
 				t.Errorf("node-new settled %d times welcomed by node-a, want once:\n%s", n, c.logs.text())
 			}
 		})
@@ -77,7 +77,7 @@ func TestNewcomerGreetsMemberLearnedDuringGreeting(t *testing.T) {
 	}
 	b.Applied(b.Generation())
 	labkit.Eventually(t, 10*time.Second, "node-new settled", c.Settled)
-	if n := len(c.logs.matching("member list settled", "greeted=2", "not welcomed in time=[]")); n != 1 {
+	if n := len(c.logs.matching("member list settled", "greeted=2", "notWelcomed=[]")); n != 1 {
 		t.Errorf("node-new settled %d times welcomed by both, want once:\n%s", n, c.logs.text())
 	}
 }

@@ -178,7 +178,7 @@ func (j *joiner) start(ctx context.Context, desired []netip.AddrPort) {
 	}
 	// logged first, so that whoever sees Settled finds the line
 	j.log.Info("member list settled", "addresses", len(desired), "members", j.ml.NumMembers(),
-		"greeted", greeted, "not welcomed in time", silent, "joins still running", running.Load())
+		"greeted", greeted, "notWelcomed", silent, "joinsRunning", running.Load())
 	j.settled.Store(true)
 	j.onSettled()
 }

@@ -373,7 +373,7 @@ func TestFirstRoundReachesEveryMember(t *testing.T) {
 	c.joiner.welcomeTimeout = time.Minute // settles only once welcomed
 	c.Join(addrs)
 	labkit.Eventually(t, 10*time.Second, "node-new settled", c.Settled)
-	if n := len(c.logs.matching("member list settled", fmt.Sprintf("greeted=%d", len(cluster)), "not welcomed in time=[]")); n != 1 {
+	if n := len(c.logs.matching("member list settled", fmt.Sprintf("greeted=%d", len(cluster)), "notWelcomed=[]")); n != 1 {
 		t.Errorf("node-new settled %d times having been welcomed by all %d members, want once:\n%s", n, len(cluster), c.logs.text())
 	}
 	for i, m := range cluster {

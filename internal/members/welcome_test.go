@@ -82,7 +82,7 @@ func TestNewcomerWaitsForAppliedDecisions(t *testing.T) {
 	}
 	peers[0].Applied(peers[0].Generation())
 	labkit.Eventually(t, 10*time.Second, "node-new settled", c.Settled)
-	if n := len(c.logs.matching("member list settled", "greeted=2", "not welcomed in time=[]")); n != 1 {
+	if n := len(c.logs.matching("member list settled", "greeted=2", "notWelcomed=[]")); n != 1 {
 		t.Errorf("node-new settled %d times welcomed by both, want once:\n%s", n, c.logs.text())
 	}
 }
@@ -100,7 +100,7 @@ func TestNewcomerSettlesWithoutWelcome(t *testing.T) {
 	if took := time.Since(joined); took < c.joiner.welcomeTimeout {
 		t.Errorf("settled %v after joining, before the %v a welcome is waited for", took, c.joiner.welcomeTimeout)
 	}
-	if n := len(c.logs.matching("member list settled", "greeted=1", "not welcomed in time=[node-a]")); n != 1 {
+	if n := len(c.logs.matching("member list settled", "greeted=1", "notWelcomed=[node-a]")); n != 1 {
 		t.Errorf("node-new did not name node-a as not welcoming it:\n%s", c.logs.text())
 	}
 }

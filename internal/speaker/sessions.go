@@ -17,9 +17,9 @@ func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
 	s.statusChanged()
 	peer, err := s.listers.Peers.Get(ev.Name)
 	if ev.Up {
-		s.log.Info("BGP session established", "peer", ev.Name, "address", ev.Peer)
+		s.log.Info("BGP session established", "session", ev.Name, "peer", ev.Peer)
 	} else {
-		s.log.Warn("BGP session down", "peer", ev.Name, "address", ev.Peer, "reason", ev.Reason)
+		s.log.Warn("BGP session down", "session", ev.Name, "peer", ev.Peer, "reason", ev.Reason)
 	}
 	if err != nil {
 		return
@@ -60,7 +60,7 @@ func (s *Speaker) reportSessionProblems(seen sessionProblems) {
 		if problem == "" {
 			continue
 		}
-		s.log.Warn("BGP session problem", "peer", st.Name, "problem", problem)
+		s.log.Warn("BGP session problem", "session", st.Name, "problem", problem)
 		if peer, err := s.listers.Peers.Get(st.Name); err == nil {
 			s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionProblem", "node %s: %s", s.opts.NodeName, problem)
 		}

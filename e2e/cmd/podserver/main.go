@@ -48,7 +48,7 @@ func main() {
 		return
 	}
 	if err := run(*name, *node, strings.Split(*ports, ","), log); err != nil {
-		log.Error("podserver failed", "err", err)
+		log.Error("podserver failed", "error", err)
 		os.Exit(1)
 	}
 }
