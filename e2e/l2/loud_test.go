@@ -94,9 +94,12 @@ func TestSpeakersWaitForTheController(t *testing.T) {
 	replicas := *d.Spec.Replicas
 	scaleController(t, h, 0)
 	t.Cleanup(func() { scaleController(t, h, replicas) })
-	lab.Poll(t, "no controller pod", time.Minute, func() bool {
-		pods, err := h.Pods(ctx, "controller")
-		return err == nil && len(pods) == 0
+	// Every controller pod gone, terminating ones included: a controller
+	// still shutting down writes a deleted member-list Secret back with
+	// the key it saw.
+	lab.Poll(t, "no controller pod, not even a terminating one", time.Minute, func() bool {
+		pods, err := kube.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=herald,app.kubernetes.io/component=controller"})
+		return err == nil && len(pods.Items) == 0
 	})
 	if err := kube.CoreV1().Secrets(deploy.Namespace).Delete(ctx, memberlistSecret, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
