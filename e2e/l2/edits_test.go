@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/labkit"
 )
@@ -53,39 +53,9 @@ spec:
 func TestAcceptedEditsKeepAddresses(t *testing.T) {
 	l, h := herald(t)
 	ctx := context.Background()
-	hc, err := versioned.NewForConfig(l.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	// edit-old must be the older by its creation time (whole seconds;
-	// a tie goes by name): create it first, the rest a second later.
-	if err := h.Apply(ctx, poolYAML("edit-old", "198.51.100.92/31", "2001:db8:1::a0-2001:db8:1::a3")); err != nil {
-		t.Fatal(err)
-	}
-	old, err := hc.HeraldV1beta1().IPAddressPools().Get(ctx, "edit-old", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Poll(t, "a second past edit-old's creation", 5*time.Second, func() bool {
-		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
-	})
-	if err := h.Apply(ctx, editsConfig); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = h.Kubectl(context.Background(), "delete", "--ignore-not-found", "--wait=false",
-			"l2advertisements.herald.dev/edits", "ipaddresspools.herald.dev/edit-old", "ipaddresspools.herald.dev/edit-new")
-	})
-	dual := func(pool string) func(*corev1.Service) {
-		return func(s *corev1.Service) {
-			s.Annotations["herald.dev/address-pool"] = pool
-			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
-			p := corev1.IPFamilyPolicyRequireDualStack
-			s.Spec.IPFamilyPolicy = &p
-		}
-	}
-	_, oldIPs := service(t, l, "edit-old", dual("edit-old"), "node1", "node2", "node3")
-	_, newIPs := service(t, l, "edit-new", dual("edit-new"), "node1", "node2", "node3")
+	hc := applyEditPools(t, l, h)
+	_, oldIPs := service(t, l, "edit-old", dualFrom("edit-old"), "node1", "node2", "node3")
+	_, newIPs := service(t, l, "edit-new", dualFrom("edit-new"), "node1", "node2", "node3")
 	vips := append(slices.Clone(oldIPs), newIPs...)
 
 	edits := []struct {
@@ -146,6 +116,37 @@ spec:
 			t.Errorf("%s unanswered after the refused edits", vip)
 		}
 	}
+}
+
+// applyEditPools applies edit-old, then, a second later so that it is
+// the older by its creation time (whole seconds; a tie goes by name),
+// editsConfig with edit-new and the L2Advertisement; they are deleted when
+// the test ends. It returns a client of Herald's objects.
+func applyEditPools(t *testing.T, l *lab.Lab, h *deploy.Herald) versioned.Interface {
+	t.Helper()
+	ctx := context.Background()
+	hc, err := versioned.NewForConfig(l.AdminConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Apply(ctx, poolYAML("edit-old", "198.51.100.92/31", "2001:db8:1::a0-2001:db8:1::a3")); err != nil {
+		t.Fatal(err)
+	}
+	old, err := hc.HeraldV1beta1().IPAddressPools().Get(ctx, "edit-old", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Poll(t, "a second past edit-old's creation", 5*time.Second, func() bool {
+		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
+	})
+	if err := h.Apply(ctx, editsConfig); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = h.Kubectl(context.Background(), "delete", "--ignore-not-found", "--wait=false",
+			"l2advertisements.herald.dev/edits", "ipaddresspools.herald.dev/edit-old", "ipaddresspools.herald.dev/edit-new")
+	})
+	return hc
 }
 
 func poolYAML(name string, addrs ...string) string {

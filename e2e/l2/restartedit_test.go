@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 )
@@ -28,27 +27,7 @@ import (
 func TestRestartsDuringRefusedEditChangeNothing(t *testing.T) {
 	l, h := herald(t)
 	ctx := context.Background()
-	hc, err := versioned.NewForConfig(l.AdminConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Apply(ctx, poolYAML("edit-old", "198.51.100.92/31", "2001:db8:1::a0-2001:db8:1::a3")); err != nil {
-		t.Fatal(err)
-	}
-	old, err := hc.HeraldV1beta1().IPAddressPools().Get(ctx, "edit-old", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Poll(t, "a second past edit-old's creation", 5*time.Second, func() bool {
-		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
-	})
-	if err := h.Apply(ctx, editsConfig); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = h.Kubectl(context.Background(), "delete", "--ignore-not-found", "--wait=false",
-			"l2advertisements.herald.dev/edits", "ipaddresspools.herald.dev/edit-old", "ipaddresspools.herald.dev/edit-new")
-	})
+	hc := applyEditPools(t, l, h)
 	_, oldIPs := service(t, l, "restart-old", dualFrom("edit-old"), "node1", "node2", "node3")
 	_, newIPs := service(t, l, "restart-new", dualFrom("edit-new"), "node1", "node2", "node3")
 	vips := append(slices.Clone(oldIPs), newIPs...)
