@@ -142,6 +142,16 @@ type IPAddressPoolStatus struct {
 	// Services keep them).
 	// +optional
 	OutsideRanges int64 `json:"outsideRanges,omitempty"`
+	// AddressesOutsideRanges are the addresses OutsideRanges counts,
+	// sorted: the controller's record of which pool such an address
+	// belongs to. The speakers, the controller's restore and kubectl
+	// herald status read it (never a Service's annotation, which its
+	// owner can edit) to find the pool of an address no pool's ranges
+	// contain. It holds only addresses the pool handed out.
+	// +kubebuilder:validation:items:MaxLength=45
+	// +listType=set
+	// +optional
+	AddressesOutsideRanges []string `json:"addressesOutsideRanges,omitempty"`
 
 	// ObservedGeneration is the spec generation the status describes.
 	// +optional

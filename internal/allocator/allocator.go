@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"net/netip"
 	"slices"
 	"sync"
 
@@ -162,6 +163,15 @@ func (a *Allocator) Usage(pool string) Usage {
 	return a.counts.usage(pool, a.pools)
 }
 
+// OutsideRanges returns the addresses Services hold from pool that its
+// current ranges do not contain (what Usage counts as OutsideRanges),
+// sorted: the record the controller writes in the pool's status.
+func (a *Allocator) OutsideRanges(pool string) []netip.Addr {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.counts.outsideAddrs(pool)
+}
+
 // Holders returns how many Services hold addresses attributed to pool
 // (a deleted pool's finalizer may go when this is 0).
 func (a *Allocator) Holders(pool string) int {
@@ -195,7 +205,7 @@ func (a *Allocator) unhold(h *holder) {
 	delete(a.book.yielding, h.key)
 	pc := a.counts.of(h.pool)
 	pc.holders--
-	if *pc == (poolCounts{}) {
+	if pc.zero() {
 		if _, configured := a.pools.byName[h.pool]; !configured {
 			delete(a.counts, h.pool)
 		}

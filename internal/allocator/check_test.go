@@ -156,6 +156,8 @@ func checkCounts(a *Allocator) string {
 			want.of(ha.pool).attributed[f]++
 			if p := a.pools.byName[ha.pool]; p != nil && slices.ContainsFunc(p.Ranges, func(r iprange.Range) bool { return r.Contains(ip) }) {
 				want.of(ha.pool).inRange[f]++
+			} else {
+				want.of(ha.pool).markOutside(ip, +1)
 			}
 		}
 		for _, p := range a.pools.ordered {
@@ -173,14 +175,19 @@ func checkCounts(a *Allocator) string {
 		if got == nil {
 			got = &poolCounts{}
 		}
-		if *got != *pc {
+		if !sameCounts(got, pc) {
 			return "counts of pool " + name + " are off"
 		}
 	}
 	for name, pc := range a.counts {
-		if _, ok := want[name]; !ok && *pc != (poolCounts{}) {
+		if _, ok := want[name]; !ok && !pc.zero() {
 			return "stale counts for pool " + name
 		}
 	}
 	return ""
+}
+
+func sameCounts(a, b *poolCounts) bool {
+	return a.attributed == b.attributed && a.inRange == b.inRange && a.occupied == b.occupied &&
+		a.holders == b.holders && maps.Equal(a.outside, b.outside)
 }

@@ -44,6 +44,16 @@ type Pool struct {
 	// "*" stands for every namespace. Without it, a sharing key joins only
 	// Services of one namespace.
 	ShareAcrossNamespaces []string
+	// HeldOutside are the addresses the pool's status records as held
+	// from it outside its ranges (status.addressesOutsideRanges, written
+	// from OutsideRanges), sorted. Restore gives such an address to the
+	// pool recording it, whatever the Service's annotation says.
+	HeldOutside []netip.Addr
+	// OutsideUnrecorded says the pool's status has no current record of
+	// those addresses (never written, or by a version without the
+	// record): only then does Restore take the Service's annotation's word
+	// for an address no pool contains (see restoredPool).
+	OutsideUnrecorded bool
 	// Closed marks a pool being deleted: its holders keep their addresses
 	// but it hands out nothing new.
 	Closed bool

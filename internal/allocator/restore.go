@@ -82,10 +82,12 @@ func (s *poolSet) firstHolding(ips []netip.Addr) string {
 
 // restoredPool attributes restored addresses to a pool: named when it
 // contains every address; else the first pool containing them all; else,
-// when some address is in no pool any more, named if it contains each of
-// the others (a pool that shrank keeps its holders), or else the pool
-// containing the others; else (the addresses are split between pools) the
-// pool of the first address. named counts for nothing a pool contains.
+// when every address is in no pool any more, the pool that records one
+// of them as held outside its ranges (see outsideOwner); when only some
+// are, named if it contains each of the others (a pool that shrank keeps
+// its holders), or else the pool containing the others; else (the
+// addresses are split between pools) the pool of the first address.
+// named counts for nothing a pool contains.
 func (s *poolSet) restoredPool(named string, ips []netip.Addr) string {
 	np := s.byName[named]
 	if np != nil && containsAll(np, ips) {
@@ -101,7 +103,9 @@ func (s *poolSet) restoredPool(named string, ips []netip.Addr) string {
 		}
 	}
 	switch {
-	case len(inside) == 0 || np != nil && containsAll(np, inside):
+	case len(inside) == 0:
+		return s.outsideOwner(named, ips)
+	case np != nil && containsAll(np, inside):
 		return named
 	case s.firstHolding(inside) != "":
 		return s.firstHolding(inside)
@@ -117,4 +121,26 @@ func (s *poolSet) holding(ip netip.Addr) *poolState {
 		}
 	}
 	return nil
+}
+
+// outsideOwner returns the pool whose status records one of ips as held
+// from it outside its ranges. When none does, named (the Service's
+// annotation, which its owner can edit) is taken only if that pool has no
+// current record at all (OutsideUnrecorded: a status never written, or
+// written by a version without the record, as on upgrade) or is not
+// configured (its name then attributes the addresses to no configured
+// pool, and no pool's advertisements apply to them); otherwise the
+// addresses are restored to no pool.
+func (s *poolSet) outsideOwner(named string, ips []netip.Addr) string {
+	for _, p := range s.ordered {
+		for _, ip := range ips {
+			if _, ok := slices.BinarySearchFunc(p.HeldOutside, ip, netip.Addr.Compare); ok {
+				return p.Name
+			}
+		}
+	}
+	if np := s.byName[named]; np == nil || np.OutsideUnrecorded {
+		return named
+	}
+	return ""
 }

@@ -227,8 +227,9 @@ func (s *sim) restoreExpected(req service.Request, pool string, ips []netip.Addr
 }
 
 // modelRestoredPool: the named pool if it contains every address, else
-// the first containing them all; with addresses in no pool, the named
-// pool if it contains the rest, else the first containing the rest, else
+// the first containing them all; with every address in no pool, the pool
+// recording one as held outside its ranges (modelOutsideOwner); with
+// some addresses in no pool, the named pool if it contains the rest, else the first containing the rest, else
 // the pool of the first address (in the Service's family order) in some
 // pool.
 func (s *sim) modelRestoredPool(req service.Request, named string, ips []netip.Addr) string {
@@ -248,7 +249,7 @@ func (s *sim) modelRestoredPool(req service.Request, named string, ips []netip.A
 		}
 	}
 	if len(inside) == 0 {
-		return named
+		return modelOutsideOwner(ordered, named, ips)
 	}
 	if i := slices.IndexFunc(ordered, func(p Pool) bool { return p.Name == named }); i >= 0 && all(ordered[i], inside) {
 		return named
@@ -397,4 +398,20 @@ func modelHasFamilies(p Pool, fams []corev1.IPFamily) bool {
 		}
 	}
 	return true
+}
+
+// modelOutsideOwner: the first pool in order recording one of ips as held
+// outside its ranges; else named if no pool of that name is configured
+// or it has no record; else no pool.
+func modelOutsideOwner(ordered []Pool, named string, ips []netip.Addr) string {
+	for _, p := range ordered {
+		if slices.ContainsFunc(ips, func(ip netip.Addr) bool { return slices.Contains(p.HeldOutside, ip) }) {
+			return p.Name
+		}
+	}
+	i := slices.IndexFunc(ordered, func(p Pool) bool { return p.Name == named })
+	if i < 0 || ordered[i].OutsideUnrecorded {
+		return named
+	}
+	return ""
 }

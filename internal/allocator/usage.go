@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/big"
 	"net/netip"
+	"slices"
 )
 
 // FamilyUsage counts one family's addresses of a pool.
@@ -31,6 +32,28 @@ type poolCounts struct {
 	inRange    [2]int64 // ... of which inside its current ranges
 	occupied   [2]int64 // eligible addresses of its ranges held by anyone
 	holders    int      // Services whose assignment is attributed to it
+	// outside are the held addresses attributed to the pool that its
+	// ranges do not contain (nil when there are none).
+	outside map[netip.Addr]struct{}
+}
+
+// zero reports whether the counts record nothing.
+func (pc *poolCounts) zero() bool {
+	return pc.attributed == [2]int64{} && pc.inRange == [2]int64{} && pc.occupied == [2]int64{} &&
+		pc.holders == 0 && len(pc.outside) == 0
+}
+
+// markOutside records that a, attributed to the pool and outside its
+// ranges, became held (delta +1) or free (delta -1).
+func (pc *poolCounts) markOutside(a netip.Addr, delta int64) {
+	if delta > 0 {
+		if pc.outside == nil {
+			pc.outside = map[netip.Addr]struct{}{}
+		}
+		pc.outside[a] = struct{}{}
+		return
+	}
+	delete(pc.outside, a)
 }
 
 // counts keeps poolCounts by pool name, so that Usage never walks the
@@ -56,6 +79,8 @@ func (c counts) addressTaken(a netip.Addr, pool string, pools *poolSet, delta in
 		pc.attributed[f] += delta
 		if p, ok := pools.byName[pool]; ok && p.contains(a) {
 			pc.inRange[f] += delta
+		} else {
+			pc.markOutside(a, delta)
 		}
 	}
 	for _, p := range pools.ordered {
@@ -80,6 +105,21 @@ func (c counts) usage(pool string, pools *poolSet) Usage {
 		u.IPv6.Available = saturatingSub(p.eligible[1], pc.occupied[1])
 	}
 	return u
+}
+
+// outsideAddrs returns the addresses attributed to pool that its ranges
+// do not contain, sorted.
+func (c counts) outsideAddrs(pool string) []netip.Addr {
+	pc := c[pool]
+	if pc == nil || len(pc.outside) == 0 {
+		return nil
+	}
+	out := make([]netip.Addr, 0, len(pc.outside))
+	for a := range pc.outside {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	return out
 }
 
 func saturatingSub(total *big.Int, used int64) uint64 {

@@ -40,6 +40,13 @@ type IPAddressPoolStatusApplyConfiguration struct {
 	// its current ranges no longer contain (the pool shrank or changed; the
 	// Services keep them).
 	OutsideRanges *int64 `json:"outsideRanges,omitempty"`
+	// AddressesOutsideRanges are the addresses OutsideRanges counts,
+	// sorted: the controller's record of which pool such an address
+	// belongs to. The speakers, the controller's restore and kubectl
+	// herald status read it (never a Service's annotation, which its
+	// owner can edit) to find the pool of an address no pool's ranges
+	// contain. It holds only addresses the pool handed out.
+	AddressesOutsideRanges []string `json:"addressesOutsideRanges,omitempty"`
 	// ObservedGeneration is the spec generation the status describes.
 	ObservedGeneration *int64 `json:"observedGeneration,omitempty"`
 	// Conditions: Valid, Conflicting, AddressesOutsideRanges.
@@ -93,6 +100,16 @@ func (b *IPAddressPoolStatusApplyConfiguration) WithAvailableIPv6(value int64) *
 // If called multiple times, the OutsideRanges field is set to the value of the last call.
 func (b *IPAddressPoolStatusApplyConfiguration) WithOutsideRanges(value int64) *IPAddressPoolStatusApplyConfiguration {
 	b.OutsideRanges = &value
+	return b
+}
+
+// WithAddressesOutsideRanges adds the given value to the AddressesOutsideRanges field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AddressesOutsideRanges field.
+func (b *IPAddressPoolStatusApplyConfiguration) WithAddressesOutsideRanges(values ...string) *IPAddressPoolStatusApplyConfiguration {
+	for i := range values {
+		b.AddressesOutsideRanges = append(b.AddressesOutsideRanges, values[i])
+	}
 	return b
 }
 
