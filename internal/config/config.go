@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
@@ -40,6 +41,40 @@ func (c *Config) PoolFor(addr netip.Addr) (*Pool, bool) {
 	return nil, false
 }
 
+// PoolHolding returns the pool an address handed out by Herald belongs
+// to: the pool whose ranges contain addr, else the pool whose status
+// records addr as held from it outside its ranges (the controller's
+// record; see Pool.Outside). An address in neither is one the controller
+// does not hold or has not recorded yet: no pool.
+func (c *Config) PoolHolding(addr netip.Addr) (*Pool, bool) {
+	if p, ok := c.PoolFor(addr); ok {
+		return p, true
+	}
+	for _, name := range c.PoolNames() {
+		if c.Pools[name].HoldsOutside(addr) {
+			return c.Pools[name], true
+		}
+	}
+	return nil, false
+}
+
+// PoolOfRecord returns the pool of addr for a Service whose annotation
+// herald.dev/ip-allocated-from-pool names named: PoolHolding, else (for
+// an address no pool contains or records) the named pool, but only when
+// that pool's status has no record of its outside addresses at all
+// (OutsideUnrecorded: never written, or written by a version without the
+// record, as after an upgrade); fallback says that the annotation decided.
+// A Service's owner can edit the annotation, so it decides nothing else.
+func (c *Config) PoolOfRecord(addr netip.Addr, named string) (p *Pool, fallback bool) {
+	if p, ok := c.PoolHolding(addr); ok {
+		return p, false
+	}
+	if np := c.Pools[named]; np != nil && np.OutsideUnrecorded {
+		return np, true
+	}
+	return nil, false
+}
+
 // Pool is an IPAddressPool in usable form.
 type Pool struct {
 	Name          string
@@ -53,6 +88,15 @@ type Pool struct {
 	// out only to a Service requesting them; sorted.
 	SubnetRouterAnycast []netip.Addr
 	Deleting            bool // deletion requested; the finalizer holds it while in use
+	// Outside are the addresses the controller records in the pool's
+	// status as held from it outside its ranges
+	// (status.addressesOutsideRanges), sorted; unparsable entries are
+	// left out.
+	Outside []netip.Addr
+	// OutsideUnrecorded says the status has no current record of them:
+	// never written for this generation, or written by a version without
+	// the record (its outsideRanges count disagrees with the list).
+	OutsideUnrecorded bool
 
 	Priority   *int32
 	Namespaces []string
@@ -71,6 +115,13 @@ func (p *Pool) Contains(addr netip.Addr) bool {
 		}
 	}
 	return false
+}
+
+// HoldsOutside reports whether the pool's status records addr as held
+// from it outside its ranges.
+func (p *Pool) HoldsOutside(addr netip.Addr) bool {
+	_, ok := slices.BinarySearchFunc(p.Outside, addr, netip.Addr.Compare)
+	return ok
 }
 
 // HasFamily reports whether the pool holds addresses of the family.

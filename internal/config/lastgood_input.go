@@ -49,16 +49,21 @@ func objectOf(in Input, k objKey) metav1.Object {
 }
 
 // setObject replaces the object k by obj, or removes it when obj is nil. A
-// pool keeps its current deletion state whatever version is in force.
+// pool keeps its current deletion state and its current status whatever
+// version is in force: the status is the controller's record of now (the
+// addresses held outside the pool's ranges), not part of the version.
 func setObject(in *Input, k objKey, obj metav1.Object) {
 	switch k.kind {
 	case kindPool:
 		var p *v1beta1.IPAddressPool
 		if obj != nil {
 			p = obj.(*v1beta1.IPAddressPool)
-			if cur, ok := objectOf(*in, k).(*v1beta1.IPAddressPool); ok && cur.DeletionTimestamp != nil && p.DeletionTimestamp == nil {
+			if cur, ok := objectOf(*in, k).(*v1beta1.IPAddressPool); ok && cur != p {
 				p = p.DeepCopy()
-				p.DeletionTimestamp = cur.DeletionTimestamp
+				p.Status = *cur.Status.DeepCopy()
+				if cur.DeletionTimestamp != nil && p.DeletionTimestamp == nil {
+					p.DeletionTimestamp = cur.DeletionTimestamp
+				}
 			}
 		}
 		in.Pools = replaceNamed(in.Pools, k.name, p)

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -57,6 +58,7 @@ func parsePool(obj *v1beta1.IPAddressPool, ps *problems) (*Pool, bool) {
 		ps.add(Problem{Kind: kindPool, Name: obj.Name, Field: field, Reason: ReasonInvalidField, Message: msg, Ignored: true})
 		return nil, false
 	}
+	p.Outside, p.OutsideUnrecorded = outsideRecord(obj)
 	if len(obj.Spec.Addresses) == 0 {
 		return bad("spec.addresses", "no addresses")
 	}
@@ -121,4 +123,24 @@ func subnetRouterAnycast(entry string) (netip.Addr, bool) {
 		return netip.Addr{}, false
 	}
 	return p.Masked().Addr(), true
+}
+
+// outsideRecord reads the controller's record of the addresses held from
+// the pool outside its ranges, sorted, and whether the status lacks a
+// current one: it describes an older generation than the pool's (or none),
+// or its list disagrees with its count (written by a version without the
+// list).
+func outsideRecord(obj *v1beta1.IPAddressPool) ([]netip.Addr, bool) {
+	st := obj.Status
+	var out []netip.Addr
+	for _, s := range st.AddressesOutsideRanges {
+		if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, netip.Addr.Compare)
+	out = slices.Compact(out)
+	stale := st.ObservedGeneration == 0 || st.ObservedGeneration < obj.Generation ||
+		int64(len(st.AddressesOutsideRanges)) != st.OutsideRanges
+	return out, stale
 }
