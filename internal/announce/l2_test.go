@@ -183,7 +183,9 @@ func TestL2AdvertisementSelectors(t *testing.T) {
 func TestL2PoolFromAnnotationKeepsOutsideAddressAnnounced(t *testing.T) {
 	st := l2State(t, []*v1beta1.L2Advertisement{l2ad("l2", func(s *v1beta1.L2AdvertisementSpec) { s.IPAddressPools = []string{"l2"} })},
 		nodes("node1"), svc("ns/a", "198.51.100.200"))
-	st.Services[0].Pool = "l2" // the pool shrank; the Service keeps the address
+	// the pool shrank; the Service keeps the address, and the pool's
+	// status was never written (no record): the annotation still counts
+	st.Services[0].Pool = "l2"
 	if owners(L2(st))["198.51.100.200"] != "node1" {
 		t.Error("an address outside its pool's current ranges is no longer announced")
 	}

@@ -18,11 +18,10 @@ type Service struct {
 	Labels labels.Set
 	// IPs are the addresses in its status.
 	IPs []netip.Addr
-	// Pool is the pool its record (the annotation
-	// herald.dev/ip-allocated-from-pool) names. Tenants can write it, so
-	// it decides nothing for an address some pool contains: only for an
-	// address no pool contains any more (the pool shrank) does it name
-	// the pool whose advertisements still apply.
+	// Pool is the pool the annotation herald.dev/ip-allocated-from-pool
+	// names. Tenants can write it, so it decides nothing for an address
+	// some pool contains or records as held outside its ranges; see
+	// poolOf for the one case where it counts.
 	Pool      string
 	ETPLocal  bool
 	Endpoints Endpoints
@@ -82,20 +81,23 @@ func (st State) node(name string) *node {
 
 func (st State) live(name string) bool { return st.Live == nil || st.Live(name) }
 
-// poolOf returns the pool an address of the Service belongs to: the pool
-// whose ranges contain it, whatever the Service's annotation says (each
-// address of a dual-stack Service is looked up by itself). Only an address
-// outside every pool falls back to the pool the annotation names, so that
-// a pool that shrank keeps announcing what its holders kept.
+// poolOf returns the pool an address of the Service belongs to, from the
+// configuration alone: the pool whose ranges contain it, else the pool
+// whose status records it as held outside its ranges (the controller's
+// record, written where it counts outsideRanges). The Service's
+// annotation, which its owner can edit, decides nothing, with one
+// exception: an address found in neither falls back to the pool the
+// annotation names only while that pool's status has no current record
+// at all (never written for its generation, or by a version without the
+// record, as right after an upgrade or a pool edit the controller has not
+// described yet), so that the speakers do not withdraw what a pool that
+// shrank still holds before the controller records it. Otherwise such an
+// address is one the controller does not hold (the allocator restores it
+// to no pool) or has not recorded yet: no pool's advertisements apply to
+// it. Each address of a dual-stack Service is looked up by itself.
 func (st State) poolOf(svc *Service, ip netip.Addr) *config.Pool {
-	named := st.Config.Pools[svc.Pool]
-	if named != nil && named.Contains(ip) {
-		return named // valid pools never overlap: no other contains ip
-	}
-	if p, ok := st.Config.PoolFor(ip); ok {
-		return p
-	}
-	return named
+	p, _ := st.Config.PoolOfRecord(ip, svc.Pool)
+	return p
 }
 
 // holding is one address and the Services holding it, sorted by key.
