@@ -72,6 +72,7 @@ func allocatorPools(cfg *config.Config) []allocator.Pool {
 			ShareAcrossNamespaces: p.ShareAcrossNamespaces, Reserved: p.SubnetRouterAnycast,
 			Priority: p.Priority, Namespaces: p.Namespaces, NamespaceSelectors: p.NamespaceSelectors,
 			ServiceSelectors: p.ServiceSelectors, Closed: p.Deleting,
+			HeldOutside: p.Outside, OutsideUnrecorded: p.OutsideUnrecorded,
 		})
 	}
 	return out

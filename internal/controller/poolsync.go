@@ -16,7 +16,10 @@ import (
 	"github.com/herald-lb/herald/internal/config"
 )
 
-// syncPool keeps a pool's finalizer, usage counts and conditions in step.
+// syncPool keeps a pool's finalizer, usage counts and conditions in step,
+// and the record of the addresses held from it outside its ranges
+// (status.addressesOutsideRanges), which the speakers and a restarted
+// controller read to find those addresses' pool.
 // Its status names as observed the generation the allocator's configuration
 // was built from, which may be older than the pool in the cache: a client
 // that waits for observedGeneration then knows its edit is in force. A pool
@@ -33,6 +36,7 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	}
 	c.mu.Lock()
 	usage := c.alloc.Usage(name)
+	outside := ipStrings(c.alloc.OutsideRanges(name))
 	holders := c.alloc.Holders(name)
 	problems := config.ProblemsOf(c.problems, "IPAddressPool", name)
 	gen, built := c.poolGens[name]
@@ -49,12 +53,13 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	st := v1beta1.IPAddressPoolStatus{
 		AssignedIPv4: sat(usage.IPv4.Assigned), AvailableIPv4: sat(usage.IPv4.Available),
 		AssignedIPv6: sat(usage.IPv6.Assigned), AvailableIPv6: sat(usage.IPv6.Available),
-		OutsideRanges: sat(usage.OutsideRanges), ObservedGeneration: gen,
+		OutsideRanges: sat(usage.OutsideRanges), AddressesOutsideRanges: outside, ObservedGeneration: gen,
 	}
 	conds := poolConditions(problems, usage.OutsideRanges, pool.DeletionTimestamp != nil, holders)
 	cur := pool.Status
 	if cur.AssignedIPv4 == st.AssignedIPv4 && cur.AvailableIPv4 == st.AvailableIPv4 && cur.AssignedIPv6 == st.AssignedIPv6 &&
 		cur.AvailableIPv6 == st.AvailableIPv6 && cur.OutsideRanges == st.OutsideRanges && cur.ObservedGeneration == st.ObservedGeneration &&
+		slices.Equal(cur.AddressesOutsideRanges, st.AddressesOutsideRanges) &&
 		sameConditions(cur.Conditions, conds, gen) && equality.Semantic.DeepEqual(cur.InForce, rec) {
 		return nil
 	}
@@ -65,7 +70,8 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	ac := heraldac.IPAddressPool(name).WithResourceVersion(rv).WithStatus(heraldac.IPAddressPoolStatus().
 		WithAssignedIPv4(st.AssignedIPv4).WithAvailableIPv4(st.AvailableIPv4).
 		WithAssignedIPv6(st.AssignedIPv6).WithAvailableIPv6(st.AvailableIPv6).
-		WithOutsideRanges(st.OutsideRanges).WithObservedGeneration(st.ObservedGeneration).
+		WithOutsideRanges(st.OutsideRanges).WithAddressesOutsideRanges(st.AddressesOutsideRanges...).
+		WithObservedGeneration(st.ObservedGeneration).
 		WithConditions(applyConditions(cur.Conditions, conds, gen, time.Now())...))
 	ac.Status.InForce = recAC
 	wctx, cancel, err := c.writeCtx(ctx)

@@ -51,7 +51,9 @@ func (c *Controller) restore() (restored, conflicts int) {
 			continue
 		}
 		// The annotation is a record its owner can edit: Restore counts
-		// it only for addresses no pool contains any more.
+		// it only for addresses no pool contains or records as held
+		// outside its ranges, and only when the pool it names has no
+		// record at all (upgrade from a version without it).
 		err := c.alloc.Restore(req, svc.Annotations[v1beta1.AnnotationAllocatedFromPool], ips)
 		if err == nil {
 			restored++
