@@ -24,9 +24,12 @@ func poolConfig(in Inputs) *config.Config {
 }
 
 // poolColumn names the pool of each address as the configuration says
-// (the speakers decide the same way). An address no pool contains any
-// more shows the pool Herald recorded, marked; without the pools, the
-// record is all there is.
+// (the speakers decide the same way): the pool whose ranges contain it,
+// else the pool whose status records it as held outside its ranges,
+// marked. The annotation (recorded), which the Service's owner can edit,
+// counts only for an address in neither and only while the pool it names
+// has no record at all (an upgrade), marked so. Without the pools, the
+// annotation is all there is.
 func poolColumn(ips []netip.Addr, recorded string, pools *config.Config) string {
 	if pools == nil {
 		return recorded
@@ -34,10 +37,15 @@ func poolColumn(ips []netip.Addr, recorded string, pools *config.Config) string 
 	var names []string
 	for _, ip := range ips {
 		name := "-"
-		if p, ok := pools.PoolFor(ip); ok {
-			name = p.Name
-		} else if recorded != "" {
-			name = recorded + " (outside its ranges)"
+		if p, fallback := pools.PoolOfRecord(ip, recorded); p != nil {
+			switch {
+			case fallback:
+				name = p.Name + " (outside its ranges, as annotated: the pool has no record yet)"
+			case !p.Contains(ip):
+				name = p.Name + " (outside its ranges)"
+			default:
+				name = p.Name
+			}
 		}
 		if !slices.Contains(names, name) {
 			names = append(names, name)

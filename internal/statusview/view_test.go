@@ -215,7 +215,8 @@ func TestPoolColumnFromTheConfiguration(t *testing.T) {
 	for _, r := range Build(in, Filter{}).Rows {
 		got[r.Service] = r.Pool
 	}
-	want := map[string]string{"t/liar": "l2", "t/orphan": "l2 (outside its ranges)", "t/none": "l2", "shop/dns": "l2", "ops/pending": ""}
+	want := map[string]string{"t/liar": "l2", "t/orphan": "l2 (outside its ranges, as annotated: the pool has no record yet)",
+		"t/none": "l2", "shop/dns": "l2", "ops/pending": ""}
 	for k, w := range want {
 		if got[k] != w {
 			t.Errorf("%s: pool %q, want %q", k, got[k], w)
@@ -230,5 +231,36 @@ func TestPoolColumnFromTheConfiguration(t *testing.T) {
 	}
 	if len(v.Notes) == 0 || !strings.Contains(v.Notes[len(v.Notes)-1], "could not be read") {
 		t.Errorf("notes %v", v.Notes)
+	}
+}
+
+// recordOutside gives a pool the status the controller writes, recording
+// ips as held from it outside its ranges.
+func recordOutside(p v1beta1.IPAddressPool, ips ...string) v1beta1.IPAddressPool {
+	p.Generation, p.Status.ObservedGeneration = 1, 1
+	p.Status.OutsideRanges, p.Status.AddressesOutsideRanges = int64(len(ips)), ips
+	return p
+}
+
+// TestPoolColumnOutsideFollowsThePoolsRecord: an address no pool contains
+// shows the pool whose status records it, whatever the annotation says,
+// and no pool when none records it.
+func TestPoolColumnOutsideFollowsThePoolsRecord(t *testing.T) {
+	in := inputs(false)
+	in.Pools = []v1beta1.IPAddressPool{
+		recordOutside(ippool("l2", "198.51.100.0/26", "2001:db8::/120"), "198.51.100.99"),
+		recordOutside(ippool("bgp", "198.51.100.128/26")),
+	}
+	kept := lb("t", "kept", "198.51.100.99")
+	kept.Annotations[v1beta1.AnnotationAllocatedFromPool] = "bgp"
+	stray := lb("t", "stray", "198.51.100.100")
+	stray.Annotations[v1beta1.AnnotationAllocatedFromPool] = "bgp"
+	in.Services = append(in.Services, kept, stray)
+	got := map[string]string{}
+	for _, r := range Build(in, Filter{}).Rows {
+		got[r.Service] = r.Pool
+	}
+	if got["t/kept"] != "l2 (outside its ranges)" || got["t/stray"] != "-" {
+		t.Errorf("pools kept %q, stray %q", got["t/kept"], got["t/stray"])
 	}
 }
