@@ -84,10 +84,16 @@ func TestOutsideAddressUnrecordedPoolKeepsTheAnnotation(t *testing.T) {
 	if o := owners(L2(st)); o["198.51.100.10"] == "" {
 		t.Errorf("L2 owners %v, want the address answered for l2-pool", o)
 	}
+	if got := AnnotationFallbacks(st); len(got) != 1 || got[0] != "ns/s 198.51.100.10 l2-pool" {
+		t.Errorf("fallbacks %v", got)
+	}
 	// bgp-pool has a record: naming it gets nothing
 	s.Pool = "bgp-pool"
 	st = outsideState(t, nil, []string{}, s)
 	if r := BGP(st, "node1"); len(r.Routes) != 0 {
 		t.Errorf("routes %v for an address bgp-pool's record leaves out", routes(r))
+	}
+	if got := AnnotationFallbacks(st); len(got) != 0 {
+		t.Errorf("fallbacks %v, want none", got)
 	}
 }

@@ -100,6 +100,31 @@ func (st State) poolOf(svc *Service, ip netip.Addr) *config.Pool {
 	return p
 }
 
+// AnnotationFallbacks lists, sorted, the addresses ("ns/name ip pool")
+// whose pool only the Service's annotation names (see poolOf): an
+// address no pool contains or records, while the pool named has no
+// record at all. Cheap when every pool has a record (the steady state).
+func AnnotationFallbacks(st State) []string {
+	unrecorded := false
+	for _, p := range st.Config.Pools {
+		unrecorded = unrecorded || p.OutsideUnrecorded
+	}
+	if !unrecorded {
+		return nil
+	}
+	var out []string
+	for i := range st.Services {
+		s := &st.Services[i]
+		for _, ip := range s.IPs {
+			if p, fallback := st.Config.PoolOfRecord(ip, s.Pool); fallback {
+				out = append(out, s.Key+" "+ip.String()+" "+p.Name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // holding is one address and the Services holding it, sorted by key.
 type holding struct {
 	ip   netip.Addr

@@ -40,6 +40,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held := s.currentHold()
+	s.noteFallbacks(st)
 	s.reconcileL2(st, changes, start, isolated, held)
 	if welcomes != nil {
 		welcomes.Applied(gen) // the members that started are handed their addresses
@@ -333,3 +334,21 @@ func (s *Speaker) joinMembers(nodes []*corev1.Node) {
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }
+
+// noteFallbacks logs, when the list changes, the addresses announced for
+// the pool their Service's annotation names because that pool's status
+// has no record of its outside addresses yet (announce.AnnotationFallbacks).
+func (s *Speaker) noteFallbacks(st announce.State) {
+	fb := announce.AnnotationFallbacks(st)
+	key := strings.Join(fb, ",")
+	if key == s.fallbacks {
+		return
+	}
+	s.fallbacks = key
+	if len(fb) == 0 {
+		s.log.Info("every address outside its pool's ranges is found in a pool's record")
+		return
+	}
+	s.log.Warn("addresses outside every pool's ranges follow their Service's pool annotation until the pool's status records them (no record yet: upgrade or a pool edit not yet described by the controller)",
+		"addresses", fb)
+}

@@ -135,7 +135,10 @@ type Speaker struct {
 	// would give it the same skips it.
 	bgpApplied bgpApplied
 	joined     string // node addresses last handed to Join
-	retained   string // Node names last handed to Retain
+	// fallbacks are the addresses last logged as announced for the pool
+	// their annotation names (noteFallbacks).
+	fallbacks string
+	retained  string // Node names last handed to Retain
 }
 
 const (
