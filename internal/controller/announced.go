@@ -56,6 +56,15 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 		one[0].IPs = ips
 		svcs = append(svcs, one...)
 	}
+	// An address no pool contains follows, where the pools' records do
+	// not say (announce's poolOf), the pool the allocator holds it from:
+	// the controller's own decision, never the Service's annotation.
+	for i := range svcs {
+		svcs[i].Pool = ""
+		if a, ok := c.alloc.Lookup(svcs[i].Key); ok {
+			svcs[i].Pool = a.Pool
+		}
+	}
 	cond, deps := c.confirmedCondition(announce.State{Config: cfg, Nodes: nodes, Services: svcs, Eligibility: c.opts.Eligibility}, key, ips)
 	c.dependOn(cache.MetaObjectToName(svc), deps)
 	return cond, true
