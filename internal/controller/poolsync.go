@@ -53,7 +53,9 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 	st := v1beta1.IPAddressPoolStatus{
 		AssignedIPv4: sat(usage.IPv4.Assigned), AvailableIPv4: sat(usage.IPv4.Available),
 		AssignedIPv6: sat(usage.IPv6.Assigned), AvailableIPv6: sat(usage.IPv6.Available),
-		OutsideRanges: sat(usage.OutsideRanges), AddressesOutsideRanges: outside, ObservedGeneration: gen,
+		// the count is the list's length: readers take a count that
+		// disagrees with the list for a status without the list
+		OutsideRanges: int64(len(outside)), AddressesOutsideRanges: outside, ObservedGeneration: gen,
 	}
 	conds := poolConditions(problems, usage.OutsideRanges, pool.DeletionTimestamp != nil, holders)
 	cur := pool.Status
