@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	heraldac "github.com/herald-lb/herald/api/generated/applyconfiguration/api/v1beta1"
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -111,7 +112,7 @@ func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressP
 		return got.ResourceVersion, nil
 	case deleting && has && holders == 0:
 		_, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, heraldac.IPAddressPool(pool.Name).WithResourceVersion(pool.ResourceVersion), applyOpts)
-		if err != nil {
+		if err != nil && !c.poolGone(ctx, pool.Name) {
 			return "", fmt.Errorf("pool %s finalizer removal: %w", pool.Name, err)
 		}
 		c.log.Info("pool released", "pool", pool.Name, "reason", "deleted and no Service holds its addresses")
@@ -120,6 +121,16 @@ func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressP
 		c.rec.Eventf(pool, corev1.EventTypeNormal, "DeletionWaits", "%d Service(s) still hold addresses of this pool; it is deleted when the last one releases them", holders)
 	}
 	return pool.ResourceVersion, nil
+}
+
+// poolGone reports whether the API server has no pool name any more. A
+// deleted pool whose finalizer another writer (or an earlier attempt whose
+// answer was lost) removed is gone while the cache still shows it: an
+// apply then asks to create it and is refused as invalid, which is no
+// failure to retry.
+func (c *Controller) poolGone(ctx context.Context, name string) bool {
+	_, err := c.herald.HeraldV1beta1().IPAddressPools().Get(ctx, name, metav1.GetOptions{})
+	return apierrors.IsNotFound(err)
 }
 
 // poolRecord returns the record in force to write in the pool's status:

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -74,4 +77,42 @@ func statusWrites(t *testing.T, actions []clienttesting.Action) []int64 {
 		out = append(out, body.Status.ObservedGeneration)
 	}
 	return out
+}
+
+// TestFinalizerRemovalOfAGonePool: a deleted pool the cache still shows,
+// whose finalizer is already gone from the API server with the pool (the
+// answer to an earlier removal lost, or another writer), is released, not
+// retried: the apply that would re-create it is refused, and the pool's
+// absence is what the removal wanted.
+func TestFinalizerRemovalOfAGonePool(t *testing.T) {
+	now := metav1.Now()
+	cached := &v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{
+		Name: "gone", Generation: 1, ResourceVersion: "9", DeletionTimestamp: &now,
+		Finalizers: []string{v1beta1.PoolProtectionFinalizer},
+	}}
+	herald := heraldfake.NewSimpleClientset() // the API server has no such pool
+	herald.PrependReactor("patch", "ipaddresspools", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(v1beta1.SchemeGroupVersion.WithKind("IPAddressPool").GroupKind(), "gone",
+			field.ErrorList{field.Required(field.NewPath("spec"), "")})
+	})
+	c, err := New(kubefake.NewSimpleClientset(), herald, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.syncFinalizer(context.Background(), cached, 0); err != nil {
+		t.Errorf("removing the finalizer of a pool the API server no longer has: %v, want done", err)
+	}
+
+	// a pool that still exists keeps the error, to be retried
+	herald = heraldfake.NewSimpleClientset(cached.DeepCopy())
+	herald.PrependReactor("patch", "ipaddresspools", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(v1beta1.SchemeGroupVersion.WithResource("ipaddresspools").GroupResource(), "gone", nil)
+	})
+	c, err = New(kubefake.NewSimpleClientset(), herald, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.syncFinalizer(context.Background(), cached, 0); err == nil {
+		t.Error("a refused removal of a pool that still exists: no error, want one to retry")
+	}
 }
