@@ -65,15 +65,30 @@ func TestManifestsApply(t *testing.T) {
 }
 
 // TestKustomizationMatchesRenderedFile: `kubectl apply -k manifests/` and
-// `kubectl apply -f manifests/herald.yaml` install the same objects.
+// `kubectl apply -f manifests/herald.yaml` install the same objects, each
+// with the same contents, field by field.
 func TestKustomizationMatchesRenderedFile(t *testing.T) {
-	kustomized := objectNames(t, kubectl(t, "kustomize", manifests(t)))
+	kustomized := objectsByName(t, kubectl(t, "kustomize", manifests(t)))
 	data, err := os.ReadFile(manifests(t, "herald.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered := objectNames(t, string(data))
-	if strings.Join(kustomized, "\n") != strings.Join(rendered, "\n") {
-		t.Errorf("kustomize gives\n%s\nherald.yaml holds\n%s", strings.Join(kustomized, "\n"), strings.Join(rendered, "\n"))
+	rendered := objectsByName(t, string(data))
+	if len(rendered) == 0 {
+		t.Fatal("herald.yaml holds no objects")
+	}
+	for _, name := range sortedKeys(kustomized, rendered) {
+		k, inK := kustomized[name]
+		r, inR := rendered[name]
+		switch {
+		case !inR:
+			t.Errorf("%s: in the kustomization, not in herald.yaml", name)
+		case !inK:
+			t.Errorf("%s: in herald.yaml, not in the kustomization", name)
+		default:
+			if diffs := differences(k.Object, r.Object, ""); len(diffs) > 0 {
+				t.Errorf("%s differs (kustomization, herald.yaml):\n%s", name, strings.Join(diffs, "\n"))
+			}
+		}
 	}
 }
