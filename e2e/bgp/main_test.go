@@ -1,8 +1,9 @@
 // Package bgp holds the end-to-end tests and benchmarks of Herald's BGP
-// mode, in the lab: the controller in the root namespace, a speaker per
-// node namespace (ServiceAccount identities), a real router (FRR, and BIRD
-// 2 for one test) that learns the Services' routes, and an external client
-// behind the router for the data path.
+// mode, in the lab (e2e/lab): Herald installed by e2e/deploy, its
+// controller Deployment and speaker DaemonSet running as Pods on the
+// lab's nodes, a real router (FRR, and BIRD 2 for one test) that learns
+// the Services' routes, and an external client behind the router for the
+// data path.
 package bgp
 
 import (

@@ -1,6 +1,8 @@
-// Package l2 holds the end-to-end tests of Herald's L2 mode, in the lab:
-// the controller in the root namespace, a speaker per node namespace
-// (ServiceAccount identities), ARP/NDP probes from the client namespace.
+// Package l2 holds the end-to-end tests of Herald's L2 mode, in the lab
+// (e2e/lab): Herald installed by e2e/deploy, its controller Deployment and
+// speaker DaemonSet running as Pods on the lab's nodes, backends as
+// Deployments of real pods, and ARP/NDP probes and traffic from the
+// client namespace on the nodes' segment.
 package l2
 
 import (
