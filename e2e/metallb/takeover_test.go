@@ -41,14 +41,18 @@ const maxTakeoverOverlap = 1500 * time.Millisecond
 // probeInterval of the client's monitors (one per address).
 const probeInterval = 50 * time.Millisecond
 
-// TestTakeoverFromMetalLB runs the takeover docs/metallb.md prescribes
-// against a real MetalLB with 20 Services in L2 mode and 4 in BGP mode
-// (its native speaker peering with the lab's FRR): every Service keeps
-// its addresses,
-// Herald adopts them (events, log line, count), and the announcement gap
-// and overlap of every L2 address are measured from the client, the
-// absence of every BGP route in the router's FIB from the router.
-func TestTakeoverFromMetalLB(t *testing.T) {
+// TestLiveTakeoverFromMetalLBKeepsServing runs the takeover
+// docs/metallb.md prescribes against a running MetalLB with 20 Services
+// in L2 mode and 4 in BGP mode (its native speaker peering with the lab's
+// FRR): every Service keeps its addresses, Herald adopts them (events,
+// log line, count), every L2 address goes unanswered for at most
+// maxTakeoverGap and is answered by two MACs for at most
+// maxTakeoverOverlap (measured from the client), and HTTP from behind the
+// router to every BGP address fails for at most maxBGPTakeoverGap, with
+// no next hop in the router's FIB leading to anything but a node. The
+// controller's adoption rules alone are internal/controller's
+// TestAdoptsMetalLBAddressesThatFit.
+func TestLiveTakeoverFromMetalLBKeepsServing(t *testing.T) {
 	l := lab.Shared(t)
 	ctx := context.Background()
 	build := buildMetalLB(t)

@@ -54,12 +54,14 @@ func (e *env) metallbService(name, ip, pool string, mutate func(*corev1.Service)
 	}
 }
 
-// TestTakeoverFromMetalLB starts Herald where MetalLB assigned every
-// address: each Service whose address fits keeps it; the younger of two
+// TestAdoptsMetalLBAddressesThatFit starts the controller (no speakers,
+// no MetalLB running) on Services whose status MetalLB's controller
+// wrote: each Service whose address fits keeps it; the younger of two
 // claiming one address, one outside every Herald pool and one in a pool
 // that does not admit it get new addresses, with an event saying why, and
-// the log counts both.
-func TestTakeoverFromMetalLB(t *testing.T) {
+// the log counts both. The live takeover from a running MetalLB is
+// e2e/metallb's TestLiveTakeoverFromMetalLBKeepsServing.
+func TestAdoptsMetalLBAddressesThatFit(t *testing.T) {
 	e := newEnv(t)
 	e.pool("l2", nil, "198.51.100.0/28")
 	e.pool("other-team", func(s *v1beta1.IPAddressPoolSpec) {
