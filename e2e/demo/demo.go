@@ -6,6 +6,7 @@
 package demo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/netip"
@@ -33,6 +34,9 @@ const Namespace = "demo"
 type ServiceReport struct {
 	Name    string
 	Address netip.Addr
+	// IPMode: the address's status.loadBalancer.ingress[].ipMode, as the
+	// controller wrote it ("" when unset).
+	IPMode string
 	// ARP: the nodes whose MACs answered the client's who-has (L2).
 	ARP []lab.Answer
 	// Routes: the router's entry for the address's /32 (BGP).
@@ -107,6 +111,7 @@ func gather(ctx context.Context, l *lab.Lab, name string, viaRouter bool) (Servi
 			s, err := l.Client().CoreV1().Services(Namespace).Get(ctx, name, metav1.GetOptions{})
 			if err == nil && len(service.IngressIPs(s)) > 0 {
 				sr.Address = service.IngressIPs(s)[0]
+				sr.IPMode = ingressIPMode(s, sr.Address)
 			}
 			return sr.Address.IsValid()
 		}},
@@ -144,12 +149,23 @@ func gather(ctx context.Context, l *lab.Lab, name string, viaRouter bool) (Servi
 	return sr, nil
 }
 
+// ingressIPMode is the ipMode of the Service's ingress entry for ip, ""
+// when that entry has none.
+func ingressIPMode(s *corev1.Service, ip netip.Addr) string {
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if a, err := netip.ParseAddr(in.IP); err == nil && a == ip && in.IPMode != nil {
+			return string(*in.IPMode)
+		}
+	}
+	return ""
+}
+
 // Print writes the report for a human.
 func Print(w *strings.Builder, l *lab.Lab, r Report) {
 	fmt.Fprintf(w, "Herald is running in the lab (run %s), installed from its images and manifests/herald.yaml: the controller Deployment and a speaker Pod on each of %d nodes.\n\n", l.RunID(), len(l.Nodes()))
 	for _, sr := range []ServiceReport{r.L2, r.BGP} {
 		fmt.Fprintf(w, "Service %s/%s (port 443 -> pods' 8443)\n", Namespace, sr.Name)
-		fmt.Fprintf(w, "  address          %s (ipMode VIP)\n", sr.Address)
+		fmt.Fprintf(w, "  address          %s (ipMode %s)\n", sr.Address, cmp.Or(sr.IPMode, "unset"))
 		for _, a := range sr.ARP {
 			fmt.Fprintf(w, "  ARP answer       %s = %s, as seen from the client %s\n", a.MAC, a.Node, lab.ClientIPv4)
 		}

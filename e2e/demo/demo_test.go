@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
@@ -11,13 +12,20 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/testenv"
 )
 
 // TestMakeDemo runs what `make demo` runs (the herald-demo command, which
-// leaves a detached lab up), checks its report, then takes the lab down
-// with `herald-lab down`, as a user would with `make lab-down`.
+// leaves a detached lab up), checks its report and, through the lab's API
+// server, that each demo Service's status holds the address the report
+// printed with ipMode VIP, then takes the lab down with `herald-lab down`,
+// as a user would with `make lab-down`.
 func TestMakeDemo(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the demo needs root (network namespaces)")
@@ -75,5 +83,66 @@ func TestMakeDemo(t *testing.T) {
 	}
 	if strings.Count(out, "ARP answer") != 1 {
 		t.Errorf("want exactly one node answering ARP for the L2 address")
+	}
+	checkStatus(t, out)
+}
+
+// checkStatus reads the demo Services from the API server the report's
+// kubeconfig names: each has one ingress entry per family, every entry
+// with ipMode VIP and in the Service's pool, the IPv4 one the address
+// the report printed.
+func checkStatus(t *testing.T, report string) {
+	t.Helper()
+	m := regexp.MustCompile(`export KUBECONFIG=(\S+)`).FindStringSubmatch(report)
+	if m == nil {
+		t.Fatal("the report names no kubeconfig")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", m[1])
+	if err != nil {
+		t.Fatalf("kubeconfig %s: %v", m[1], err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, pool := range map[string]netip.Prefix{
+		"demo-l2":  netip.MustParsePrefix("198.51.100.64/27"),
+		"demo-bgp": netip.MustParsePrefix("198.51.100.128/27"),
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		svc, err := kube.CoreV1().Services(Namespace).Get(ctx, name, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			t.Errorf("Service %s/%s: %v", Namespace, name, err)
+			continue
+		}
+		ingress := svc.Status.LoadBalancer.Ingress
+		if len(ingress) == 0 {
+			t.Errorf("Service %s/%s has no status.loadBalancer.ingress", Namespace, name)
+			continue
+		}
+		printed := false
+		for _, in := range ingress {
+			mode := "unset"
+			if in.IPMode != nil {
+				mode = string(*in.IPMode)
+			}
+			if mode != string(corev1.LoadBalancerIPModeVIP) {
+				t.Errorf("Service %s/%s: ingress %s has ipMode %s, want VIP", Namespace, name, in.IP, mode)
+			}
+			ip, err := netip.ParseAddr(in.IP)
+			if err != nil {
+				t.Errorf("Service %s/%s: ingress IP %q: %v", Namespace, name, in.IP, err)
+				continue
+			}
+			if ip.Is4() && !pool.Contains(ip) {
+				t.Errorf("Service %s/%s: %s is outside its pool %s", Namespace, name, ip, pool)
+			}
+			want := fmt.Sprintf("Service %s/%s (port 443 -> pods' 8443)\n  address          %s (ipMode %s)\n", Namespace, name, ip, mode)
+			printed = printed || strings.Contains(report, want)
+		}
+		if !printed {
+			t.Errorf("the report does not print Service %s/%s's address as its status holds it (%+v)", Namespace, name, ingress)
+		}
 	}
 }
