@@ -46,10 +46,8 @@ spec:
 func TestLocalPrefOverIBGP(t *testing.T) {
 	l, h := herald(t)
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{ASN: lab.RouterASN, NodeASN: lab.RouterASN})
-	// ebgpMultiHop: false is spelled out because the CRD rule
-	// "!self.ebgpMultiHop || self.myASN != self.peerASN" fails with "no such
-	// key" when the field is absent, refusing every iBGP BGPPeer that
-	// leaves it out (api/v1beta1/bgppeer_types.go: it needs a has() guard).
+	// the BGPPeer leaves ebgpMultiHop out, as an iBGP peer usually does:
+	// the CRD rule on it is guarded with has() (api/v1beta1/crd_test.go)
 	apply(t, h, `
 apiVersion: herald.dev/v1beta1
 kind: BGPPeer
@@ -61,7 +59,6 @@ spec:
   holdTime: 9s
   keepaliveTime: 3s
   connectTime: 2s
-  ebgpMultiHop: false
 ---
 apiVersion: herald.dev/v1beta1
 kind: BGPAdvertisement
