@@ -64,8 +64,10 @@ func (im *Images) buildIn(cache string) error {
 	// Only this machine's architecture, the one the nodes import: `make
 	// images` also cross-builds arm64, but on a fresh machine that is a
 	// second compile of every dependency (minutes on 2 cores) for an image
-	// no node runs. The multi-architecture index itself is tested by
-	// hack/images and TestImagesOutputAndDigest (the pause image, both
+	// no node runs. The multi-architecture index of the controller and
+	// speaker images is tested by hack/images
+	// (TestMakeImagesIndexesControllerAndSpeaker), the archive's reading
+	// here by TestImagesOutputAndDigest (the pause image, both
 	// architectures).
 	arches := []string{runtime.GOARCH}
 	if !slices.Contains([]string{"amd64", "arm64"}, runtime.GOARCH) {

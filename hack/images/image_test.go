@@ -4,8 +4,6 @@ import (
 	"archive/tar"
 	"bufio"
 	"context"
-	"debug/elf"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -116,69 +114,7 @@ func TestMultiArchOCILayout(t *testing.T) {
 		t.Error("two builds of the same image differ")
 	}
 
-	root := untar(t, archive)
-	if data, err := os.ReadFile(filepath.Join(root, "oci-layout")); err != nil || !strings.Contains(string(data), `"imageLayoutVersion"`) {
-		t.Fatalf("oci-layout: %q, %v", data, err)
-	}
-	var top v1.IndexManifest
-	data, err := os.ReadFile(filepath.Join(root, "index.json"))
-	if err != nil || json.Unmarshal(data, &top) != nil {
-		t.Fatalf("index.json: %v\n%s", err, data)
-	}
-	if len(top.Manifests) != 1 {
-		t.Fatalf("index.json holds %d descriptors, want 1", len(top.Manifests))
-	}
-	d := top.Manifests[0]
-	if d.MediaType != types.OCIImageIndex || d.Annotations[AnnotationContainerdName] != PauseRef || d.Annotations[AnnotationRefName] != PauseRef {
-		t.Errorf("index descriptor %+v", d)
-	}
-	p, err := layout.FromPath(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idx, err := p.ImageIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inner, err := idx.ImageIndex(d.Digest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := inner.IndexManifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	machines := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
-	var got []string
-	for _, md := range m.Manifests {
-		got = append(got, md.Platform.OS+"/"+md.Platform.Architecture)
-		img, err := inner.Image(md.Digest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if mt, _ := img.MediaType(); mt != types.OCIManifestSchema1 {
-			t.Errorf("%s: manifest media type %s", md.Platform.Architecture, mt)
-		}
-		cfg, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cfg.Architecture != md.Platform.Architecture || cfg.OS != "linux" || cfg.Config.User != "65535:65535" || cfg.Config.Entrypoint[0] != "/pause" {
-			t.Errorf("%s config: arch %s os %s user %s entrypoint %v", md.Platform.Architecture, cfg.Architecture, cfg.OS, cfg.Config.User, cfg.Config.Entrypoint)
-		}
-		bin := extractBinary(t, img, filepath.Join(dir, "pause-"+cfg.Architecture))
-		f, err := elf.Open(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if f.Machine != machines[cfg.Architecture] {
-			t.Errorf("%s image holds a %s binary", cfg.Architecture, f.Machine)
-		}
-		f.Close()
-	}
-	if strings.Join(got, ",") != "linux/amd64,linux/arm64" {
-		t.Errorf("platforms %v", got)
-	}
+	checkMultiArch(t, archive, PauseRef, "65535:65535", "/pause", []string{"amd64", "arm64"})
 }
 
 // imageFor reads the image of this machine's architecture from an archive.

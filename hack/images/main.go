@@ -32,6 +32,10 @@ import (
 // default.
 const PauseRef = "registry.k8s.io/pause:3.10"
 
+// defaultArchFlag is -arch's default: the architectures of Herald's
+// images.
+const defaultArchFlag = "amd64 arm64"
+
 // images lists what is built: binary name and reference.
 func images(repo, tag string) []struct{ bin, ref, user string } {
 	return []struct{ bin, ref, user string }{
@@ -47,7 +51,7 @@ func main() {
 	binDir := flag.String("bin", "bin/static", "directory holding linux-<arch>/ directories of static binaries")
 	repo := flag.String("repo", "ghcr.io/herald-lb", "image repository")
 	tag := flag.String("tag", "v0.1.0", "image tag")
-	arches := flag.String("arch", "amd64 arm64", "architectures, space- or comma-separated")
+	arches := flag.String("arch", defaultArchFlag, "architectures, space- or comma-separated")
 	only := flag.String("images", "", "build only these images (controller, speaker, podserver, pause), space- or comma-separated; empty: all")
 	user := flag.String("user", "", "user every entrypoint runs as (uid:gid); empty: each image's own (Herald's run as "+NonRootUser+")")
 	source := flag.String("source", HeraldSource, "org.opencontainers.image.source label (hack/build-metallb.sh packages MetalLB's binaries)")
