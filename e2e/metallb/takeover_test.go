@@ -35,7 +35,7 @@ const maxTakeoverGap = 5 * time.Second
 // right after the release, when every speaker starts announcing at once,
 // CPU starvation makes Herald's member lists take live nodes for dead:
 // 250-350 ms of two MACs on a quiet machine, 600-800 ms in a CI run with
-// the fuzzers running beside the lab (see docs/metallb.md).
+// the fuzzers running beside the lab (docs/benchmarks.md, MetalLB takeover).
 const maxTakeoverOverlap = 1500 * time.Millisecond
 
 // probeInterval of the client's monitors (one per address).
