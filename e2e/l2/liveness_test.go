@@ -248,8 +248,9 @@ func TestCrashloopingSpeakerThenAnotherRestarts(t *testing.T) {
 	vips := services(t, l, "crashloop", 3)
 	const crashing, restarting = "node3", "node1"
 	mons := monitorAll(t, l, vips)
-	lease := keepLeaseFresh(t, l, crashing)
 	stop := h.CrashLoop(crashing)
+	// from here node3's speaker renews nothing: it dies before it syncs
+	lease := keepLeaseFresh(t, l, crashing)
 	stopped := false
 	t.Cleanup(func() {
 		if !stopped {
