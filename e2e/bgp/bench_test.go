@@ -18,7 +18,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	svcinfo "github.com/herald-lb/herald/internal/service"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // The benchmarks' pool: 1,024 IPv6 addresses outside the tests' pools.

@@ -24,7 +24,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/service"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Namespace of the demo Services.

@@ -15,7 +15,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/service"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Namespace is Herald's namespace in the manifests.

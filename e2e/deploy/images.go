@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Images are Herald's images built from this checkout as `make images`

@@ -3,7 +3,7 @@ package deploy
 import (
 	"fmt"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // SpeakerMemory reads the memory and CPU time of every running speaker

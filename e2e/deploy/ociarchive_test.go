@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // TestImagesOutputAndDigest runs hack/images as Images.build does (two

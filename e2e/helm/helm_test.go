@@ -16,7 +16,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 const testNS = "helm"

@@ -14,7 +14,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // checkWindowsNodeGetsNoSpeaker registers two Node objects without a

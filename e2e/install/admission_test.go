@@ -14,7 +14,7 @@ import (
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/nodewrites"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // nodeNameClaim is the user extra in which the API server carries the

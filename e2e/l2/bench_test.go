@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // The L2 benchmarks run many trials in the lab and print p50/p99/max

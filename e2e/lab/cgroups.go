@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // cgroupMount is where the root namespace has the cgroup v1 hierarchies.

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // clearStaleRuns removes runs left by a crashed owner. The caller holds

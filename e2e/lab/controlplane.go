@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // startControlPlane starts etcd and kube-apiserver (bound to

@@ -48,7 +48,7 @@
 // Routers (FRR or BIRD) and Cluster (the API, kubectl, Nodes, Services)
 // are embedded in it; the rest of Lab is the run (state file, processes,
 // start and teardown, the kubelets and containerd). The network, process,
-// router and polling pieces underneath are internal/labkit's, shared with
+// router and polling pieces underneath are test/labkit's, shared with
 // the internal lab tests of internal/bgp, internal/layer2 and
 // internal/members.
 //

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/herald-lb/herald/internal/labkit"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/labkit"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Exec runs argv inside host's namespace ("" or "root": the root

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // StartKubelet starts the node's kubelet inside its containerd's mount

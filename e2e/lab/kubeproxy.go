@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/labkit"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // startKubeProxies runs kube-proxy in every node namespace and waits until

@@ -13,8 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/labkit"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Lab is a running lab, split by concern: its Network (namespaces,

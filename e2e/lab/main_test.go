@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // One lab for the package: default options (3 nodes, FRR, nftables).

@@ -5,12 +5,12 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Network is the lab's network: every host of the address plan (plan.go)
 // as a namespace herald-<run>-<host> on one segment (topology.go), and
-// what tests do to it (netops.go, Exec). It is built on internal/labkit
+// what tests do to it (netops.go, Exec). It is built on test/labkit
 // (InNS, NSPIDs, DeleteNS, the range check).
 type Network struct {
 	id    string
@@ -21,7 +21,7 @@ type Network struct {
 	macs map[string]string
 }
 
-// Routers is the lab's BGP router, FRR or BIRD (internal/labkit's FRR
+// Routers is the lab's BGP router, FRR or BIRD (test/labkit's FRR
 // and BIRD), as it runs now (router.go, routerstate.go).
 type Routers struct {
 	routerMu sync.Mutex

@@ -10,7 +10,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // checkRegistries refuses to start when a package registry host resolves

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // debianPackages are the packages the lab runs commands from. The Habets

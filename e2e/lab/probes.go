@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/probe"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // Answer is one answer to an ARP who-has or a neighbor solicitation sent

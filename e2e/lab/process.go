@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/labkit"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // routerRun is the router daemon set currently running.

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // startBIRD runs BIRD 2 in the foreground in the router namespace with its

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // startFRR runs zebra, bgpd and bfdd in the router namespace with every

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // run runs a command to completion and returns its standard output; the

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // DefaultStateRoot holds one directory per run: state.json, logs,

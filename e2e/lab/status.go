@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // RunStatus describes one lab run found on the machine.

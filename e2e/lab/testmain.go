@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/labkit"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // shared is the lab Main started for a test package. It is the only
 // package-level state here, and exists because TestMain runs once per
-// test binary (the same shape as internal/testenv's Main and Shared).
+// test binary (the same shape as test/testenv's Main and Shared).
 var shared struct {
 	lab *Lab
 	err error

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/herald-lb/herald/e2e/lab/probe"
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // The lab's hosts and how they are wired:

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { lab.Main(m, lab.Options{Nodes: 3}) }

@@ -18,7 +18,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // maxTakeoverGap is the longest time an address may go unanswered during

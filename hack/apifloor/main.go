@@ -21,7 +21,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/herald-lb/herald/hack/apifloor/floor"
+	"github.com/herald-lb/herald/test/apifloor"
 )
 
 func main() {
@@ -53,7 +53,7 @@ func run(args []string) error {
 	}
 	fmt.Printf("%-8s %-8s %-10s %s\n", "writes", "writers", "seconds", "writes/s")
 	for _, w := range ws {
-		r, err := floor.Measure(context.Background(), cfg, floor.Options{Namespace: *ns, Services: *n, Writers: w, IPv6: *ipv6, Apply: *apply, Update: *update})
+		r, err := apifloor.Measure(context.Background(), cfg, apifloor.Options{Namespace: *ns, Services: *n, Writers: w, IPv6: *ipv6, Apply: *apply, Update: *update})
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // The FRR lab: three network namespaces of a labkit.Network:

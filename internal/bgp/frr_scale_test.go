@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // frrScaleEnv carries a frrScale to the speaker side of the benchmark.

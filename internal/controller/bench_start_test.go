@@ -17,8 +17,8 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/hack/apifloor/floor"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/apifloor"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // benchStart creates n pending Services, measures the API server's floor
@@ -61,8 +61,8 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 			c0 := readCPU(b)
 			return func() { floorCPU = readCPU(b).since(c0) }
 		}
-		floorOpts := floor.Options{Namespace: "apifloor", Services: n, Writers: benchWorkers(), IPv6: true, Probe: probe}
-		fl, err := floor.Measure(context.Background(), testenv.Shared(b).AdminConfig, floorOpts)
+		floorOpts := apifloor.Options{Namespace: "apifloor", Services: n, Writers: benchWorkers(), IPv6: true, Probe: probe}
+		fl, err := apifloor.Measure(context.Background(), testenv.Shared(b).AdminConfig, floorOpts)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 			proc.Stop(5 * time.Second)
 			e.wipe()
 			floorOpts.Probe = nil
-			after, err := floor.Measure(context.Background(), testenv.Shared(b).AdminConfig, floorOpts)
+			after, err := apifloor.Measure(context.Background(), testenv.Shared(b).AdminConfig, floorOpts)
 			if err != nil {
 				b.Fatal(err)
 			}

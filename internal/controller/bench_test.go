@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/herald-lb/herald/api/v1beta1"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // The controller benchmarks run the controller binary against the real

@@ -24,7 +24,7 @@ import (
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/clientset"
 	"github.com/herald-lb/herald/internal/service"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // The controller binary starts its informers with LIST then WATCH

@@ -15,7 +15,7 @@ import (
 	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/speaker"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 // nullL2 is an L2 backend that announces nothing on the wire and reports

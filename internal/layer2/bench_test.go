@@ -9,7 +9,7 @@ import (
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ethernet"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 func BenchmarkChooseInterfaces(b *testing.B) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestLabFenceSplitBrain: node1 and node2 both claim the same VIPs (as

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // handoverLab: node1 and node2 (announcers, IPv6 DAD on) and a client that

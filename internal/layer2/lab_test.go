@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // The lab: a labkit.Network (a bridge namespace and host namespaces

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestLabMalformedARPBurst: while the client probes node1's VIPs every

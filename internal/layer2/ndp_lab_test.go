@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 func isUnsolicitedNA(from, target string) func(frame) bool {

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestLabReleasingStopsBurst switches node1's VIPs to Releasing in the

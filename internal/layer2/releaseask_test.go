@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // askingAnnouncer is releaseAnnouncer whose responders are real ones on a

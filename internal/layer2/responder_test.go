@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // fakeProto counts gratuitous packets per VIP, and records the questions

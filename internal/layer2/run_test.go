@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestRunStops runs the announcer in the test's own network namespace with

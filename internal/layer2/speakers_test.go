@@ -10,7 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // foreignCall is one OnForeignClaim call.

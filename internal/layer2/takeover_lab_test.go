@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestLabTakeover moves an IPv4 and an IPv6 VIP from node1 to node2 the way

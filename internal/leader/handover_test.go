@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-lb/herald/internal/leader"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestFailureBetweenNamespaces runs three members as separate processes,

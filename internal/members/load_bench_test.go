@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // loadDuration is how long each false-suspicion run keeps the CPU busy.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/herald-lb/herald/internal/labkit"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // The member-list simulation: hundreds of real memberlist instances in a

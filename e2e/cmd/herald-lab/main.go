@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func main() {

@@ -18,7 +18,7 @@ import (
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

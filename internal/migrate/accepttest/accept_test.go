@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/herald-lb/herald/internal/migrate"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }

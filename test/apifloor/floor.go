@@ -1,4 +1,4 @@
-// Package floor measures the API server's own write floor for
+// Package apifloor measures the API server's own write floor for
 // LoadBalancer status: how long N status writes of pending LoadBalancer
 // Services take with W concurrent writers over one client (client-go's
 // persistent HTTP/2 connection, no client-side rate limit). Each write
@@ -17,7 +17,7 @@
 // It never touches Services it did not create: it works in a namespace of
 // its own, creates the Services (not timed), times the status writes, and
 // deletes the Services again.
-package floor
+package apifloor
 
 import (
 	"context"

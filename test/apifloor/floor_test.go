@@ -1,4 +1,4 @@
-package floor_test
+package apifloor_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/herald-lb/herald/hack/apifloor/floor"
-	"github.com/herald-lb/herald/internal/testenv"
+	"github.com/herald-lb/herald/test/apifloor"
+	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
@@ -21,9 +21,9 @@ func TestMeasureWritesEveryStatusAndCleansUp(t *testing.T) {
 	cfg := testenv.Shared(t).AdminConfig
 	kube := kubernetes.NewForConfigOrDie(cfg)
 	ctx := context.Background()
-	for _, o := range []floor.Options{{IPv6: false}, {IPv6: true}, {Apply: true}, {Update: true}} {
+	for _, o := range []apifloor.Options{{IPv6: false}, {IPv6: true}, {Apply: true}, {Update: true}} {
 		o.Namespace, o.Services, o.Writers, o.Keep = "floor-test", 20, 4, true
-		r, err := floor.Measure(ctx, cfg, o)
+		r, err := apifloor.Measure(ctx, cfg, o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestMeasureWritesEveryStatusAndCleansUp(t *testing.T) {
 			}
 		}
 		o.Keep = false
-		if _, err := floor.Measure(ctx, cfg, o); err != nil {
+		if _, err := apifloor.Measure(ctx, cfg, o); err != nil {
 			t.Fatal(err)
 		}
 		svcs, err = kube.CoreV1().Services(o.Namespace).List(ctx, metav1.ListOptions{})
@@ -62,7 +62,7 @@ func TestMeasureWritesEveryStatusAndCleansUp(t *testing.T) {
 			t.Errorf("%d Services left behind", len(svcs.Items))
 		}
 	}
-	if _, err := floor.Measure(ctx, cfg, floor.Options{Namespace: "floor-test"}); err == nil {
+	if _, err := apifloor.Measure(ctx, cfg, apifloor.Options{Namespace: "floor-test"}); err == nil {
 		t.Error("no error for zero Services and Writers")
 	}
 }
