@@ -134,10 +134,5 @@ func (l *Lab) HTTPGet(ctx context.Context, host string, addr netip.Addr, port in
 	if err != nil {
 		return PodAnswer{}, fmt.Errorf("HTTP from %s: %w", host, err)
 	}
-	var a PodAnswer
-	if err := json.Unmarshal([]byte(out), &a); err != nil {
-		return a, fmt.Errorf("HTTP from %s to %s: not a pod answer: %q", host, url, out)
-	}
-	a.ClientAddr, _ = netip.ParseAddrPort(a.Client)
-	return a, nil
+	return parsePodAnswer(out, host, url)
 }

@@ -21,6 +21,7 @@ type frrRoute struct {
 		Metric    uint32                  `json:"metric"`
 		LocPrf    *uint32                 `json:"locPrf"`
 		Multipath bool                    `json:"multipath"`
+		Stale     bool                    `json:"stale"`
 		Bestpath  *struct{ Overall bool } `json:"bestpath"`
 		Community *struct {
 			List []string `json:"list"`
@@ -53,7 +54,7 @@ func ParseFRRRoute(data []byte) (RIBEntry, error) {
 		e.Prefix = p
 	}
 	for _, fp := range r.Paths {
-		p := Path{Origin: fp.Origin, MED: fp.Metric, Multipath: fp.Multipath}
+		p := Path{Origin: fp.Origin, MED: fp.Metric, Multipath: fp.Multipath, Stale: fp.Stale}
 		p.Best = fp.Bestpath != nil && fp.Bestpath.Overall
 		if fp.LocPrf != nil {
 			p.LocalPref, p.HasLocalPref = *fp.LocPrf, true
@@ -99,6 +100,9 @@ type frrNeighborJSON struct {
 	PeerBfdInfo *struct {
 		Status string `json:"status"`
 	} `json:"peerBfdInfo"`
+	NeighborCapabilities struct {
+		GracefulRestart string `json:"gracefulRestart"`
+	} `json:"neighborCapabilities"`
 }
 
 // ParseFRRNeighbors parses `show bgp neighbors json`, sorted by address.
@@ -119,7 +123,8 @@ func ParseFRRNeighbors(data []byte) ([]Peer, error) {
 		}
 		p := Peer{Address: a, ASN: n.RemoteAs, State: n.BGPState, Name: n.PeerGroup,
 			Dynamic: n.PeerSubnetRangeGroup != "", Established: n.ConnectionsEstablished, Dropped: n.ConnectionsDropped,
-			Received: map[string]int{}}
+			GracefulRestart: n.NeighborCapabilities.GracefulRestart == "advertisedAndReceived",
+			Received:        map[string]int{}}
 		for af, info := range n.AddressFamilyInfo {
 			p.Received[frrFamily(af)] += info.AcceptedPrefixCounter
 		}

@@ -15,9 +15,13 @@ type Path struct {
 	// Best is the selected path; Multipath marks paths used for ECMP
 	// besides it (FRR); BIRD marks only Best.
 	Best, Multipath bool
-	ASPath          []uint32
-	Origin          string // IGP, EGP, incomplete
-	MED             uint32
+	// Stale: the router keeps the path through the peer's graceful
+	// restart, until the peer refreshes it or the restart times out (FRR
+	// only).
+	Stale  bool
+	ASPath []uint32
+	Origin string // IGP, EGP, incomplete
+	MED    uint32
 	// LocalPref is the LOCAL_PREF attribute; HasLocalPref is false when
 	// the path carried none (eBGP).
 	LocalPref    uint32
@@ -59,6 +63,9 @@ type Peer struct {
 	Received map[string]int
 	// Established and Dropped count the session's ups and downs (FRR only).
 	Established, Dropped int
+	// GracefulRestart: both sides announced the graceful-restart
+	// capability on the session (FRR only).
+	GracefulRestart bool
 	// BFD is the BFD session state ("up", "down", "init", ...), or ""
 	// when the session has no BFD.
 	BFD string

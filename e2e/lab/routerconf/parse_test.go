@@ -48,6 +48,13 @@ func TestParseFRRRoute(t *testing.T) {
 	if err != nil || len(e6.Paths) != 1 || !slices.Equal(e6.Paths[0].NextHops, addrs("2001:db8:1::11")) {
 		t.Errorf("v6: %+v %v", e6, err)
 	}
+	if p.Stale {
+		t.Errorf("path %+v is stale", p)
+	}
+	stale, err := ParseFRRRoute([]byte(`{"prefix":"198.51.100.130/32","paths":[{"stale":true,"peer":{"peerId":"198.51.100.11"}}]}`))
+	if err != nil || len(stale.Paths) != 1 || !stale.Paths[0].Stale {
+		t.Errorf("stale: %+v %v", stale, err)
+	}
 	none, err := ParseFRRRoute(readTestdata(t, "frr-route-none.json"))
 	if err != nil || len(none.Paths) != 0 {
 		t.Errorf("none: %+v %v", none, err)
@@ -64,7 +71,7 @@ func TestParseFRRNeighbors(t *testing.T) {
 	}
 	p := peers[0]
 	if p.Address != netip.MustParseAddr("198.51.100.11") || !p.Up() || !p.Dynamic || p.ASN != 64513 ||
-		p.Name != "NODES4" || p.Received["ipv4"] != 1 || p.Established != 1 {
+		p.Name != "NODES4" || p.Received["ipv4"] != 1 || p.Established != 1 || !p.GracefulRestart {
 		t.Errorf("peer %+v", p)
 	}
 	if peers[1].Address != netip.MustParseAddr("2001:db8:1::11") || peers[1].Received["ipv6"] != 1 {

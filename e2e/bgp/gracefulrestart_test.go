@@ -1,0 +1,177 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/e2e/lab/probe"
+	"github.com/herald-lb/herald/e2e/lab/routerconf"
+)
+
+// grPeerConfig is the base BGPPeer with graceful restart.
+const grPeerConfig = `
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: 64513
+  peerASN: 64512
+  peerAddress: 198.51.100.1
+  holdTime: 9s
+  keepaliveTime: 3s
+  connectTime: 2s
+  gracefulRestart: true
+`
+
+// TestGracefulRestartKeepsRoutes: with gracefulRestart on the BGPPeer,
+// deleting a speaker Pod (the DaemonSet makes a new one) leaves FRR
+// holding that node's routes, marked stale, while the speaker is away;
+// the new speaker refreshes them (no longer stale), and nothing is
+// withdrawn: the router's FIB never drops the node's next hop (the route
+// monitor sees no removal), FRR logs no withdrawal from the node, and a
+// client requesting the address through the router every 50 ms has no
+// failed request. The Service has externalTrafficPolicy Local with its
+// only pod on the restarted node, so that node is its only next hop.
+func TestGracefulRestartKeepsRoutes(t *testing.T) {
+	l, h := herald(t)
+	const victim = "node2"
+	peer := nodeAddrs(l, false, victim)[0]
+	apply(t, h, grPeerConfig)
+	waitGracefulRestart(t, l, nodeAddrs(l, false)...)
+
+	_, ips := service(t, l, "gr", poolMain, func(s *corev1.Service) {
+		dualStack(s)
+		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+	}, victim)
+	var prefixes []netip.Prefix
+	for _, ip := range ips {
+		prefixes = append(prefixes, host(ip))
+		waitFIB(t, l, host(ip), victim)
+	}
+	log := frrDebugLog(t, l)
+	mon := lab.StartRouteMonitor(t, l)
+	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
+
+	start := time.Now()
+	old := deleteSpeakerPod(t, h, victim)
+	t.Logf("speaker Pod %s on %s deleted", old, victim)
+	stale := waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(p pathState) bool {
+		return p.stale && !p.sessionUp
+	})
+	t.Logf("FRR keeps %v from %s, stale, %v after the delete", prefixes, victim, stale.Round(time.Millisecond))
+	if _, err := h.StartSpeaker(victim); err != nil {
+		t.Fatal(err)
+	}
+	fresh := waitPathsFrom(t, l, prefixes, victim, peer, "refreshed by the new speaker", func(p pathState) bool {
+		return !p.stale && p.sessionUp
+	})
+	t.Logf("the new speaker refreshed %v %v after the delete", prefixes, fresh.Round(time.Millisecond))
+
+	tries := client.Tries(t)
+	checkServed(t, tries, start)
+	for _, ev := range mon.Events(t) {
+		if ev.Deleted && slices.Contains(prefixes, ev.Prefix) && !ev.At.Before(start) {
+			t.Errorf("the router removed %s from its FIB at +%v", ev.Prefix, ev.At.Sub(start).Round(time.Millisecond))
+		}
+	}
+	for _, p := range prefixes {
+		if at, line, ok := log.first(start, withdrawn(peer, p)); ok {
+			t.Errorf("FRR received a withdrawal of %s from %s at +%v: %s", p, victim, at.Sub(start).Round(time.Millisecond), line)
+		}
+	}
+}
+
+// waitGracefulRestart waits until the router's sessions with peers are
+// established with the graceful-restart capability on both sides.
+func waitGracefulRestart(t testing.TB, l *lab.Lab, peers ...netip.Addr) {
+	t.Helper()
+	lab.Poll(t, fmt.Sprintf("sessions with %v established with graceful restart", peers), 60*time.Second, func() bool {
+		n := neighbors(t, l)
+		for _, a := range peers {
+			if p := n[a]; !p.Up() || !p.GracefulRestart {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// deleteSpeakerPod deletes node's speaker Pod (a normal delete: the
+// kubelet sends SIGTERM) and returns its name.
+func deleteSpeakerPod(t testing.TB, h *deploy.Herald, node string) string {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := h.Pods(ctx, "speaker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		if p.Spec.NodeName == node {
+			if err := h.Lab.Client().CoreV1().Pods(deploy.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			return p.Name
+		}
+	}
+	t.Fatalf("no speaker Pod on %s", node)
+	return ""
+}
+
+// pathState is the router's view of one node's path for a prefix.
+type pathState struct {
+	stale, sessionUp bool
+}
+
+// waitPathsFrom polls the router until done holds for node's path of
+// every prefix, failing as soon as a prefix has no path from peer or the
+// FIB loses node as next hop; it returns how long it waited.
+func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, peer netip.Addr, what string, done func(pathState) bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	lab.Poll(t, fmt.Sprintf("paths of %v from %s %s", prefixes, node, what), 60*time.Second, func() bool {
+		up := neighbors(t, l)[peer].Up()
+		all := true
+		for _, p := range prefixes {
+			r := route(t, l, p)
+			i := slices.IndexFunc(r.Paths, func(x routerconf.Path) bool { return x.Peer == peer })
+			if i < 0 || !slices.Contains(r.FIBNodes(), node) {
+				t.Fatalf("%s: the router lost %s's route for %s (paths %+v, FIB via %v)", what, node, p, r.Paths, r.FIBNodes())
+			}
+			all = all && done(pathState{stale: r.Paths[i].Stale, sessionUp: up})
+		}
+		return all
+	})
+	return time.Since(start)
+}
+
+// checkServed fails the test when a request sent after start failed, or
+// when too few were sent to tell.
+func checkServed(t testing.TB, tries []probe.HTTPTry, start time.Time) {
+	t.Helper()
+	sent, failed := 0, 0
+	for _, try := range tries {
+		if try.Sent.Before(start) {
+			continue
+		}
+		sent++
+		if !try.OK {
+			failed++
+			if failed <= 5 {
+				t.Errorf("request at +%v failed: %s", try.Sent.Sub(start).Round(time.Millisecond), try.Error)
+			}
+		}
+	}
+	t.Logf("client: %d requests through the router during the restart, %d failed", sent, failed)
+	if sent < 20 {
+		t.Errorf("only %d requests during the restart: the client did not run", sent)
+	}
+}

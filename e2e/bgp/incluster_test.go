@@ -1,0 +1,69 @@
+package bgp
+
+import (
+	"context"
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// TestPodReachesBGPAddress: a pod inside the cluster that connects to a
+// BGP LoadBalancer address (ipMode VIP in the Service's status) is
+// answered by the Service's pod on another node, for both families; the
+// connection is translated by kube-proxy on the client pod's own node
+// (its conntrack entry for the address has the backend pod as the
+// replying side), not sent out to the router and back.
+func TestPodReachesBGPAddress(t *testing.T) {
+	l, _ := herald(t)
+	ctx := context.Background()
+	all := allNodes(l)
+	_, ips := service(t, l, "inside", poolMain, dualStack, "node2")
+	s, err := l.Client().CoreV1().Services(testNS).Get(ctx, "inside", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if in.IPMode == nil || *in.IPMode != corev1.LoadBalancerIPModeVIP {
+			t.Errorf("ingress %s: ipMode %v, want VIP", in.IP, in.IPMode)
+		}
+	}
+	client, err := l.Backend(ctx, testNS, "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend, err := l.Backend(ctx, testNS, "node2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, vip := range ips {
+		waitFIB(t, l, host(vip), all...)
+		var answer lab.PodAnswer
+		lab.Poll(t, "an answer to pod "+client.Name+" through "+vip.String(), 30*time.Second, func() bool {
+			answer, err = l.HTTPGetFromPod(ctx, testNS, client.Name, vip, 80)
+			return err == nil
+		})
+		if answer.Node != "node2" {
+			t.Errorf("%s answered by %s on %q, want the pod on node2", vip, answer.Pod, answer.Node)
+		}
+		want := backend.IPv4
+		fam := "ipv4"
+		if vip.Is6() {
+			want, fam = backend.IPv6, "ipv6"
+		}
+		out, err := l.Exec(ctx, "node1", "conntrack", "-L", "-f", fam, "-p", "tcp", "-d", vip.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, "src="+want.String()+" ") {
+			t.Errorf("node1 has no connection to %s translated to the backend %s:\n%s", vip, want, out)
+		}
+		t.Logf("pod %s on node1 reached %s: answered by %s, which saw the client as %s", client.Name,
+			netip.AddrPortFrom(vip, 80), answer.Pod, answer.Client)
+	}
+}
