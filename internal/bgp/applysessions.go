@@ -9,8 +9,8 @@ import (
 
 // applySessions carries out a session plan: deletions first, then in-place
 // updates, then additions. A failure concerns one session only.
-func (s *Speaker) applySessions(ctx context.Context, plan sessionPlan) []error {
-	errs := s.applySessionChanges(ctx, plan)
+func (s *Speaker) applySessions(ctx context.Context, plan sessionPlan, restarting bool) []error {
+	errs := s.applySessionChanges(ctx, plan, restarting)
 	now := time.Now()
 	for _, n := range sortedKeys(plan.refused) {
 		r := plan.refused[n]
@@ -20,7 +20,7 @@ func (s *Speaker) applySessions(ctx context.Context, plan sessionPlan) []error {
 	return errs
 }
 
-func (s *Speaker) applySessionChanges(ctx context.Context, plan sessionPlan) []error {
+func (s *Speaker) applySessionChanges(ctx context.Context, plan sessionPlan, restarting bool) []error {
 	if s.srv == nil {
 		return nil
 	}
@@ -40,7 +40,7 @@ func (s *Speaker) applySessionChanges(ctx context.Context, plan sessionPlan) []e
 		}
 	}
 	for _, ss := range plan.add {
-		if err := s.addPeer(ctx, ss); err != nil {
+		if err := s.addPeer(ctx, ss, restarting); err != nil {
 			errs = append(errs, wrapSession(ss.Name, err))
 		}
 	}
@@ -55,7 +55,7 @@ func (s *Speaker) deletePeer(ctx context.Context, ss Session) error {
 }
 
 func (s *Speaker) updatePeer(ctx context.Context, ss Session) error {
-	if _, err := s.srv.srv.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: peerConfig(ss)}); err != nil {
+	if _, err := s.srv.srv.UpdatePeer(ctx, &api.UpdatePeerRequest{Peer: peerConfig(ss, false)}); err != nil {
 		return err
 	}
 	s.configured[ss.Name] = ss
@@ -64,8 +64,8 @@ func (s *Speaker) updatePeer(ctx context.Context, ss Session) error {
 	return nil
 }
 
-func (s *Speaker) addPeer(ctx context.Context, ss Session) error {
-	if err := s.srv.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(ss)}); err != nil {
+func (s *Speaker) addPeer(ctx context.Context, ss Session, restarting bool) error {
+	if err := s.srv.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(ss, restarting)}); err != nil {
 		s.status.refuse(ss.Name, ss.PeerAddress, err, time.Now())
 		return err
 	}

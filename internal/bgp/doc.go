@@ -111,7 +111,12 @@
 // GracefulRestart are closed first with an administrative-reset Cease and
 // no withdrawal; a router that negotiated RFC 8538 (the N bit, which the
 // speaker announces) keeps our routes for the restart time (120 s). A
-// router without RFC 8538 flushes them, as for any Cease.
+// router without RFC 8538 flushes them, as for any Cease. The sessions of
+// a newly started server announce the Restart State bit and each family's
+// Forwarding State bit (RFC 4724), without which the router would drop
+// the routes it kept as soon as the session is back; the server sends its
+// paths once the router's End-of-RIB arrives, or after one second, and the
+// router then drops what was not sent again.
 //
 // # Metrics
 //

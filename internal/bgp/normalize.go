@@ -15,6 +15,13 @@ const (
 	defaultBFDInterval = 300 * time.Millisecond
 	defaultBFDMult     = 3
 	grRestartTime      = 120 // seconds announced in the graceful-restart capability
+	// grDeferralTime bounds, in seconds, how long a restarted server holds
+	// its routes back from a graceful-restart session while it waits for
+	// the End-of-RIB of every such peer (RFC 4724 4.1). Herald learns no
+	// routes, so there is nothing to wait for beyond GoBGP's own start;
+	// GoBGP's default (360 s) would hold the routes back that long
+	// whenever one such peer is unreachable. 0 means GoBGP's default.
+	grDeferralTime = 1
 )
 
 // normalize fills a session's defaults and checks what GoBGP would refuse or

@@ -13,7 +13,9 @@ const (
 )
 
 // peerConfig converts a normalized session into GoBGP's neighbor config.
-func peerConfig(s Session) *api.Peer {
+// restarting: the session is added by a GoBGP server that has just
+// started (the speaker restarted), see restartState.
+func peerConfig(s Session, restarting bool) *api.Peer {
 	p := &api.Peer{
 		Conf: &api.PeerConf{
 			NeighborAddress: s.PeerAddress.String(),
@@ -42,7 +44,12 @@ func peerConfig(s Session) *api.Peer {
 	if s.GracefulRestart {
 		// NotificationEnabled (RFC 8538) lets Shutdown end the session with
 		// a Cease that the router treats as a restart, keeping our routes.
-		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: grRestartTime, NotificationEnabled: true}
+		// LocalRestarting sets the Restart State bit and, per family, the
+		// Forwarding State bit in the OPEN of a restarted server: without
+		// the latter the router drops the routes it kept the moment the
+		// session is back (RFC 4724 4.2), before ours are sent again.
+		p.GracefulRestart = &api.GracefulRestart{Enabled: true, RestartTime: grRestartTime, NotificationEnabled: true,
+			DeferralTime: grDeferralTime, LocalRestarting: restarting}
 	}
 	p.Bfd = bfdConfig(s.BFD)
 	return p

@@ -115,7 +115,7 @@ func TestPeerConfig(t *testing.T) {
 		s.BFD = &BFD{ReceiveInterval: 100 * time.Millisecond, TransmitInterval: 200 * time.Millisecond, DetectMultiplier: 4}
 		s.Families = []Family{IPv4Unicast, IPv6Unicast}
 	}))
-	p := peerConfig(s)
+	p := peerConfig(s, false)
 	c := p.GetConf()
 	if c.GetNeighborAddress() != "198.51.100.1" || c.GetPeerAsn() != 64513 || c.GetLocalAsn() != 64512 ||
 		c.GetAuthPassword() != "secret" || c.GetDescription() != "rtr1" {
@@ -131,8 +131,12 @@ func TestPeerConfig(t *testing.T) {
 	if mh := p.GetEbgpMultihop(); !mh.GetEnabled() || mh.GetMultihopTtl() != 255 {
 		t.Errorf("multihop: %v", mh)
 	}
-	if gr := p.GetGracefulRestart(); !gr.GetEnabled() || !gr.GetNotificationEnabled() || gr.GetRestartTime() != 120 {
+	if gr := p.GetGracefulRestart(); !gr.GetEnabled() || !gr.GetNotificationEnabled() || gr.GetRestartTime() != 120 ||
+		gr.GetDeferralTime() != 1 || gr.GetLocalRestarting() {
 		t.Errorf("graceful restart: %v", gr)
+	}
+	if gr := peerConfig(s, true).GetGracefulRestart(); !gr.GetLocalRestarting() || gr.GetDeferralTime() != 1 {
+		t.Errorf("graceful restart of a restarted server: %v", gr)
 	}
 	if len(p.GetAfiSafis()) != 2 || p.GetAfiSafis()[1].GetConfig().GetFamily().GetAfi() != api.Family_AFI_IP6 ||
 		!p.GetAfiSafis()[1].GetMpGracefulRestart().GetConfig().GetEnabled() {
@@ -142,7 +146,7 @@ func TestPeerConfig(t *testing.T) {
 	if !b.GetEnabled() || b.GetRequiredMinimumReceive() != 100000 || b.GetDesiredMinimumTxInterval() != 200000 || b.GetDetectionMultiplier() != 4 {
 		t.Errorf("bfd (microseconds): %v", b)
 	}
-	plain := peerConfig(norm(t, sess("r", "198.51.100.1")))
+	plain := peerConfig(norm(t, sess("r", "198.51.100.1")), true)
 	if plain.GetBfd().GetEnabled() || plain.GetEbgpMultihop() != nil || plain.GetGracefulRestart() != nil || plain.GetTransport().GetLocalAddress() != "" {
 		t.Errorf("defaults must leave BFD, multihop, GR and the source address off: %v", plain)
 	}

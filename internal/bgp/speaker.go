@@ -80,10 +80,13 @@ func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 		s.stopServer("router ID changed")
 	}
 	plan := planSessions(s.configured, d.Sessions, s.effectiveRouterID(routerID))
+	stopped := s.srv == nil
 	if err := s.ensureServer(ctx, plan, routerID); err != nil {
 		return err
 	}
-	errs := s.applySessions(ctx, plan)
+	// The sessions a newly started server adds are a restart's: the
+	// router may hold routes of ours from the server before.
+	errs := s.applySessions(ctx, plan, stopped && s.srv != nil)
 	errs = append(errs, s.applyPaths(ctx, d)...)
 	s.pruneStatus(d.Sessions)
 	s.pathsOnly = len(errs) == 0
