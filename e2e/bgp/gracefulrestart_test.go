@@ -35,7 +35,8 @@ spec:
 // TestGracefulRestartKeepsRoutes: with gracefulRestart on the BGPPeer,
 // deleting a speaker Pod (the DaemonSet makes a new one) leaves FRR
 // holding that node's routes, marked stale, while the speaker is away;
-// the new speaker refreshes them (no longer stale), and nothing is
+// the new speaker's session (one re-establishment) refreshes them (no
+// longer stale, End-of-RIB received for both families), and nothing is
 // withdrawn: the router's FIB never drops the node's next hop (the route
 // monitor sees no removal), FRR logs no withdrawal from the node, and a
 // client requesting the address through the router every 50 ms has no
@@ -56,28 +57,37 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	for _, ip := range ips {
 		prefixes = append(prefixes, host(ip))
 		waitFIB(t, l, host(ip), victim)
+		waitAnswer(t, l, ip, victim)
 	}
 	log := frrDebugLog(t, l)
 	mon := lab.StartRouteMonitor(t, l)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("route changes: %+v\nFRR's log about %s:\n%s", mon.Events(t), peer, log.lines(peer.String()))
+		}
+	})
 	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
+	sessions := neighbors(t, l)[peer].Established
 
 	start := time.Now()
 	old := deleteSpeakerPod(t, h, victim)
 	t.Logf("speaker Pod %s on %s deleted", old, victim)
-	stale := waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(p pathState) bool {
-		return p.stale && !p.sessionUp
+	stale := waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(stale bool, n routerconf.Peer) bool {
+		return stale && !n.Up()
 	})
 	t.Logf("FRR keeps %v from %s, stale, %v after the delete", prefixes, victim, stale.Round(time.Millisecond))
 	if _, err := h.StartSpeaker(victim); err != nil {
 		t.Fatal(err)
 	}
-	fresh := waitPathsFrom(t, l, prefixes, victim, peer, "refreshed by the new speaker", func(p pathState) bool {
-		return !p.stale && p.sessionUp
+	fresh := waitPathsFrom(t, l, prefixes, victim, peer, "refreshed by the new speaker", func(stale bool, n routerconf.Peer) bool {
+		if n.Established > sessions+1 {
+			t.Fatalf("the session with %s was established %d times since the delete, want once", victim, n.Established-sessions)
+		}
+		return !stale && n.Up() && n.Established == sessions+1 && slices.Equal(n.EndOfRIB, []string{"ipv4", "ipv6"})
 	})
-	t.Logf("the new speaker refreshed %v %v after the delete", prefixes, fresh.Round(time.Millisecond))
+	t.Logf("the new speaker refreshed %v (End-of-RIB received) %v after the delete", prefixes, fresh.Round(time.Millisecond))
 
-	tries := client.Tries(t)
-	checkServed(t, tries, start)
+	checkServed(t, client.Tries(t), start)
 	for _, ev := range mon.Events(t) {
 		if ev.Deleted && slices.Contains(prefixes, ev.Prefix) && !ev.At.Before(start) {
 			t.Errorf("the router removed %s from its FIB at +%v", ev.Prefix, ev.At.Sub(start).Round(time.Millisecond))
@@ -88,6 +98,16 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 			t.Errorf("FRR received a withdrawal of %s from %s at +%v: %s", p, victim, at.Sub(start).Round(time.Millisecond), line)
 		}
 	}
+}
+
+// waitAnswer waits until a request from the external client to vip is
+// answered by a pod on node (kube-proxy there has the Service).
+func waitAnswer(t testing.TB, l *lab.Lab, vip netip.Addr, node string) {
+	t.Helper()
+	lab.Poll(t, "an answer through "+vip.String()+" from "+node, 30*time.Second, func() bool {
+		a, err := l.HTTPGet(context.Background(), lab.External, vip, 80)
+		return err == nil && a.Node == node
+	})
 }
 
 // waitGracefulRestart waits until the router's sessions with peers are
@@ -126,19 +146,15 @@ func deleteSpeakerPod(t testing.TB, h *deploy.Herald, node string) string {
 	return ""
 }
 
-// pathState is the router's view of one node's path for a prefix.
-type pathState struct {
-	stale, sessionUp bool
-}
-
 // waitPathsFrom polls the router until done holds for node's path of
-// every prefix, failing as soon as a prefix has no path from peer or the
-// FIB loses node as next hop; it returns how long it waited.
-func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, peer netip.Addr, what string, done func(pathState) bool) time.Duration {
+// every prefix (whether it is stale) and the router's session with peer,
+// failing as soon as a prefix has no path from peer or the FIB loses node
+// as next hop; it returns how long it waited.
+func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, peer netip.Addr, what string, done func(stale bool, n routerconf.Peer) bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	lab.Poll(t, fmt.Sprintf("paths of %v from %s %s", prefixes, node, what), 60*time.Second, func() bool {
-		up := neighbors(t, l)[peer].Up()
+		n := neighbors(t, l)[peer]
 		all := true
 		for _, p := range prefixes {
 			r := route(t, l, p)
@@ -146,7 +162,7 @@ func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node strin
 			if i < 0 || !slices.Contains(r.FIBNodes(), node) {
 				t.Fatalf("%s: the router lost %s's route for %s (paths %+v, FIB via %v)", what, node, p, r.Paths, r.FIBNodes())
 			}
-			all = all && done(pathState{stale: r.Paths[i].Stale, sessionUp: up})
+			all = all && done(r.Paths[i].Stale, n)
 		}
 		return all
 	})

@@ -2,6 +2,7 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestPodReachesBGPAddress: a pod inside the cluster that connects to a
@@ -43,25 +45,27 @@ func TestPodReachesBGPAddress(t *testing.T) {
 	}
 	for _, vip := range ips {
 		waitFIB(t, l, host(vip), all...)
-		var answer lab.PodAnswer
-		lab.Poll(t, "an answer to pod "+client.Name+" through "+vip.String(), 30*time.Second, func() bool {
-			answer, err = l.HTTPGetFromPod(ctx, testNS, client.Name, vip, 80)
-			return err == nil
-		})
-		if answer.Node != "node2" {
-			t.Errorf("%s answered by %s on %q, want the pod on node2", vip, answer.Pod, answer.Node)
-		}
-		want := backend.IPv4
-		fam := "ipv4"
+		want, fam := backend.IPv4, "ipv4"
 		if vip.Is6() {
 			want, fam = backend.IPv6, "ipv6"
 		}
-		out, err := l.Exec(ctx, "node1", "conntrack", "-L", "-f", fam, "-p", "tcp", "-d", vip.String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(out, "src="+want.String()+" ") {
-			t.Errorf("node1 has no connection to %s translated to the backend %s:\n%s", vip, want, out)
+		// kube-proxy on node1 may not have the address yet when the route
+		// is there: a request sent out to the router meanwhile is answered
+		// too, but not translated on node1
+		var answer lab.PodAnswer
+		labkit.EventuallyWhy(t, 30*time.Second, "pod "+client.Name+" answered through "+vip.String()+", translated on node1", func() (bool, string) {
+			answer, err = l.HTTPGetFromPod(ctx, testNS, client.Name, vip, 80)
+			if err != nil {
+				return false, err.Error()
+			}
+			out, err := l.Exec(ctx, "node1", "conntrack", "-L", "-f", fam, "-p", "tcp", "-d", vip.String())
+			if err != nil {
+				return false, err.Error()
+			}
+			return strings.Contains(out, "src="+want.String()+" "), fmt.Sprintf("node1's connections to %s:\n%s", vip, out)
+		})
+		if answer.Node != "node2" {
+			t.Errorf("%s answered by %s on %q, want the pod on node2", vip, answer.Pod, answer.Node)
 		}
 		t.Logf("pod %s on node1 reached %s: answered by %s, which saw the client as %s", client.Name,
 			netip.AddrPortFrom(vip, 80), answer.Pod, answer.Client)

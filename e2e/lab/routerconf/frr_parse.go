@@ -103,6 +103,9 @@ type frrNeighborJSON struct {
 	NeighborCapabilities struct {
 		GracefulRestart string `json:"gracefulRestart"`
 	} `json:"neighborCapabilities"`
+	GracefulRestartInfo struct {
+		EndOfRibRecv map[string]bool `json:"endOfRibRecv"`
+	} `json:"gracefulRestartInfo"`
 }
 
 // ParseFRRNeighbors parses `show bgp neighbors json`, sorted by address.
@@ -128,6 +131,12 @@ func ParseFRRNeighbors(data []byte) ([]Peer, error) {
 		for af, info := range n.AddressFamilyInfo {
 			p.Received[frrFamily(af)] += info.AcceptedPrefixCounter
 		}
+		for af, ok := range n.GracefulRestartInfo.EndOfRibRecv {
+			if ok {
+				p.EndOfRIB = append(p.EndOfRIB, frrFamily(af))
+			}
+		}
+		slices.Sort(p.EndOfRIB)
 		if n.PeerBfdInfo != nil {
 			p.BFD = strings.ToLower(n.PeerBfdInfo.Status)
 		}

@@ -66,6 +66,9 @@ type Peer struct {
 	// GracefulRestart: both sides announced the graceful-restart
 	// capability on the session (FRR only).
 	GracefulRestart bool
+	// EndOfRIB lists the families ("ipv4", "ipv6") whose End-of-RIB
+	// marker the router received on the session, sorted (FRR only).
+	EndOfRIB []string
 	// BFD is the BFD session state ("up", "down", "init", ...), or ""
 	// when the session has no BFD.
 	BFD string

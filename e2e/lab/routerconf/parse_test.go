@@ -71,7 +71,8 @@ func TestParseFRRNeighbors(t *testing.T) {
 	}
 	p := peers[0]
 	if p.Address != netip.MustParseAddr("198.51.100.11") || !p.Up() || !p.Dynamic || p.ASN != 64513 ||
-		p.Name != "NODES4" || p.Received["ipv4"] != 1 || p.Established != 1 || !p.GracefulRestart {
+		p.Name != "NODES4" || p.Received["ipv4"] != 1 || p.Established != 1 || !p.GracefulRestart ||
+		!slices.Equal(p.EndOfRIB, []string{"ipv4"}) {
 		t.Errorf("peer %+v", p)
 	}
 	if peers[1].Address != netip.MustParseAddr("2001:db8:1::11") || peers[1].Received["ipv6"] != 1 {
