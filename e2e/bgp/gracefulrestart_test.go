@@ -86,16 +86,50 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 		return !stale && n.Up() && n.Established == sessions+1 && slices.Equal(n.EndOfRIB, []string{"ipv4", "ipv6"})
 	})
 	t.Logf("the new speaker refreshed %v (End-of-RIB received) %v after the delete", prefixes, fresh.Round(time.Millisecond))
+	// the router acts on the End-of-RIB (drops what was not refreshed)
+	// and its FIB follows asynchronously: watch a while longer
+	holdFIB(t, l, prefixes, victim, grSettle)
 
 	checkServed(t, client.Tries(t), start)
 	for _, ev := range mon.Events(t) {
-		if ev.Deleted && slices.Contains(prefixes, ev.Prefix) && !ev.At.Before(start) {
+		if !slices.Contains(prefixes, ev.Prefix) || ev.At.Before(start) {
+			continue
+		}
+		t.Logf("FIB change at +%v: %s deleted=%v", ev.At.Sub(start).Round(time.Millisecond), ev.Prefix, ev.Deleted)
+		if ev.Deleted {
 			t.Errorf("the router removed %s from its FIB at +%v", ev.Prefix, ev.At.Sub(start).Round(time.Millisecond))
 		}
 	}
 	for _, p := range prefixes {
 		if at, line, ok := log.first(start, withdrawn(peer, p)); ok {
 			t.Errorf("FRR received a withdrawal of %s from %s at +%v: %s", p, victim, at.Sub(start).Round(time.Millisecond), line)
+		}
+	}
+}
+
+// grSettle is how long the graceful-restart test keeps watching the
+// router after the End-of-RIB.
+const grSettle = 3 * time.Second
+
+// holdFIB polls the router's FIB for d, failing as soon as a prefix
+// lacks node as next hop.
+func holdFIB(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	for ctx.Err() == nil {
+		for _, p := range prefixes {
+			hops, err := l.RouterFIB(context.Background(), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(hops, func(h lab.NextHop) bool { return h.Node == node }) {
+				t.Fatalf("%s lost next hop %s after the restart (FIB %+v)", p, node, hops)
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
