@@ -72,20 +72,20 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	start := time.Now()
 	old := deleteSpeakerPod(t, h, victim)
 	t.Logf("speaker Pod %s on %s deleted", old, victim)
-	stale := waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(stale bool, n routerconf.Peer) bool {
+	waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(stale bool, n routerconf.Peer) bool {
 		return stale && !n.Up()
 	})
-	t.Logf("FRR keeps %v from %s, stale, %v after the delete", prefixes, victim, stale.Round(time.Millisecond))
+	t.Logf("FRR keeps %v from %s, stale, %v after the delete", prefixes, victim, time.Since(start).Round(time.Millisecond))
 	if _, err := h.StartSpeaker(victim); err != nil {
 		t.Fatal(err)
 	}
-	fresh := waitPathsFrom(t, l, prefixes, victim, peer, "refreshed by the new speaker", func(stale bool, n routerconf.Peer) bool {
+	waitPathsFrom(t, l, prefixes, victim, peer, "refreshed by the new speaker", func(stale bool, n routerconf.Peer) bool {
 		if n.Established > sessions+1 {
 			t.Fatalf("the session with %s was established %d times since the delete, want once", victim, n.Established-sessions)
 		}
 		return !stale && n.Up() && n.Established == sessions+1 && slices.Equal(n.EndOfRIB, []string{"ipv4", "ipv6"})
 	})
-	t.Logf("the new speaker refreshed %v (End-of-RIB received) %v after the delete", prefixes, fresh.Round(time.Millisecond))
+	t.Logf("the new speaker refreshed %v (End-of-RIB received) %v after the delete", prefixes, time.Since(start).Round(time.Millisecond))
 	// the router acts on the End-of-RIB (drops what was not refreshed)
 	// and its FIB follows asynchronously: watch a while longer
 	holdFIB(t, l, prefixes, victim, grSettle)
@@ -183,10 +183,9 @@ func deleteSpeakerPod(t testing.TB, h *deploy.Herald, node string) string {
 // waitPathsFrom polls the router until done holds for node's path of
 // every prefix (whether it is stale) and the router's session with peer,
 // failing as soon as a prefix has no path from peer or the FIB loses node
-// as next hop; it returns how long it waited.
-func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, peer netip.Addr, what string, done func(stale bool, n routerconf.Peer) bool) time.Duration {
+// as next hop.
+func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, peer netip.Addr, what string, done func(stale bool, n routerconf.Peer) bool) {
 	t.Helper()
-	start := time.Now()
 	lab.Poll(t, fmt.Sprintf("paths of %v from %s %s", prefixes, node, what), 60*time.Second, func() bool {
 		n := neighbors(t, l)[peer]
 		all := true
@@ -200,7 +199,6 @@ func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node strin
 		}
 		return all
 	})
-	return time.Since(start)
 }
 
 // checkServed fails the test when a request sent after start failed, or
