@@ -83,14 +83,17 @@ const rollingOverlap = 100 * time.Millisecond
 
 // TestDrainOwnerNode drains the node announcing an address (kubectl drain:
 // cordon, evict its pods; the speaker, a DaemonSet Pod, stays): the address
-// stays answered throughout, and an ETP Local Service follows its pod to
-// the node where it is rescheduled.
+// stays answered throughout, and an ETP Local Service whose one pod ran
+// there follows its pod to the node where the scheduler places it again:
+// that node alone answers, and the pod sees the client's own address.
 func TestDrainOwnerNode(t *testing.T) {
 	l, h := herald(t)
 	ctx := context.Background()
 	_, ips := service(t, l, "drain", nil, "node1", "node2", "node3")
 	vip := ips[0]
 	own := owner(t, l, vip)
+	local := localOn(t, l, "drain-local", own)
+	servedLocally(t, l, local, own)
 	mons := monitorAll(t, l, []netip.Addr{vip})
 	start := time.Now()
 	if err := l.Drain(ctx, own); err != nil {
@@ -124,6 +127,12 @@ func TestDrainOwnerNode(t *testing.T) {
 	}
 	checkServedOverlap(t, what, probes, rollingOverlap+stall)
 	logLateAnswers(t, l, "drain of the owner "+own)
+	var moved string
+	lab.Poll(t, "drain-local's pod Ready on another node", time.Minute, func() bool {
+		moved, _ = l.ReadyPodNode(ctx, testNS, "drain-local")
+		return moved != "" && moved != own
+	})
+	servedLocally(t, l, local, moved)
 	if err := l.Uncordon(ctx, own); err != nil {
 		t.Fatal(err)
 	}
