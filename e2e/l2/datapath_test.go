@@ -2,8 +2,14 @@ package l2
 
 import (
 	"context"
+	"net/netip"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
 )
@@ -29,4 +35,64 @@ func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
 		t.Errorf("answered by %s on %q, want a pod on node2", answer.Pod, answer.Node)
 	}
 	t.Logf("%s:80 answered by %s, which saw the client as %s", ips[0], answer.Pod, answer.Client)
+}
+
+// TestTrafficFromPodInsideCluster: a pod on a node that announces neither
+// of a dual-stack Service's addresses connects to each, and a backend
+// answers. Herald writes ipMode VIP, so the pod's own node's kube-proxy
+// takes the traffic to a backend: the backend sees it from that node (its
+// address, or its bridge's when the backend is on it: kube-proxy
+// masquerades traffic to a load balancer address under ETP Cluster), not
+// from the owner. A pod also reaches an address Herald assigned that no
+// node announces (pool dark has no L2Advertisement).
+func TestTrafficFromPodInsideCluster(t *testing.T) {
+	l, _ := herald(t)
+	ctx := context.Background()
+	_, ips := service(t, l, "from-pod", dualStack, "node1", "node2", "node3")
+	_, dark := service(t, l, "from-pod-dark", fromPool("dark"), "node1", "node2", "node3")
+	svc, err := l.Client().CoreV1().Services(testNS).Get(ctx, "from-pod", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IPMode == nil || *in.IPMode != corev1.LoadBalancerIPModeVIP {
+			t.Errorf("ingress %s has ipMode %v, want VIP", in.IP, in.IPMode)
+		}
+	}
+	owners := []string{owner(t, l, ips[0]), owner(t, l, ips[1])}
+	nobody(t, l, dark[0])
+	var from lab.Node
+	for _, n := range l.Nodes() {
+		if !slices.Contains(owners, n.Name) {
+			from = n
+			break
+		}
+	}
+	addrs := append(slices.Clone(ips), dark[0])
+	got, err := l.GetFromPod(ctx, testNS, from.Name, 80, addrs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range got.Answers {
+		t.Logf("%s:80 from pod %s on %s (owners %v): answered by %s on %s, which saw %s", addrs[i], got.Pod, from.Name, owners, a.Pod, a.Node, a.Client)
+		if !strings.HasPrefix(a.Pod, lab.BackendName("")) {
+			t.Errorf("%s answered by %q, not a backend", addrs[i], a.Pod)
+		}
+		if src := a.ClientAddr.Addr(); !onNode(from, src) {
+			t.Errorf("%s: the backend saw the request from %s, not from the client pod's node %s", addrs[i], src, from.Name)
+		}
+	}
+}
+
+// onNode says whether a is one of node's addresses: on the segment, or in
+// its pod subnets (its pods, its bridge).
+func onNode(n lab.Node, a netip.Addr) bool {
+	return a == n.IPv4 || a == n.IPv6 || n.Pod.CIDRv4.Contains(a) || n.Pod.CIDRv6.Contains(a)
+}
+
+// dualStack makes a Service require both IP families.
+func dualStack(s *corev1.Service) {
+	s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
+	p := corev1.IPFamilyPolicyRequireDualStack
+	s.Spec.IPFamilyPolicy = &p
 }
