@@ -38,7 +38,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass --lb-class (default: also Services without a class); turning it on clears Herald's status from Services without a class and releases their addresses, turning it off gives them addresses again")
-	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; two installations with different classes can share a cluster (the speakers' --lb-class must match)")
+	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; Services of other classes are left alone (the speakers' --lb-class must match; one installation per cluster: pools, peers and SpeakerStatuses are cluster-wide)")
 	fs.BoolVar(&f.metallbAnnotations, "metallb-annotations", true, "read MetalLB's Service annotations (metallb.io/ and metallb.universe.tf/ loadBalancerIPs, address-pool, allow-shared-ip) where the herald.dev/ ones are absent")
 	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "count nodes labelled node.kubernetes.io/exclude-from-external-load-balancers as able to announce (MetalLB's flag of the same name; must match the speakers')")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")

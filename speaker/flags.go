@@ -41,7 +41,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: the BGP password Secrets live there")
 	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "let nodes labelled node.kubernetes.io/exclude-from-external-load-balancers announce (MetalLB's flag of the same name; must match the controller)")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass --lb-class (must match the controller)")
-	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); two installations with different classes can share a cluster")
+	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); Services of other classes are left alone")
 	fs.StringVar(&f.hostIP, "host-ip", os.Getenv("HOST_IP"), "the node's own address (default $HOST_IP, set from the downward API status.hostIP): a --metrics-addr or --health-addr without a host listens on it alone; empty: on every local address")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; without a host (\":7472\"), --host-ip's; \"0.0.0.0:7472\" or \"[::]:7472\": every local address (in kube-proxy's IPVS mode that includes every LoadBalancer address); empty disables it")
 	fs.BoolVar(&f.profiling, "profiling", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
