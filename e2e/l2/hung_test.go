@@ -58,15 +58,18 @@ func TestRestartBesideHungMemberAddresses(t *testing.T) {
 			return len(a) == 1 && a[0].Node != restarted
 		})
 	}
-	mons := monitorAll(t, l, vips)
+	mons := monitorEvery(t, l, vips, probeRound)
+	controls := controlAddrs(l)
+	cmons := monitorEvery(t, l, controls, probeRound)
 	start := time.Now()
 	if err := h.ReleaseSpeaker(ctx, restarted); err != nil {
 		stopMonitors(mons)
+		stopMonitors(cmons)
 		t.Fatal(err)
 	}
 	t.Logf("%s's speaker Ready %v after its release", restarted, time.Since(start).Round(time.Millisecond))
 	_, _ = mons[0].Wait(ctx, time.Now().Add(4*time.Second), func(lab.Probe) bool { return true })
-	stopAll(t, vips, mons, start, restarted+"'s speaker starting beside hung member addresses", rollingOverlap)
+	checkHandOvers(t, restarted+"'s speaker starting beside hung member addresses", vips, mons, controls, cmons, start)
 	if n := accepted(node.IPv4, start); n < len(hungAddrs) {
 		t.Errorf("%s's speaker connected to the hung addresses %d times since its release, want at least %d", restarted, n, len(hungAddrs))
 	}

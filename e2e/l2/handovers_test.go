@@ -1,0 +1,307 @@
+package l2
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// The targets of a hand-over that Herald plans (a rolling update, a
+// speaker's restart), counted in the client's probe rounds: no address
+// unanswered for longer than handOverGap, and at each change of owner at
+// most handOverOverlap consecutive rounds answered by two MACs (the round
+// whose requests the old owner answered before it read the new owner's
+// gratuitous ARP or unsolicited NA).
+const (
+	// probeRound is how often the client asks who has each address.
+	probeRound = 20 * time.Millisecond
+	// handOverGap: a client whose ARP or NDP entry lapses at a hand-over
+	// retransmits after a second; 100 ms keeps a hand-over well inside
+	// a TCP retransmission and far from the client's retransmit.
+	handOverGap = 100 * time.Millisecond
+	// handOverOverlap: make-before-break, the old owner silent within
+	// one round of the new owner's first answer.
+	handOverOverlap = 1
+)
+
+// probeRun is a run of consecutive probes: the first one's send time, how
+// many, and from the first one's send time to the next probe's.
+type probeRun struct {
+	at    time.Time
+	n     int
+	d     time.Duration
+	nodes []string // who answered (overlaps)
+	// stall is the longest any answer to the run's probes took: a node
+	// whose answers come that late was not scheduled for that long.
+	stall time.Duration
+}
+
+func (r probeRun) String() string {
+	s := fmt.Sprintf("%s %v (%d)", r.at.UTC().Format("15:04:05.000"), r.d.Round(time.Millisecond), r.n)
+	if len(r.nodes) > 0 {
+		s += " " + strings.Join(r.nodes, "+")
+	}
+	if r.stall > probeRound {
+		s += fmt.Sprintf(", answers up to %v late", r.stall.Round(time.Millisecond))
+	}
+	return s
+}
+
+// probeRuns lists the runs of consecutive probes in pl that match in.
+func probeRuns(pl lab.ProbeLog, in func(lab.Probe) bool) []probeRun {
+	var out []probeRun
+	for i := 0; i < len(pl); i++ {
+		if !in(pl[i]) {
+			continue
+		}
+		j := i
+		var nodes []string
+		var stall time.Duration
+		for ; j < len(pl) && in(pl[j]); j++ {
+			nodes = append(nodes, pl[j].Nodes()...)
+			for _, a := range pl[j].Answers {
+				stall = max(stall, a.At.Sub(pl[j].Sent))
+			}
+		}
+		end := pl[len(pl)-1].Sent
+		if j < len(pl) {
+			end = pl[j].Sent
+		}
+		slices.Sort(nodes)
+		out = append(out, probeRun{at: pl[i].Sent, n: j - i, d: end.Sub(pl[i].Sent), nodes: slices.Compact(nodes), stall: stall})
+		i = j
+	}
+	return out
+}
+
+// ownerChange is a probe answered by another node than the last one
+// answered by one node alone.
+type ownerChange struct {
+	at       time.Time
+	from, to string
+}
+
+// ownerChanges lists the changes of owner in pl, counting only probes
+// answered by one node.
+func ownerChanges(pl lab.ProbeLog) []ownerChange {
+	var out []ownerChange
+	last := ""
+	for _, p := range pl {
+		nodes := p.Nodes()
+		if len(nodes) != 1 {
+			continue
+		}
+		if last != "" && nodes[0] != last {
+			out = append(out, ownerChange{at: p.Sent, from: last, to: nodes[0]})
+		}
+		last = nodes[0]
+	}
+	return out
+}
+
+// handOverReport is what the client saw of one address through hand-overs.
+type handOverReport struct {
+	addr     netip.Addr
+	changes  []ownerChange
+	gaps     []probeRun // every run of unanswered probes
+	overlaps []probeRun // every run answered by two nodes
+}
+
+func reportHandOvers(addr netip.Addr, pl lab.ProbeLog) handOverReport {
+	return handOverReport{addr: addr, changes: ownerChanges(pl),
+		gaps:     probeRuns(pl, func(p lab.Probe) bool { return !p.Answered() }),
+		overlaps: probeRuns(pl, func(p lab.Probe) bool { return len(p.Nodes()) > 1 })}
+}
+
+func (r handOverReport) longestGap() time.Duration {
+	var d time.Duration
+	for _, g := range r.gaps {
+		d = max(d, g.d)
+	}
+	return d
+}
+
+func (r handOverReport) longestOverlap() int {
+	var n int
+	for _, o := range r.overlaps {
+		n = max(n, o.n)
+	}
+	return n
+}
+
+func (r handOverReport) overlapRounds() int {
+	var n int
+	for _, o := range r.overlaps {
+		n += o.n
+	}
+	return n
+}
+
+// String is one line per address: its changes of owner, its gaps longer
+// than a round and its overlaps, each with the UTC time it started.
+func (r handOverReport) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d changes of owner, longest gap %v, %d rounds answered by two (longest run %d)",
+		r.addr, len(r.changes), r.longestGap().Round(time.Millisecond), r.overlapRounds(), r.longestOverlap())
+	for _, c := range r.changes {
+		fmt.Fprintf(&b, "\n    owner %s -> %s at %s", c.from, c.to, c.at.UTC().Format("15:04:05.000"))
+	}
+	for _, g := range r.gaps {
+		if g.d > probeRound {
+			fmt.Fprintf(&b, "\n    gap %s", g)
+		}
+	}
+	for _, o := range r.overlaps {
+		fmt.Fprintf(&b, "\n    two answered %s", o)
+	}
+	return b.String()
+}
+
+// controlAddrs are addresses that no hand-over moves, probed beside the
+// handed-over ones by the same client at the same rate: the nodes' own
+// addresses, which their kernels answer. A gap there is the lab's (the
+// client, the network, the machine's CPU), not Herald's.
+func controlAddrs(l *lab.Lab) []netip.Addr {
+	var out []netip.Addr
+	for _, n := range l.Nodes() {
+		out = append(out, n.IPv4)
+	}
+	return append(out, l.Nodes()[0].IPv6)
+}
+
+// checkHandOvers stops the monitors of vips and of the control addresses
+// and checks the probes sent from from on against the targets (probeRound,
+// handOverGap, handOverOverlap), logging per address every change of
+// owner, gap and overlap with its time, and the same for the controls.
+// Two things the lab does are told apart from Herald's hand-overs, and
+// logged as the lab's instead of failing the test:
+//   - a gap while a control address went unanswered for longer than
+//     handOverGap (the client, the network or the machine stalled);
+//   - an overlap in which answers came later than handOverGap: a speaker
+//     not scheduled for that long (the machine's CPU starvation) is
+//     declared dead by the member list, another node claims its
+//     addresses, and the two answer until it runs again. That is a
+//     failover, not a hand-over; the CPU-starved owner has its own tests.
+func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Monitor, controls []netip.Addr, cmons []*lab.Monitor, from time.Time) {
+	t.Helper()
+	var labGaps []probeRun
+	for i, m := range cmons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reportHandOvers(controls[i], probes.After(from))
+		t.Logf("%s: control %s", what, r)
+		labGaps = append(labGaps, r.gaps...)
+	}
+	var changes, rounds, starved int
+	var longest time.Duration
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reportHandOvers(vips[i], probes.After(from))
+		t.Logf("%s: %s", what, r)
+		changes += len(r.changes)
+		longest = max(longest, r.longestGap())
+		for _, g := range r.gaps {
+			if g.d <= handOverGap {
+				continue
+			}
+			if c, ok := during(labGaps, g); ok {
+				t.Logf("%s: %s unanswered for %v from %s, while the control went unanswered for %v from %s: the lab's",
+					what, vips[i], g.d.Round(time.Millisecond), g.at.UTC().Format("15:04:05.000"), c.d.Round(time.Millisecond), c.at.UTC().Format("15:04:05.000"))
+				continue
+			}
+			t.Errorf("%s: %s unanswered for %v (%d rounds) from %s; want at most %v", what, vips[i], g.d.Round(time.Millisecond), g.n, g.at.UTC().Format("15:04:05.000"), handOverGap)
+		}
+		for _, o := range r.overlaps {
+			if o.stall > handOverGap {
+				starved += o.n
+				t.Logf("%s: %s answered by two MACs for %d rounds from %s, answers up to %v late: a speaker not scheduled, the lab's (the controls' longest gap then: %v)",
+					what, vips[i], o.n, o.at.UTC().Format("15:04:05.000"), o.stall.Round(time.Millisecond), longestDuring(labGaps, o))
+				continue
+			}
+			rounds += o.n
+			if o.n > handOverOverlap {
+				t.Errorf("%s: %s answered by two MACs for %d consecutive rounds from %s; want at most %d", what, vips[i], o.n, o.at.UTC().Format("15:04:05.000"), handOverOverlap)
+			}
+		}
+	}
+	t.Logf("%s: %d addresses, %d changes of owner, %d rounds answered by two at hand-overs (%d more while a speaker was starved), longest gap %v",
+		what, len(vips), changes, rounds, starved, longest.Round(time.Millisecond))
+}
+
+// during returns a control gap longer than handOverGap that overlaps g
+// in time.
+func during(gaps []probeRun, g probeRun) (probeRun, bool) {
+	for _, c := range gaps {
+		if c.d > handOverGap && c.at.Before(g.at.Add(g.d)) && g.at.Before(c.at.Add(c.d)) {
+			return c, true
+		}
+	}
+	return probeRun{}, false
+}
+
+// longestDuring is the longest of gaps that overlaps r in time (0: none).
+func longestDuring(gaps []probeRun, r probeRun) time.Duration {
+	var d time.Duration
+	for _, c := range gaps {
+		if c.at.Before(r.at.Add(r.d)) && r.at.Before(c.at.Add(c.d)) {
+			d = max(d, c.d)
+		}
+	}
+	return d.Round(time.Millisecond)
+}
+
+// TestHandOverReport checks the report's arithmetic on a made-up probe
+// log (no lab): a hand-over node1 -> node2 with one round answered by
+// both, a gap of three rounds, one late answer.
+func TestHandOverReport(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ans := func(node string, late time.Duration) func(time.Time) lab.Answer {
+		return func(sent time.Time) lab.Answer {
+			mac := net.HardwareAddr{2, 0, 0, 0, 0, byte(node[len(node)-1])}
+			return lab.Answer{Node: node, MAC: mac, At: sent.Add(late)}
+		}
+	}
+	n1, n2, late := ans("node1", time.Millisecond), ans("node2", time.Millisecond), ans("node2", 150*time.Millisecond)
+	rounds := [][]func(time.Time) lab.Answer{{n1}, {n1}, {n1, n2}, {n2}, {}, {}, {}, {n2}, {late}, {n2}}
+	var pl lab.ProbeLog
+	for i, as := range rounds {
+		p := lab.Probe{Seq: i, Sent: t0.Add(time.Duration(i) * probeRound)}
+		for _, a := range as {
+			p.Answers = append(p.Answers, a(p.Sent))
+		}
+		pl = append(pl, p)
+	}
+	r := reportHandOvers(netip.MustParseAddr("198.51.100.64"), pl)
+	if len(r.changes) != 1 || r.changes[0].from != "node1" || r.changes[0].to != "node2" || !r.changes[0].at.Equal(pl[3].Sent) {
+		t.Errorf("changes %+v, want one node1 -> node2 at probe 3", r.changes)
+	}
+	if got, want := r.longestGap(), 3*probeRound; got != want || len(r.gaps) != 1 || r.gaps[0].n != 3 {
+		t.Errorf("gaps %v (longest %v), want one of 3 rounds, %v", r.gaps, got, want)
+	}
+	if len(r.overlaps) != 1 || r.overlaps[0].n != 1 || r.longestOverlap() != 1 || r.overlapRounds() != 1 ||
+		!slices.Equal(r.overlaps[0].nodes, []string{"node1", "node2"}) || r.overlaps[0].stall != time.Millisecond {
+		t.Errorf("overlaps %v, want one round node1+node2", r.overlaps)
+	}
+	late8 := probeRuns(pl, func(p lab.Probe) bool { return p.Seq == 8 })
+	if len(late8) != 1 || late8[0].stall != 150*time.Millisecond {
+		t.Errorf("run of probe 8 %v, want its answer's 150 ms as stall", late8)
+	}
+	c := probeRun{at: t0.Add(5 * probeRound), d: 2 * handOverGap}
+	if _, ok := during([]probeRun{c}, r.gaps[0]); !ok {
+		t.Errorf("a control gap of %v at round 5 is not found during the gap %v", c.d, r.gaps[0])
+	}
+	if _, ok := during([]probeRun{{at: c.at, d: handOverGap}}, r.gaps[0]); ok {
+		t.Errorf("a control gap of %v (not longer than handOverGap) excuses a gap", handOverGap)
+	}
+}
