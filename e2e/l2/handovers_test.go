@@ -111,12 +111,46 @@ type handOverReport struct {
 	changes  []ownerChange
 	gaps     []probeRun // every run of unanswered probes
 	overlaps []probeRun // every run answered by two nodes
+	// wait is the longest a client asking at a probe's send time waited
+	// for the first answer to arrive (to that probe or a later one),
+	// and waitAt that probe's send time: late answers count here, not
+	// in gaps.
+	wait   time.Duration
+	waitAt time.Time
 }
 
 func reportHandOvers(addr netip.Addr, pl lab.ProbeLog) handOverReport {
-	return handOverReport{addr: addr, changes: ownerChanges(pl),
+	r := handOverReport{addr: addr, changes: ownerChanges(pl),
 		gaps:     probeRuns(pl, func(p lab.Probe) bool { return !p.Answered() }),
 		overlaps: probeRuns(pl, func(p lab.Probe) bool { return len(p.Nodes()) > 1 })}
+	r.wait, r.waitAt = longestWait(pl)
+	return r
+}
+
+// longestWait is the longest time from a probe's send time to the next
+// arrival of any answer (to the last probe's send time when none came),
+// and that probe's send time.
+func longestWait(pl lab.ProbeLog) (time.Duration, time.Time) {
+	var arrivals []time.Time
+	for _, p := range pl {
+		for _, a := range p.Answers {
+			arrivals = append(arrivals, a.At)
+		}
+	}
+	slices.SortFunc(arrivals, time.Time.Compare)
+	var worst time.Duration
+	var at time.Time
+	for _, p := range pl {
+		i, _ := slices.BinarySearchFunc(arrivals, p.Sent, time.Time.Compare)
+		end := pl[len(pl)-1].Sent
+		if i < len(arrivals) {
+			end = arrivals[i]
+		}
+		if d := end.Sub(p.Sent); d > worst {
+			worst, at = d, p.Sent
+		}
+	}
+	return worst, at
 }
 
 func (r handOverReport) longestGap() time.Duration {
@@ -147,8 +181,9 @@ func (r handOverReport) overlapRounds() int {
 // than a round and its overlaps, each with the UTC time it started.
 func (r handOverReport) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d changes of owner, longest gap %v, %d rounds answered by two (longest run %d)",
-		r.addr, len(r.changes), r.longestGap().Round(time.Millisecond), r.overlapRounds(), r.longestOverlap())
+	fmt.Fprintf(&b, "%s: %d changes of owner, longest gap %v, %d rounds answered by two (longest run %d), longest wait for an answer %v (at %s)",
+		r.addr, len(r.changes), r.longestGap().Round(time.Millisecond), r.overlapRounds(), r.longestOverlap(),
+		r.wait.Round(time.Millisecond), r.waitAt.UTC().Format("15:04:05.000"))
 	for _, c := range r.changes {
 		fmt.Fprintf(&b, "\n    owner %s -> %s at %s", c.from, c.to, c.at.UTC().Format("15:04:05.000"))
 	}
@@ -201,7 +236,7 @@ func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Mo
 		labGaps = append(labGaps, r.gaps...)
 	}
 	var changes, rounds, starved int
-	var longest time.Duration
+	var longest, wait time.Duration
 	for i, m := range mons {
 		probes, err := m.Stop()
 		if err != nil {
@@ -211,6 +246,7 @@ func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Mo
 		t.Logf("%s: %s", what, r)
 		changes += len(r.changes)
 		longest = max(longest, r.longestGap())
+		wait = max(wait, r.wait)
 		for _, g := range r.gaps {
 			if g.d <= handOverGap {
 				continue
@@ -235,8 +271,8 @@ func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Mo
 			}
 		}
 	}
-	t.Logf("%s: %d addresses, %d changes of owner, %d rounds answered by two at hand-overs (%d more while a speaker was starved), longest gap %v",
-		what, len(vips), changes, rounds, starved, longest.Round(time.Millisecond))
+	t.Logf("%s: %d addresses, %d changes of owner, %d rounds answered by two at hand-overs (%d more while a speaker was starved), longest gap %v, longest wait for an answer %v",
+		what, len(vips), changes, rounds, starved, longest.Round(time.Millisecond), wait.Round(time.Millisecond))
 }
 
 // during returns a control gap longer than handOverGap that overlaps g
@@ -292,6 +328,11 @@ func TestHandOverReport(t *testing.T) {
 	if len(r.overlaps) != 1 || r.overlaps[0].n != 1 || r.longestOverlap() != 1 || r.overlapRounds() != 1 ||
 		!slices.Equal(r.overlaps[0].nodes, []string{"node1", "node2"}) || r.overlaps[0].stall != time.Millisecond {
 		t.Errorf("overlaps %v, want one round node1+node2", r.overlaps)
+	}
+	// probe 4 waits for probe 7's answer (3 rounds and 1 ms); probe 8's
+	// late answer is not waited for, probe 9's comes first
+	if want := 3*probeRound + time.Millisecond; r.wait != want || !r.waitAt.Equal(pl[4].Sent) {
+		t.Errorf("longest wait %v at %v, want %v at probe 4", r.wait, r.waitAt, want)
 	}
 	late8 := probeRuns(pl, func(p lab.Probe) bool { return p.Seq == 8 })
 	if len(late8) != 1 || late8[0].stall != 150*time.Millisecond {
