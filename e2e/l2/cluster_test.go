@@ -319,8 +319,7 @@ func TestSpeakerRollingUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	mons := monitorEvery(t, l, vips, probeRound)
-	controls := controlAddrs(l)
-	cmons := monitorEvery(t, l, controls, probeRound)
+	controls, cmons := startControls(t, l)
 	start := time.Now()
 	if _, err := l.Kubectl(ctx, "-n", deploy.Namespace, "rollout", "restart", "daemonset/"+deploy.SpeakerDaemonSet); err != nil {
 		t.Fatal(err)

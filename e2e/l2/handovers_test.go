@@ -198,16 +198,38 @@ func (r handOverReport) String() string {
 	return b.String()
 }
 
-// controlAddrs are addresses that no hand-over moves, probed beside the
-// handed-over ones by the same client at the same rate: the nodes' own
-// addresses, which their kernels answer. A gap there is the lab's (the
-// client, the network, the machine's CPU), not Herald's.
-func controlAddrs(l *lab.Lab) []netip.Addr {
-	var out []netip.Addr
+// startControls probes, beside the handed-over addresses and by the same
+// client at the same rate, addresses that no hand-over moves: the nodes'
+// own (their kernels answer: a gap there is the client's, the network's
+// or the machine's), and one address per node answered by a user-space
+// process in the node's CPU cgroup, beside its pods (lab.StartResponder:
+// a late answer there is the machine's CPU starvation, as a speaker's
+// would be). It returns the addresses and their monitors; the responders
+// stop when the test ends.
+func startControls(t *testing.T, l *lab.Lab) ([]netip.Addr, []*lab.Monitor) {
+	t.Helper()
+	var addrs []netip.Addr
 	for _, n := range l.Nodes() {
-		out = append(out, n.IPv4)
+		addrs = append(addrs, n.IPv4)
 	}
-	return append(out, l.Nodes()[0].IPv6)
+	addrs = append(addrs, l.Nodes()[0].IPv6)
+	for i, n := range l.Nodes() {
+		a := userSpaceControl(i)
+		r, err := l.StartResponder(n.Name, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Stop() })
+		addrs = append(addrs, a)
+	}
+	return addrs, monitorEvery(t, l, addrs, probeRound)
+}
+
+// userSpaceControl is the address of node i's user-space control
+// (198.51.100.116 on): on the segment, outside the pools, the lab's own
+// addresses and hungAddrs.
+func userSpaceControl(i int) netip.Addr {
+	return netip.AddrFrom4([4]byte{198, 51, 100, byte(116 + i)})
 }
 
 // checkHandOvers stops the monitors of vips and of the control addresses

@@ -59,8 +59,7 @@ func TestRestartBesideHungMemberAddresses(t *testing.T) {
 		})
 	}
 	mons := monitorEvery(t, l, vips, probeRound)
-	controls := controlAddrs(l)
-	cmons := monitorEvery(t, l, controls, probeRound)
+	controls, cmons := startControls(t, l)
 	start := time.Now()
 	if err := h.ReleaseSpeaker(ctx, restarted); err != nil {
 		stopMonitors(mons)

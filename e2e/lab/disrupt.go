@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"strconv"
 	"time"
 )
@@ -47,3 +48,32 @@ func (l *Lab) StartSpoof(host string, target netip.Addr, mac net.HardwareAddr) (
 
 // Stop ends the spoofer.
 func (sp *Spoofer) Stop() error { return sp.s.stop() }
+
+// Responder is a labprobe respond process: a user-space ARP responder on
+// a node, scheduled like the node's pods (see StartResponder).
+type Responder struct{ s *stream }
+
+// StartResponder makes node answer ARP requests for addr (IPv4, an
+// address nobody else holds) from a user-space process with the node's
+// MAC, as a speaker does, and moves that process into the node's CPU
+// cgroup root, beside its pods: a control for what the machine's CPU
+// starvation does to a speaker's answers, measured by the same client.
+// It returns once the process listens.
+func (l *Lab) StartResponder(node string, addr netip.Addr) (*Responder, error) {
+	n, err := l.Node(node)
+	if err != nil {
+		return nil, err
+	}
+	s, err := l.startStream(node, "respond-"+addr.String(), "respond", "-i", "eth0", "-target", addr.String())
+	if err != nil {
+		return nil, err
+	}
+	if err := moveToCgroup(filepath.Join(cgroupMount, "cpu", l.nodeCgroup(n)), s.proc.PID()); err != nil {
+		_ = s.stop()
+		return nil, fmt.Errorf("moving the responder into %s's CPU cgroup: %w", node, err)
+	}
+	return &Responder{s: s}, nil
+}
+
+// Stop ends the responder.
+func (r *Responder) Stop() error { return r.s.stop() }

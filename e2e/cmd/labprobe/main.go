@@ -10,6 +10,7 @@
 //	labprobe announce -i eth0 -target ADDR   (one gratuitous ARP / unsolicited NA)
 //	labprobe garbage -i eth0 -target ADDR [-interval 5ms] [-n 20]   (malformed ARP, until SIGTERM)
 //	labprobe spoof   -i eth0 -target ADDR -mac MAC   (claim ADDR for MAC, answer probes, until SIGTERM)
+//	labprobe respond -i eth0 -target ADDR   (answer ARP requests for ADDR with eth0's MAC, until SIGTERM)
 //
 // arp and ndp print one JSON array of answers; monitor and watch print
 // {"ready":true} once listening and then one record a line (garbage only
@@ -35,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce|garbage|spoof [flags]")
+		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce|garbage|spoof|respond [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -100,6 +101,12 @@ func run(ctx context.Context, cmd string, args []string) error {
 			return fmt.Errorf("-mac: %w", err)
 		}
 		return probe.Spoof(ctx, *ifname, addr, mac, emit)
+	case "respond":
+		addr, err := netip.ParseAddr(*target)
+		if err != nil {
+			return fmt.Errorf("-target: %w", err)
+		}
+		return probe.Respond(ctx, *ifname, addr, emit)
 	case "httpmonitor":
 		return probe.HTTPMonitor(ctx, *url, *interval, *timeout, func(t probe.HTTPTry) { _ = enc.Encode(t) })
 	case "http":
