@@ -56,7 +56,8 @@ type Responder struct{ s *stream }
 // StartResponder makes node answer ARP requests for addr (IPv4, an
 // address nobody else holds) from a user-space process with the node's
 // MAC, as a speaker does, and moves that process into the node's CPU
-// cgroup root, beside its pods: a control for what the machine's CPU
+// cgroup root, beside its pods (failing that, it stays at the weight of
+// the lab's processes, and says so in the lab's log): a control for what the machine's CPU
 // starvation does to a speaker's answers, measured by the same client.
 // It returns once the process listens.
 func (l *Lab) StartResponder(node string, addr netip.Addr) (*Responder, error) {
@@ -69,8 +70,8 @@ func (l *Lab) StartResponder(node string, addr netip.Addr) (*Responder, error) {
 		return nil, err
 	}
 	if err := moveToCgroup(filepath.Join(cgroupMount, "cpu", l.nodeCgroup(n)), s.proc.PID()); err != nil {
-		_ = s.stop()
-		return nil, fmt.Errorf("moving the responder into %s's CPU cgroup: %w", node, err)
+		// it answers all the same, at the weight of the lab's processes
+		l.log.Warn("responder left outside the node's CPU cgroup", "node", node, "error", err)
 	}
 	return &Responder{s: s}, nil
 }
