@@ -248,6 +248,7 @@ func userSpaceControl(i int) netip.Addr {
 func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Monitor, controls []netip.Addr, cmons []*lab.Monitor, from time.Time) {
 	t.Helper()
 	var labGaps []probeRun
+	var ctl []lab.ProbeLog
 	for i, m := range cmons {
 		probes, err := m.Stop()
 		if err != nil {
@@ -256,6 +257,7 @@ func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Mo
 		r := reportHandOvers(controls[i], probes.After(from))
 		t.Logf("%s: control %s", what, r)
 		labGaps = append(labGaps, r.gaps...)
+		ctl = append(ctl, probes.After(from))
 	}
 	var changes, rounds, starved int
 	var longest, wait time.Duration
@@ -269,6 +271,12 @@ func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Mo
 		changes += len(r.changes)
 		longest = max(longest, r.longestGap())
 		wait = max(wait, r.wait)
+		if r.wait > handOverGap {
+			// Not a test failure: the probes were answered, late. Shown
+			// beside what the controls waited at that moment.
+			t.Logf("%s: %s waited %v for an answer from %s; the controls waited up to %v within %v of it",
+				what, vips[i], r.wait.Round(time.Millisecond), r.waitAt.UTC().Format("15:04:05.000"), controlWait(ctl, r.waitAt).Round(time.Millisecond), controlWindow)
+		}
 		for _, g := range r.gaps {
 			if g.d <= handOverGap {
 				continue
@@ -295,6 +303,24 @@ func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Mo
 	}
 	t.Logf("%s: %d addresses, %d changes of owner, %d rounds answered by two at hand-overs (%d more while a speaker was starved), longest gap %v, longest wait for an answer %v",
 		what, len(vips), changes, rounds, starved, longest.Round(time.Millisecond), wait.Round(time.Millisecond))
+}
+
+// controlWindow is how far either side of a late answer the controls'
+// waits are looked at: a CPU stall delays different processes at
+// slightly different moments.
+const controlWindow = 500 * time.Millisecond
+
+// controlWait is the longest the controls waited for an answer to a probe
+// sent within controlWindow of at.
+func controlWait(ctl []lab.ProbeLog, at time.Time) time.Duration {
+	var d time.Duration
+	for _, pl := range ctl {
+		if w := pl.Between(at.Add(-controlWindow), at.Add(controlWindow)); len(w) > 0 {
+			x, _ := longestWait(w)
+			d = max(d, x)
+		}
+	}
+	return d
 }
 
 // during returns a control gap longer than handOverGap that overlaps g
