@@ -247,26 +247,38 @@ func userSpaceControl(i int) netip.Addr {
 //     failover, not a hand-over; the CPU-starved owner has its own tests.
 func checkHandOvers(t *testing.T, what string, vips []netip.Addr, mons []*lab.Monitor, controls []netip.Addr, cmons []*lab.Monitor, from time.Time) {
 	t.Helper()
-	var labGaps []probeRun
-	var ctl []lab.ProbeLog
-	for i, m := range cmons {
+	checkHandOverProbes(t, what, vips, stopAfter(t, mons, from), controls, stopAfter(t, cmons, from))
+}
+
+// stopAfter stops the monitors and returns each one's probes sent from
+// from on.
+func stopAfter(t *testing.T, mons []*lab.Monitor, from time.Time) []lab.ProbeLog {
+	t.Helper()
+	var out []lab.ProbeLog
+	for _, m := range mons {
 		probes, err := m.Stop()
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := reportHandOvers(controls[i], probes.After(from))
+		out = append(out, probes.After(from))
+	}
+	return out
+}
+
+// checkHandOverProbes is checkHandOvers on the probes of each address and
+// control, already stopped.
+func checkHandOverProbes(t *testing.T, what string, vips []netip.Addr, logs []lab.ProbeLog, controls []netip.Addr, ctl []lab.ProbeLog) {
+	t.Helper()
+	var labGaps []probeRun
+	for i, pl := range ctl {
+		r := reportHandOvers(controls[i], pl)
 		t.Logf("%s: control %s", what, r)
 		labGaps = append(labGaps, r.gaps...)
-		ctl = append(ctl, probes.After(from))
 	}
 	var changes, rounds, starved int
 	var longest, wait time.Duration
-	for i, m := range mons {
-		probes, err := m.Stop()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := reportHandOvers(vips[i], probes.After(from))
+	for i, pl := range logs {
+		r := reportHandOvers(vips[i], pl)
 		t.Logf("%s: %s", what, r)
 		changes += len(r.changes)
 		longest = max(longest, r.longestGap())
