@@ -78,7 +78,9 @@ func waitAvailable(t *testing.T, h *deploy.Herald) {
 }
 
 // rollingOverlap is how long two nodes may answer side by side at one
-// hand-over of a rolling update.
+// hand-over in the tests that probe one address every 10 ms (drain,
+// held-back speaker, kubelet stopped, crash loop). The rolling update and
+// the restarts are held to the tighter targets of handovers_test.go.
 const rollingOverlap = 100 * time.Millisecond
 
 // TestDrainOwnerNode drains the node announcing an address (kubectl drain:
