@@ -270,15 +270,16 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 
 // TestSpeakerRollingUpdate restarts the speaker DaemonSet the way an
 // upgrade does (kubectl rollout restart: one node at a time, each old Pod
-// gets SIGTERM) while the client probes every address every 10 ms, and
+// gets SIGTERM) while the client probes 12 addresses (6 dual-stack
+// Services) every 20 ms, and
 // the upgrade starts broken: the speaker's ClusterRole lost EndpointSlices
 // (an RBAC regression, a partial upgrade). The rollout must stop at the
 // first node: the new speaker there is neither Ready nor a member the
 // others hand addresses to, so the DaemonSet waits on it, and no address
 // goes dark. Once the RBAC is restored the speaker syncs and the rollout
-// completes on the other nodes. Throughout: no gap longer than maxGap,
-// and two nodes answering side by side only within a hand-over
-// (rollingOverlap). (A plain rolling update and the stopped one were two
+// completes on the other nodes. Throughout, the targets of a hand-over
+// (checkHandOvers): no gap longer than 100 ms, at most one probe round
+// answered by two MACs at each change of owner. (A plain rolling update and the stopped one were two
 // tests; the stopped one goes on into the plain one, on the other nodes,
 // and one test spends 50 s less of the suite's time.)
 func TestSpeakerRollingUpdate(t *testing.T) {

@@ -33,7 +33,8 @@ var hungAddrs = []string{"198.51.100.110", "198.51.100.111", "198.51.100.112",
 // objects name addresses that accept the member list's connections and
 // never answer (a hung speaker, something else on the port): each join
 // of one holds for the member list's stream timeout, and the restarted
-// speaker must take its share back all the same without a gap, its
+// speaker must take its share back all the same within the targets of a
+// hand-over (checkHandOvers: 12 addresses probed every 20 ms), its
 // start bounded by the greeting (internal/members, joiner.start). The
 // others start their release grace when they first see it alive; when
 // its start waited for every join, four at a time, it settled two
