@@ -11,6 +11,8 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.peerAddress`
 // +kubebuilder:printcolumn:name="Peer ASN",type=integer,JSONPath=`.spec.peerASN`
+// +kubebuilder:printcolumn:name="Dynamic ASN",type=string,JSONPath=`.spec.dynamicASN`,priority=1
+// +kubebuilder:printcolumn:name="Passive",type=boolean,JSONPath=`.spec.passive`,priority=1
 // +kubebuilder:printcolumn:name="My ASN",type=integer,JSONPath=`.spec.myASN`
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.spec.peerPort`,priority=1
 // +kubebuilder:printcolumn:name="BFD Profile",type=string,JSONPath=`.spec.bfdProfile`
@@ -30,7 +32,8 @@ type BGPPeer struct {
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.password) || !has(self.passwordSecret)",message="spec.password and spec.passwordSecret are mutually exclusive: keep the Secret"
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || duration(self.keepaliveTime) < (has(self.holdTime) ? duration(self.holdTime) : duration('90s'))",message="spec.keepaliveTime must be less than spec.holdTime (90s when unset)"
-// +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultiHop) || !self.ebgpMultiHop || self.myASN != self.peerASN",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN)"
+// +kubebuilder:validation:XValidation:rule="has(self.peerASN) != has(self.dynamicASN)",message="spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultiHop) || !self.ebgpMultiHop || (has(self.peerASN) ? self.myASN != self.peerASN : self.dynamicASN == 'external')",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN, or dynamicASN external)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
 type BGPPeerSpec struct {
 	// MyASN is the speaker's AS number.
@@ -39,9 +42,28 @@ type BGPPeerSpec struct {
 	MyASN int64 `json:"myASN"`
 
 	// PeerASN is the router's AS number: equal to myASN for iBGP.
+	// Exclusive with dynamicASN; one of the two is required.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=4294967294
-	PeerASN int64 `json:"peerASN"`
+	// +optional
+	PeerASN int64 `json:"peerASN,omitempty"`
+
+	// DynamicASN accepts the router's AS number whatever it is within a
+	// class, instead of a fixed peerASN: "internal" (the router's AS must
+	// be myASN) or "external" (any other AS). The AS the session came up
+	// with is in the node's SpeakerStatus; a router of the other class is
+	// refused there with a message.
+	// +kubebuilder:validation:Enum=internal;external
+	// +optional
+	DynamicASN string `json:"dynamicASN,omitempty"`
+
+	// Passive makes the speaker wait for the router to connect instead of
+	// dialing it (routers that only dial out, BGP listen ranges). The node
+	// then listens for BGP on the speaker's --bgp-listen-port (179) and
+	// --bgp-listen-addresses (the node's addresses), only while some peer
+	// of the node is passive; peerPort is not used.
+	// +optional
+	Passive bool `json:"passive,omitempty"`
 
 	// PeerAddress is the router's IPv4 or IPv6 address.
 	// +kubebuilder:validation:MaxLength=45

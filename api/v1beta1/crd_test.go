@@ -78,6 +78,11 @@ func invalidCases() []invalidCase {
 		bad("peer multihop on iBGP", peer, "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1\nebgpMultiHop: true", "spec.ebgpMultiHop applies only to eBGP"),
 		bad("peer bad secret name", peer, okPeer+"passwordSecret: Not_A_Name", "spec.passwordSecret"),
 		bad("peer missing address", peer, "myASN: 64513\npeerASN: 64512", "spec.peerAddress"),
+		bad("peer without peerASN or dynamicASN", peer, "myASN: 64513\npeerAddress: 198.51.100.1", "spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"),
+		bad("peer with peerASN and dynamicASN", peer, okPeer+"dynamicASN: external", "spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"),
+		bad("peer dynamicASN not a class", peer, "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: any", "spec.dynamicASN"),
+		bad("peer multihop on dynamic iBGP", peer, "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: internal\nebgpMultiHop: true", "spec.ebgpMultiHop applies only to eBGP"),
+		bad("peer passive not a bool", peer, okPeer+"passive: sometimes", "spec.passive"),
 		bad("advertisement community 16-bit overflow", bgpAdv, "communities: ['65536:1']", "spec.communities: each entry must be a standard community"),
 		bad("advertisement community garbage", bgpAdv, "communities: ['1:2:3']", "spec.communities: each entry must be a standard community"),
 		bad("advertisement large community overflow", bgpAdv, "communities: ['large:1:2:4294967296']", "spec.communities: each entry must be a standard community"),
@@ -131,11 +136,13 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", okPeer + "holdTime: 3s\nkeepaliveTime: 1s\nsourceAddress: 198.51.100.11\nrouterID: 198.51.100.11\nebgpMultiHop: true"},
 		{"BGPPeer", "myASN: 4200000000\npeerASN: 64512\npeerAddress: '2001:db8:1::1'\npassword: s3cret"},
 		{"BGPPeer", "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1"}, // iBGP, ebgpMultiHop left out
+		{"BGPPeer", "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: external\nebgpMultiHop: true\npassive: true"},
+		{"BGPPeer", "myASN: 64513\npeerAddress: '2001:db8:1::1'\ndynamicASN: internal"},
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
 		{"SpeakerStatus", "pod: herald-speaker-x7k2p\nsummary: {l2Addresses: 2, sessions: 1/2, prefixes: 1}\n" +
 			"l2: [{address: 198.51.100.7, interfaces: [eth0], since: '2026-01-01T00:00:00Z'}, {address: '2001:db8::7', interfaces: [eth0, eth1], since: '2026-01-01T00:00:00Z'}]\n" +
-			"bgp: [{peer: tor-a, peerAddress: 198.51.100.1, state: Established, since: '2026-01-01T00:00:00Z', prefixes: [198.51.100.7/32]}, {peer: tor-b, state: Active}]"},
+			"bgp: [{peer: tor-a, peerAddress: 198.51.100.1, state: Established, since: '2026-01-01T00:00:00Z', peerASN: 64512, prefixes: [198.51.100.7/32]}, {peer: tor-b, state: Active, message: 'router AS 64513 refused'}]"},
 	}
 	for i, v := range valid {
 		obj := object(t, v.kind, "valid-"+strings.ToLower(v.kind)+"-"+itoa(i), v.spec)

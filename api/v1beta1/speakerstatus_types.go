@@ -114,6 +114,15 @@ type BGPSessionStatus struct {
 	// Since is when State last changed.
 	// +optional
 	Since *metav1.Time `json:"since,omitempty"`
+	// PeerASN is the router's AS number the session last came up with
+	// (with the BGPPeer's dynamicASN, the one the router sent).
+	// +optional
+	PeerASN int64 `json:"peerASN,omitempty"`
+	// Message says why the session is not up when the speaker knows: a
+	// refused configuration, or a router AS of the wrong class.
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Message string `json:"message,omitempty"`
 	// Prefixes advertised on this session, sorted; empty unless
 	// Established.
 	// +kubebuilder:validation:MaxItems=4096

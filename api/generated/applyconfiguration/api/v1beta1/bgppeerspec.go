@@ -32,7 +32,20 @@ type BGPPeerSpecApplyConfiguration struct {
 	// MyASN is the speaker's AS number.
 	MyASN *int64 `json:"myASN,omitempty"`
 	// PeerASN is the router's AS number: equal to myASN for iBGP.
+	// Exclusive with dynamicASN; one of the two is required.
 	PeerASN *int64 `json:"peerASN,omitempty"`
+	// DynamicASN accepts the router's AS number whatever it is within a
+	// class, instead of a fixed peerASN: "internal" (the router's AS must
+	// be myASN) or "external" (any other AS). The AS the session came up
+	// with is in the node's SpeakerStatus; a router of the other class is
+	// refused there with a message.
+	DynamicASN *string `json:"dynamicASN,omitempty"`
+	// Passive makes the speaker wait for the router to connect instead of
+	// dialing it (routers that only dial out, BGP listen ranges). The node
+	// then listens for BGP on the speaker's --bgp-listen-port (179) and
+	// --bgp-listen-addresses (the node's addresses), only while some peer
+	// of the node is passive; peerPort is not used.
+	Passive *bool `json:"passive,omitempty"`
 	// PeerAddress is the router's IPv4 or IPv6 address.
 	PeerAddress *string `json:"peerAddress,omitempty"`
 	// PeerPort is the router's BGP port.
@@ -93,6 +106,22 @@ func (b *BGPPeerSpecApplyConfiguration) WithMyASN(value int64) *BGPPeerSpecApply
 // If called multiple times, the PeerASN field is set to the value of the last call.
 func (b *BGPPeerSpecApplyConfiguration) WithPeerASN(value int64) *BGPPeerSpecApplyConfiguration {
 	b.PeerASN = &value
+	return b
+}
+
+// WithDynamicASN sets the DynamicASN field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the DynamicASN field is set to the value of the last call.
+func (b *BGPPeerSpecApplyConfiguration) WithDynamicASN(value string) *BGPPeerSpecApplyConfiguration {
+	b.DynamicASN = &value
+	return b
+}
+
+// WithPassive sets the Passive field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Passive field is set to the value of the last call.
+func (b *BGPPeerSpecApplyConfiguration) WithPassive(value bool) *BGPPeerSpecApplyConfiguration {
+	b.Passive = &value
 	return b
 }
 

@@ -37,6 +37,12 @@ type BGPSessionStatusApplyConfiguration struct {
 	State *string `json:"state,omitempty"`
 	// Since is when State last changed.
 	Since *v1.Time `json:"since,omitempty"`
+	// PeerASN is the router's AS number the session last came up with
+	// (with the BGPPeer's dynamicASN, the one the router sent).
+	PeerASN *int64 `json:"peerASN,omitempty"`
+	// Message says why the session is not up when the speaker knows: a
+	// refused configuration, or a router AS of the wrong class.
+	Message *string `json:"message,omitempty"`
 	// Prefixes advertised on this session, sorted; empty unless
 	// Established.
 	Prefixes []string `json:"prefixes,omitempty"`
@@ -77,6 +83,22 @@ func (b *BGPSessionStatusApplyConfiguration) WithState(value string) *BGPSession
 // If called multiple times, the Since field is set to the value of the last call.
 func (b *BGPSessionStatusApplyConfiguration) WithSince(value v1.Time) *BGPSessionStatusApplyConfiguration {
 	b.Since = &value
+	return b
+}
+
+// WithPeerASN sets the PeerASN field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the PeerASN field is set to the value of the last call.
+func (b *BGPSessionStatusApplyConfiguration) WithPeerASN(value int64) *BGPSessionStatusApplyConfiguration {
+	b.PeerASN = &value
+	return b
+}
+
+// WithMessage sets the Message field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Message field is set to the value of the last call.
+func (b *BGPSessionStatusApplyConfiguration) WithMessage(value string) *BGPSessionStatusApplyConfiguration {
+	b.Message = &value
 	return b
 }
 
