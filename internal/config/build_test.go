@@ -249,6 +249,38 @@ func TestPeerDefaultsSecretsAndBFD(t *testing.T) {
 	wantProblem(t, ps, "BGPPeer", "no-bfd", "spec.bfdProfile", ReasonBFDNotFound, "without BFD")
 }
 
+func TestPeerDynamicASNAndPassive(t *testing.T) {
+	dyn := func(class string) func(*v1beta1.BGPPeerSpec) {
+		return func(s *v1beta1.BGPPeerSpec) { s.PeerASN = 0; s.DynamicASN = class }
+	}
+	in := Input{Peers: []*v1beta1.BGPPeer{
+		peerObj("ext", 0, func(s *v1beta1.BGPPeerSpec) { dyn("external")(s); s.Passive = true }),
+		peerObj("int", 0, func(s *v1beta1.BGPPeerSpec) { dyn("internal")(s); s.PeerAddress = "198.51.100.2" }),
+		peerObj("both", 0, func(s *v1beta1.BGPPeerSpec) { s.DynamicASN = "external"; s.PeerAddress = "198.51.100.3" }),
+		peerObj("neither", 0, func(s *v1beta1.BGPPeerSpec) { dyn("")(s); s.PeerAddress = "198.51.100.4" }),
+		peerObj("bad-class", 0, func(s *v1beta1.BGPPeerSpec) { dyn("any")(s); s.PeerAddress = "198.51.100.5" }),
+	}}
+	cfg, ps := Build(in)
+	peers := map[string]*Peer{}
+	for _, p := range cfg.Peers {
+		peers[p.Name] = p
+	}
+	if p := peers["ext"]; p == nil || p.DynamicASN != DynamicExternal || !p.Passive || !p.IsEBGP() || p.PeerASN != 0 {
+		t.Errorf("ext: %+v", p)
+	}
+	if p := peers["int"]; p == nil || p.DynamicASN != DynamicInternal || p.Passive || p.IsEBGP() {
+		t.Errorf("int: %+v", p)
+	}
+	for _, n := range []string{"both", "neither", "bad-class"} {
+		if _, ok := peers[n]; ok {
+			t.Errorf("%s: an invalid ASN choice must open no session", n)
+		}
+	}
+	wantProblem(t, ps, "BGPPeer", "both", "spec.dynamicASN", ReasonInvalidField, "mutually exclusive")
+	wantProblem(t, ps, "BGPPeer", "neither", "spec.peerASN", ReasonInvalidField, "one of spec.peerASN and spec.dynamicASN is required")
+	wantProblem(t, ps, "BGPPeer", "bad-class", "spec.dynamicASN", ReasonInvalidField, `"any" is neither internal nor external`)
+}
+
 func TestDuplicatePeerAddressNewerIgnored(t *testing.T) {
 	cfg, ps := Build(Input{Peers: []*v1beta1.BGPPeer{peerObj("second", 2, nil), peerObj("first", 1, nil)}})
 	if len(cfg.Peers) != 1 || cfg.Peers[0].Name != "first" {

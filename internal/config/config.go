@@ -213,7 +213,9 @@ func (a *BGPAdvertisement) SelectsPeer(name string) bool {
 // Peer is a BGP session the selected nodes open.
 type Peer struct {
 	Name            string
-	MyASN, PeerASN  uint32
+	MyASN, PeerASN  uint32     // PeerASN 0 with DynamicASN
+	DynamicASN      DynamicASN // empty: the router's AS is PeerASN
+	Passive         bool       // wait for the router to connect
 	Address         netip.Addr
 	Port            uint16
 	SourceAddress   netip.Addr // zero: chosen by the node
@@ -229,7 +231,22 @@ type Peer struct {
 }
 
 // IsEBGP reports whether the session is external BGP.
-func (p *Peer) IsEBGP() bool { return p.MyASN != p.PeerASN }
+func (p *Peer) IsEBGP() bool {
+	if p.DynamicASN != "" {
+		return p.DynamicASN == DynamicExternal
+	}
+	return p.MyASN != p.PeerASN
+}
+
+// DynamicASN is the class of AS numbers a peer without a fixed peerASN
+// accepts from its router.
+type DynamicASN string
+
+// The classes of spec.dynamicASN.
+const (
+	DynamicInternal DynamicASN = "internal" // the router's AS is myASN
+	DynamicExternal DynamicASN = "external" // any other AS
+)
 
 // SelectsNode reports whether a node with these labels opens the session.
 func (p *Peer) SelectsNode(nodeLabels labels.Set) bool {

@@ -63,6 +63,7 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 	}
 	p := &Peer{
 		Name: obj.Name, MyASN: uint32(s.MyASN), PeerASN: uint32(s.PeerASN), Port: uint16(s.PeerPort),
+		DynamicASN: DynamicASN(s.DynamicASN), Passive: s.Passive,
 		EBGPMultiHop: s.EBGPMultiHop, GracefulRestart: s.GracefulRestart, Password: s.Password,
 		HoldTime: duration(s.HoldTime, DefaultHoldTime), ConnectTime: duration(s.ConnectTime, DefaultConnectTime),
 	}
@@ -70,6 +71,9 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 		p.Port = 179
 	}
 	p.KeepaliveTime = duration(s.KeepaliveTime, p.HoldTime/3)
+	if msg := checkASN(s); msg != "" {
+		return ignore(asnField(s), ReasonInvalidField, msg)
+	}
 	var err error
 	if p.Address, err = netip.ParseAddr(s.PeerAddress); err != nil {
 		return ignore("spec.peerAddress", ReasonInvalidField, fmt.Sprintf("%q is not an IP address", s.PeerAddress))
@@ -109,6 +113,27 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 		}
 	}
 	return p, true
+}
+
+// checkASN says what is wrong with a spec's peerASN and dynamicASN: the
+// schema refuses the same, but objects written before it still reach here.
+func checkASN(s v1beta1.BGPPeerSpec) string {
+	switch {
+	case s.PeerASN != 0 && s.DynamicASN != "":
+		return "spec.peerASN and spec.dynamicASN are mutually exclusive"
+	case s.PeerASN == 0 && s.DynamicASN == "":
+		return "one of spec.peerASN and spec.dynamicASN is required"
+	case s.DynamicASN != "" && s.DynamicASN != string(DynamicInternal) && s.DynamicASN != string(DynamicExternal):
+		return fmt.Sprintf("spec.dynamicASN %q is neither internal nor external", s.DynamicASN)
+	}
+	return ""
+}
+
+func asnField(s v1beta1.BGPPeerSpec) string {
+	if s.DynamicASN != "" {
+		return "spec.dynamicASN"
+	}
+	return "spec.peerASN"
 }
 
 func duration(d *metav1.Duration, def time.Duration) time.Duration {
