@@ -30,6 +30,9 @@ type flags struct {
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
 	ignoreExcludeLB                                                    bool
+	bgpListenPort                                                      int
+	bgpListenAddrs                                                     string
+	bgpListen                                                          []netip.Addr
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -64,6 +67,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.statusInterval, "status-interval", speaker.DefaultStatusInterval, "least time between two writes of this node's SpeakerStatus (written only when what the node announces changed; changes within the interval become one write)")
 	fs.StringVar(&f.podName, "pod-name", os.Getenv("POD_NAME"), "this speaker's Pod, shown in its SpeakerStatus (default $POD_NAME, set from the downward API)")
 	fs.StringVar(&f.podUID, "pod-uid", os.Getenv("POD_UID"), "this speaker's Pod's UID, so that kubectl describe pod shows the events about its start (default $POD_UID, set from the downward API)")
+	fs.IntVar(&f.bgpListenPort, "bgp-listen-port", 179, "TCP port the speaker listens on for routers that connect to it (BGPPeers with passive: true); nothing listens while no peer of the node is passive")
+	fs.StringVar(&f.bgpListenAddrs, "bgp-listen-addresses", "", "comma-separated addresses the passive-peer listener binds; empty: the node's own addresses (its InternalIPs), not every local address, so another BGP daemon on the node can keep the others")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return f, err
@@ -81,6 +86,9 @@ func parseFlags(args []string) (flags, error) {
 		return f, fmt.Errorf("--lease-renew %s: want at least 1s", f.leaseRenew)
 	}
 	var err error
+	if f.bgpListen, err = listenFlags(f.bgpListenPort, f.bgpListenAddrs); err != nil {
+		return f, err
+	}
 	if f.metricsAddr, err = onHost(f.metricsAddr, f.hostIP); err != nil {
 		return f, fmt.Errorf("--metrics-addr: %w", err)
 	}
@@ -130,6 +138,25 @@ func (f flags) excluded() []string {
 		out = []string{}
 	}
 	return out
+}
+
+// listenFlags checks --bgp-listen-port and parses --bgp-listen-addresses.
+func listenFlags(port int, addrs string) ([]netip.Addr, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("--bgp-listen-port %d: want 1-65535", port)
+	}
+	var out []netip.Addr
+	for _, a := range strings.Split(addrs, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		ip, err := netip.ParseAddr(a)
+		if err != nil {
+			return nil, fmt.Errorf("--bgp-listen-addresses: %q is not an IP address", a)
+		}
+		out = append(out, ip)
+	}
+	return out, nil
 }
 
 // onHost puts hostIP into a listen address that names a port only

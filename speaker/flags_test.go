@@ -85,3 +85,19 @@ func TestEndpointsListenOnTheHostIP(t *testing.T) {
 		t.Errorf("a disabled endpoint stays disabled: %q", f.metricsAddr)
 	}
 }
+
+func TestBGPListenFlags(t *testing.T) {
+	f, err := parseFlags([]string{"--node-name=n1"})
+	if err != nil || f.bgpListenPort != 179 || f.bgpListen != nil {
+		t.Errorf("defaults: port %d addresses %v (%v)", f.bgpListenPort, f.bgpListen, err)
+	}
+	f, err = parseFlags([]string{"--node-name=n1", "--bgp-listen-port=1179", "--bgp-listen-addresses=127.0.0.1, ::1"})
+	if err != nil || f.bgpListenPort != 1179 || len(f.bgpListen) != 2 || f.bgpListen[1].String() != "::1" {
+		t.Errorf("set: port %d addresses %v (%v)", f.bgpListenPort, f.bgpListen, err)
+	}
+	for _, bad := range []string{"--bgp-listen-port=0", "--bgp-listen-port=70000", "--bgp-listen-addresses=node"} {
+		if _, err := parseFlags([]string{"--node-name=n1", bad}); err == nil || !strings.Contains(err.Error(), strings.SplitN(bad, "=", 2)[0]) {
+			t.Errorf("%s: %v, want an error naming the flag", bad, err)
+		}
+	}
+}

@@ -116,6 +116,7 @@ func run(f flags) error {
 		return err
 	}
 	bgpSpeaker, err := bgp.New(bgp.Config{Logger: log.With("component", "bgp"), Registerer: reg,
+		ListenPort: uint16(f.bgpListenPort), ListenAddresses: f.bgpListen,
 		OnSessionChange: func(ev bgp.SessionEvent) {
 			if s := sp.Load(); s != nil {
 				s.SessionChanged(ev)

@@ -9,6 +9,7 @@ import (
 
 	api "github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
+	bgppkt "github.com/osrg/gobgp/v4/pkg/packet/bgp"
 )
 
 // onPeerEvent runs on GoBGP's watch goroutine for every FSM state change.
@@ -18,8 +19,11 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent) {
 	}
 	st := ev.Peer.State
 	addr := st.NeighborAddress.Unmap()
+	if s.refusedRouter(addr, st) {
+		return
+	}
 	reason := downReason(st.DisconnectReason, st.DisconnectMessage)
-	tr, changed := s.status.peerState(addr, stateName(st.SessionState), reason, time.Now())
+	tr, changed := s.status.peerState(addr, stateName(st.SessionState), reason, st.PeerASN, time.Now())
 	if !changed {
 		return
 	}
@@ -29,6 +33,48 @@ func (s *Speaker) onPeerEvent(ev *apiutil.WatchEventMessage_PeerEvent) {
 		s.status.setDownReason(addr, reason)
 	}
 	s.emit(tr.session, tr.up, reason)
+}
+
+// refusedRouter records a router refused for its AS number, and ends a
+// session established with an AS outside its dynamicASN class; it
+// reports true when the event must not count as the session coming up.
+func (s *Speaker) refusedRouter(addr netip.Addr, st apiutil.PeerState) bool {
+	ss, ok := s.status.sessionFor(addr)
+	if !ok {
+		return false
+	}
+	if st.DisconnectReason == api.PeerState_DISCONNECT_REASON_BAD_PEER_AS {
+		s.status.refuseRouter(addr, ss.badPeerAS())
+		return false
+	}
+	if st.SessionState != bgppkt.BGP_FSM_ESTABLISHED {
+		return false
+	}
+	why := ss.classRefusal(st.PeerASN)
+	if why == "" {
+		return false
+	}
+	s.status.refuseRouter(addr, why)
+	s.log.Warn("BGP router refused", "session", ss.Name, "peer", addr, "peerASN", st.PeerASN, "reason", why)
+	// Not from the watch goroutine: GoBGP's management calls can wait on it.
+	go s.resetRefused(ss, why)
+	return true
+}
+
+// resetRefused ends a refused router's session with a Cease that says why.
+// GoBGP dials again (or takes the router's next connection) after the
+// session's connectTime, and the check repeats.
+func (s *Speaker) resetRefused(ss Session, why string) {
+	g := s.currentServer()
+	if g == nil {
+		return
+	}
+	s.status.markOwnReset(ss.PeerAddress)
+	err := g.srv.ResetPeer(context.Background(), &api.ResetPeerRequest{Address: ss.PeerAddress.String(), Communication: why})
+	if err != nil {
+		s.status.takeOwnReset(ss.PeerAddress)
+		s.log.Warn("BGP router refused, and its session could not be reset", "session", ss.Name, "err", err)
+	}
 }
 
 // bfdCaused says whether a BFD-enabled session that went down was taken
@@ -88,6 +134,18 @@ func bfdStateName(st api.BfdSessionState) string {
 		return "AdminDown"
 	}
 	return ""
+}
+
+// onBadPeerAS records that GoBGP refused a router's OPEN for its AS.
+func (s *Speaker) onBadPeerAS(neighbor string) {
+	addr, err := netip.ParseAddr(neighbor)
+	if err != nil {
+		return
+	}
+	addr = addr.Unmap()
+	if ss, ok := s.status.sessionFor(addr); ok {
+		s.status.refuseRouter(addr, ss.badPeerAS())
+	}
 }
 
 // onConnectError records why GoBGP could not dial a neighbor.

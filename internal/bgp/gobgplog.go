@@ -11,14 +11,39 @@ import (
 // GoBGP writes when a dial fails, which is the only place that error shows
 // up: a wrong TCP MD5 password or an unreachable router leaves the session
 // in Active with nothing else to say why.
+//
+// It also watches for the notification GoBGP sends when a router's OPEN
+// has the wrong AS number (Bad Peer AS): on an outgoing connection GoBGP
+// v4.8.0 refuses it before the session leaves Active, so no state event
+// says so.
 type gobgpHandler struct {
 	inner     slog.Handler
 	neighbor  string // the "Key" attribute GoBGP puts on a peer's logger
 	onConnErr func(neighbor, err string)
+	onBadAS   func(neighbor string)
 }
 
-func newGobgpHandler(inner slog.Handler, onConnErr func(neighbor, err string)) *gobgpHandler {
-	return &gobgpHandler{inner: inner.WithAttrs([]slog.Attr{slog.String("component", "gobgp")}), onConnErr: onConnErr}
+func newGobgpHandler(inner slog.Handler, onConnErr func(neighbor, err string), onBadAS func(neighbor string)) *gobgpHandler {
+	return &gobgpHandler{inner: inner.WithAttrs([]slog.Attr{slog.String("component", "gobgp")}), onConnErr: onConnErr, onBadAS: onBadAS}
+}
+
+// isBadPeerAS tells whether a record is GoBGP sending an OPEN Message
+// Error / Bad Peer AS notification (code 2, subcode 2).
+func isBadPeerAS(r slog.Record) bool {
+	if r.Message != "sent notification" {
+		return false
+	}
+	var code, sub int64
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "Code":
+			code = a.Value.Int64()
+		case "Subcode":
+			sub = a.Value.Int64()
+		}
+		return true
+	})
+	return code == 2 && sub == 2
 }
 
 // Enabled lets debug records through, since the dial error is one.
@@ -35,6 +60,9 @@ func (h *gobgpHandler) Handle(ctx context.Context, r slog.Record) error {
 			}
 			return true
 		})
+	}
+	if h.neighbor != "" && h.onBadAS != nil && isBadPeerAS(r) {
+		h.onBadAS(h.neighbor)
 	}
 	level := demote(r.Level)
 	if !h.inner.Enabled(ctx, level) {

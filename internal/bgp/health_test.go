@@ -47,7 +47,7 @@ func TestFailureOfAStoppedServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := startGobgp(context.Background(), slog.DiscardHandler, netip.MustParseAddr("198.51.100.11"), 64512, func(*apiutil.WatchEventMessage_PeerEvent) {})
+	g, err := startGobgp(context.Background(), slog.DiscardHandler, netip.MustParseAddr("198.51.100.11"), 64512, listenSpec{}, func(*apiutil.WatchEventMessage_PeerEvent) {})
 	if err != nil {
 		t.Fatal(err)
 	}

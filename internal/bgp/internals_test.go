@@ -22,7 +22,20 @@ func TestGobgpHandler(t *testing.T) {
 		mu.Lock()
 		got[n] = err
 		mu.Unlock()
+	}, func(n string) {
+		mu.Lock()
+		got[n] = "bad peer AS"
+		mu.Unlock()
 	})
+	log2 := slog.New(h).With(slog.String("Topic", "Peer"), slog.String("Key", "198.51.100.2"))
+	log2.Info("sent notification", slog.Int("Code", 6), slog.Int("Subcode", 2))
+	if _, ok := got["198.51.100.2"]; ok {
+		t.Errorf("a Cease taken for a bad peer AS: %v", got)
+	}
+	log2.Info("sent notification", slog.Int("Code", 2), slog.Int("Subcode", 2), slog.String("Data", ""))
+	if got["198.51.100.2"] != "bad peer AS" {
+		t.Errorf("bad peer AS notification not seen: %v", got)
+	}
 	peerLog := slog.New(h).With(slog.String("Topic", "Peer"), slog.String("Key", "198.51.100.1"))
 	peerLog.Debug("failed to connect", slog.String("Error", "dial tcp: i/o timeout"))
 	peerLog.Info("Peer Up")
@@ -57,16 +70,16 @@ func TestStatusTransitions(t *testing.T) {
 	s := norm(t, sess("a", "198.51.100.1"))
 	now := time.Now()
 	st.configure(s, true, now)
-	if _, ok := st.peerState(s.PeerAddress, "Active", "", now); ok {
+	if _, ok := st.peerState(s.PeerAddress, "Active", "", 0, now); ok {
 		t.Error("Idle to Active is no transition")
 	}
-	if tr, ok := st.peerState(s.PeerAddress, stateEstablished, "", now); !ok || !tr.up {
+	if tr, ok := st.peerState(s.PeerAddress, stateEstablished, "", 0, now); !ok || !tr.up {
 		t.Error("Active to Established must be an up transition")
 	}
-	if tr, ok := st.peerState(s.PeerAddress, stateIdle, "hold-timer-expired", now); !ok || tr.up {
+	if tr, ok := st.peerState(s.PeerAddress, stateIdle, "hold-timer-expired", 0, now); !ok || tr.up {
 		t.Error("Established to Idle must be a down transition")
 	}
-	if _, ok := st.peerState(peerB, stateEstablished, "", now); ok {
+	if _, ok := st.peerState(peerB, stateEstablished, "", 0, now); ok {
 		t.Error("an unknown address must be ignored")
 	}
 	snap := st.snapshot()
@@ -77,7 +90,7 @@ func TestStatusTransitions(t *testing.T) {
 	if old.configured != true {
 		t.Error("forget returns the status as it was")
 	}
-	if _, ok := st.peerState(s.PeerAddress, stateEstablished, "", now); ok {
+	if _, ok := st.peerState(s.PeerAddress, stateEstablished, "", 0, now); ok {
 		t.Error("a forgotten session's events must be ignored")
 	}
 }
@@ -106,7 +119,7 @@ func TestMetricsCounterSurvivesRecreate(t *testing.T) {
 // IPv6 unicast only (every other family would cost memory for nothing).
 func TestGobgpKeepsOnlyUnicastRIBs(t *testing.T) {
 	ctx := context.Background()
-	g, err := startGobgp(ctx, slog.DiscardHandler, netip.MustParseAddr("198.51.100.1"), 64512, func(*apiutil.WatchEventMessage_PeerEvent) {})
+	g, err := startGobgp(ctx, slog.DiscardHandler, netip.MustParseAddr("198.51.100.1"), 64512, listenSpec{}, func(*apiutil.WatchEventMessage_PeerEvent) {})
 	if err != nil {
 		t.Fatal(err)
 	}

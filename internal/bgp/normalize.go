@@ -35,8 +35,8 @@ func normalize(s Session) (Session, error) {
 		return s, errors.New("peerAddress is not set")
 	}
 	s.PeerAddress = s.PeerAddress.Unmap()
-	if s.MyASN == 0 || s.PeerASN == 0 {
-		return s, errors.New("myASN and peerASN must be set")
+	if err := checkASN(s); err != nil {
+		return s, err
 	}
 	if s.PeerPort == 0 {
 		s.PeerPort = defaultPort
@@ -128,6 +128,46 @@ func normalizeFamilies(s Session) []Family {
 	return slices.Compact(fams)
 }
 
-func (s Session) ibgp() bool { return s.MyASN == s.PeerASN }
+// checkASN refuses a session without its AS numbers, or with both a peer
+// AS and a class.
+func checkASN(s Session) error {
+	switch {
+	case s.MyASN == 0:
+		return errors.New("myASN must be set")
+	case s.DynamicASN > AnyExternal:
+		return fmt.Errorf("unknown dynamic ASN class %d", s.DynamicASN)
+	case s.DynamicASN != FixedASN && s.PeerASN != 0:
+		return fmt.Errorf("peerASN %d and dynamicASN %s are exclusive", s.PeerASN, s.DynamicASN)
+	case s.DynamicASN == FixedASN && s.PeerASN == 0:
+		return errors.New("peerASN or dynamicASN must be set")
+	}
+	return nil
+}
+
+func (s Session) ibgp() bool {
+	if s.DynamicASN != FixedASN {
+		return s.DynamicASN == AnyInternal
+	}
+	return s.MyASN == s.PeerASN
+}
+
+// classRefusal says why a router that opened a session with AS asn is
+// refused, or "" when its AS is of the session's class. GoBGP itself
+// refuses a wrong AS at OPEN for fixed and internal sessions; an external
+// class session accepts any AS there and is checked once established.
+func (s Session) classRefusal(asn uint32) string {
+	if s.DynamicASN == AnyExternal && asn == s.MyASN {
+		return fmt.Sprintf("the router's AS %d is myASN (internal) and spec.dynamicASN is external: session refused", asn)
+	}
+	return ""
+}
+
+// badPeerAS words GoBGP's refusal of a router's OPEN for its AS number.
+func (s Session) badPeerAS() string {
+	if s.DynamicASN == AnyInternal {
+		return fmt.Sprintf("the router's AS is not myASN %d (external) and spec.dynamicASN is internal: session refused", s.MyASN)
+	}
+	return fmt.Sprintf("the router's AS is not peerASN %d: session refused", s.PeerASN)
+}
 
 func (s Session) carries(f Family) bool { return slices.Contains(s.Families, f) }

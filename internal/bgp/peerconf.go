@@ -19,7 +19,7 @@ func peerConfig(s Session, restarting bool) *api.Peer {
 	p := &api.Peer{
 		Conf: &api.PeerConf{
 			NeighborAddress: s.PeerAddress.String(),
-			PeerAsn:         s.PeerASN,
+			PeerAsn:         peerASN(s),
 			LocalAsn:        s.MyASN,
 			AuthPassword:    s.Password,
 			Description:     s.Name,
@@ -35,6 +35,7 @@ func peerConfig(s Session, restarting bool) *api.Peer {
 		}},
 		AfiSafis: afiSafis(s),
 	}
+	p.Transport.PassiveMode = s.Passive
 	if s.SourceAddress.IsValid() {
 		p.Transport.LocalAddress = s.SourceAddress.String()
 	}
@@ -53,6 +54,19 @@ func peerConfig(s Session, restarting bool) *api.Peer {
 	}
 	p.Bfd = bfdConfig(s.BFD)
 	return p
+}
+
+// peerASN is the AS GoBGP expects in the router's OPEN: an internal class
+// is myASN, which GoBGP then checks; 0 accepts any AS (external class,
+// checked once established by classRefusal).
+func peerASN(s Session) uint32 {
+	switch s.DynamicASN {
+	case AnyInternal:
+		return s.MyASN
+	case AnyExternal:
+		return 0
+	}
+	return s.PeerASN
 }
 
 func afiSafis(s Session) []*api.AfiSafi {

@@ -1,10 +1,13 @@
 package bgp
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
+	"strings"
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
@@ -14,27 +17,78 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// gobgp is one running embedded GoBGP server: no gRPC listener, no BGP
-// listener (ListenPort -1: the speaker always dials), one router ID.
+// gobgp is one running embedded GoBGP server: no gRPC listener, one
+// router ID, and a BGP listener only while some session is passive
+// (otherwise ListenPort -1: the speaker dials).
 type gobgp struct {
 	srv         *server.BgpServer
 	routerID    netip.Addr
+	listen      listenSpec // asked for at start
+	listenErr   error      // why the listener asked for could not be opened
 	stopWatch   context.CancelFunc
 	policy      *api.SetPoliciesRequest // last installed
 	policyReady bool                    // global assignments installed
 }
 
+// listenSpec is where a server listens for routers: nowhere when port is 0.
+type listenSpec struct {
+	port  uint16
+	addrs string // comma-separated, sorted
+}
+
+func (l listenSpec) String() string {
+	if l.port == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%s port %d", l.addrs, l.port)
+}
+
+// wantListen is where the server must listen for the planned sessions:
+// nowhere unless one of them is passive.
+func wantListen(plan sessionPlan, cfg listenConfig, d Desired) listenSpec {
+	passive := false
+	for _, ss := range [][]Session{plan.add, plan.update, plan.keep} {
+		passive = passive || slices.ContainsFunc(ss, func(s Session) bool { return s.Passive })
+	}
+	if !passive {
+		return listenSpec{}
+	}
+	addrs := cfg.addrs
+	if len(addrs) == 0 {
+		addrs = []netip.Addr{d.NodeIPv4, d.NodeIPv6}
+	}
+	var out []string
+	for _, a := range addrs {
+		if a.IsValid() {
+			out = append(out, a.Unmap().String())
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"0.0.0.0", "::"} // a node without addresses: every address
+	}
+	slices.Sort(out)
+	return listenSpec{port: cmp.Or(cfg.port, defaultPort), addrs: strings.Join(slices.Compact(out), ",")}
+}
+
+// listenConfig is Config's listener settings.
+type listenConfig struct {
+	port  uint16
+	addrs []netip.Addr
+}
+
 // startGobgp starts a server and its peer watch. onPeer runs on GoBGP's
-// watch goroutine.
-func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn uint32,
+// watch goroutine. When the listener cannot be opened (the port is taken
+// on that address), the server starts without it and listenErr says why.
+func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn uint32, listen listenSpec,
 	onPeer func(*apiutil.WatchEventMessage_PeerEvent)) (*gobgp, error) {
-	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), nil))
-	go srv.Serve() // never returns: GoBGP keeps one goroutine per server
-	err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: &api.Global{
-		Asn: asn, RouterId: routerID.String(), ListenPort: -1, Families: globalFamilies(),
-	}})
+	srv, err := newGobgp(ctx, h, routerID, asn, listen)
+	var listenErr error
+	if err != nil && listen.port != 0 {
+		listenErr = fmt.Errorf("cannot listen for BGP on %s: %w", listen, err)
+		srv, err = newGobgp(ctx, h, routerID, asn, listenSpec{})
+	}
 	if err != nil {
-		return nil, fmt.Errorf("start GoBGP (router ID %s, AS %d): %w", routerID, asn, err)
+		return nil, err
 	}
 	wctx, cancel := context.WithCancel(context.Background())
 	err = srv.WatchEvent(wctx, server.WatchEventMessageCallbacks{
@@ -45,7 +99,7 @@ func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn ui
 		srv.Stop()
 		return nil, fmt.Errorf("watch GoBGP peers: %w", err)
 	}
-	g := &gobgp{srv: srv, routerID: routerID, stopWatch: cancel}
+	g := &gobgp{srv: srv, routerID: routerID, listen: listen, listenErr: listenErr, stopWatch: cancel}
 	// Install the policies before any peer exists: nothing learned from a
 	// router enters the RIB, and nothing is exported by default.
 	if err := g.setPolicies(ctx, buildPolicies(nil)); err != nil {
@@ -53,6 +107,21 @@ func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn ui
 		return nil, err
 	}
 	return g, nil
+}
+
+// newGobgp starts one GoBGP server, listening as asked.
+func newGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn uint32, listen listenSpec) (*server.BgpServer, error) {
+	srv := server.NewBgpServer(server.LoggerOption(slog.New(h), nil))
+	go srv.Serve() // never returns: GoBGP keeps one goroutine per server
+	g := &api.Global{Asn: asn, RouterId: routerID.String(), ListenPort: -1, Families: globalFamilies()}
+	if listen.port != 0 {
+		g.ListenPort, g.ListenAddresses = int32(listen.port), strings.Split(listen.addrs, ",")
+	}
+	if err := srv.StartBgp(ctx, &api.StartBgpRequest{Global: g}); err != nil {
+		srv.Stop() // closes a listener opened before the failure
+		return nil, fmt.Errorf("start GoBGP (router ID %s, AS %d): %w", routerID, asn, err)
+	}
+	return srv, nil
 }
 
 // globalFamilies are the only families Herald advertises. GoBGP keeps two

@@ -106,6 +106,17 @@ func (p *sessionPlan) validate(desired []Session, routerID netip.Addr) []Session
 	return slices.DeleteFunc(out, func(s Session) bool { _, dup := p.refused[s.Name]; return dup })
 }
 
+// refusePassive refuses the passive sessions to be added: the server has
+// no listener for them.
+func (p *sessionPlan) refusePassive(err error) {
+	p.add = slices.DeleteFunc(p.add, func(s Session) bool {
+		if s.Passive {
+			p.refused[s.Name] = refusal{s.PeerAddress, err}
+		}
+		return s.Passive
+	})
+}
+
 // resolveAddresses keeps one session per peer address (GoBGP keys neighbors
 // by address): the one already configured with it, else the first by name.
 func (p *sessionPlan) resolveAddresses(current map[string]Session, valid []Session) []Session {

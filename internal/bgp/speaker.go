@@ -20,6 +20,7 @@ type Speaker struct {
 	events  *eventQueue
 	status  *statusTable
 	metrics *metrics
+	listen  listenConfig
 
 	mu         sync.Mutex // serializes Apply and Shutdown; guards the fields below
 	srv        *gobgp
@@ -51,8 +52,9 @@ func New(cfg Config) (*Speaker, error) {
 		rib:        map[netip.Prefix]netip.Addr{},
 		deliveries: map[netip.Prefix]delivery{},
 		warns:      newWarnings(),
+		listen:     listenConfig{port: cfg.ListenPort, addrs: slices.Clone(cfg.ListenAddresses)},
 	}
-	s.gobgpH = newGobgpHandler(log.Handler(), s.onConnectError)
+	s.gobgpH = newGobgpHandler(log.Handler(), s.onConnectError, s.onBadPeerAS)
 	m, err := newMetrics(cfg.Registerer, s.snapshot)
 	if err != nil {
 		s.events.close()
@@ -80,9 +82,18 @@ func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 		s.stopServer("router ID changed")
 	}
 	plan := planSessions(s.configured, d.Sessions, s.effectiveRouterID(routerID))
+	listen := wantListen(plan, s.listen, d)
+	if s.srv != nil && listen != s.srv.listen {
+		s.log.Info("BGP listener needed elsewhere: restarting the BGP server", "old", s.srv.listen, "new", listen)
+		s.stopServer("BGP listener changed")
+		plan = planSessions(s.configured, d.Sessions, s.effectiveRouterID(routerID))
+	}
 	stopped := s.srv == nil
-	if err := s.ensureServer(ctx, plan, routerID); err != nil {
+	if err := s.ensureServer(ctx, plan, routerID, listen); err != nil {
 		return err
+	}
+	if s.srv != nil && s.srv.listenErr != nil {
+		plan.refusePassive(s.srv.listenErr)
 	}
 	// The sessions a newly started server adds are a restart's: the
 	// router may hold routes of ours from the server before.
@@ -103,18 +114,21 @@ func (s *Speaker) effectiveRouterID(desired netip.Addr) netip.Addr {
 }
 
 // ensureServer starts GoBGP when there is a session to hold.
-func (s *Speaker) ensureServer(ctx context.Context, plan sessionPlan, routerID netip.Addr) error {
+func (s *Speaker) ensureServer(ctx context.Context, plan sessionPlan, routerID netip.Addr, listen listenSpec) error {
 	if s.srv != nil || len(plan.add) == 0 {
 		return nil
 	}
 	first := slices.MinFunc(plan.add, func(a, b Session) int { return cmp.Compare(a.Name, b.Name) })
 	// Every neighbor sets its own local AS; the global AS only has to be
 	// valid, so the first session's is used.
-	g, err := startGobgp(ctx, s.gobgpH, routerID, first.MyASN, s.onPeerEvent)
+	g, err := startGobgp(ctx, s.gobgpH, routerID, first.MyASN, listen, s.onPeerEvent)
 	if err != nil {
 		return err
 	}
-	s.log.Info("BGP server started", "routerID", routerID, "asn", first.MyASN)
+	if g.listenErr != nil {
+		s.log.Error("BGP server started without its listener: passive sessions refused", "err", g.listenErr)
+	}
+	s.log.Info("BGP server started", "routerID", routerID, "asn", first.MyASN, "listen", listen)
 	s.srv = g
 	s.setSrvNow(g)
 	return nil

@@ -30,6 +30,8 @@ type sessionStatus struct {
 	// asked GoBGP for) and its down transition is still to come.
 	ownReset bool
 	err      string
+	peerASN  uint32 // the router's AS at the last Established
+	refused  string // why the router was last refused; cleared when up
 	warnings []string
 }
 
@@ -54,7 +56,7 @@ func (t *statusTable) configure(s Session, fresh bool, now time.Time) {
 		prev := st
 		st = &sessionStatus{state: stateIdle, since: now}
 		if prev != nil {
-			st.lastDown = prev.lastDown
+			st.lastDown, st.peerASN = prev.lastDown, prev.peerASN
 		}
 		t.byName[s.Name] = st
 	}
@@ -113,7 +115,7 @@ type transition struct {
 
 // peerState records a state reported by GoBGP for a neighbor address and
 // returns the transition it makes, if any.
-func (t *statusTable) peerState(addr netip.Addr, state string, reason string, now time.Time) (transition, bool) {
+func (t *statusTable) peerState(addr netip.Addr, state string, reason string, asn uint32, now time.Time) (transition, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.sessionAt(addr)
@@ -129,11 +131,30 @@ func (t *statusTable) peerState(addr netip.Addr, state string, reason string, no
 	}
 	st.up = up
 	if up {
-		st.lastConnErr = ""
+		st.lastConnErr, st.refused, st.peerASN = "", "", asn
 	} else {
 		st.lastDown = reason
 	}
 	return transition{session: st.session, up: up}, true
+}
+
+// refuseRouter records why the router at addr was refused.
+func (t *statusTable) refuseRouter(addr netip.Addr, why string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.sessionAt(addr); st != nil {
+		st.refused = why
+	}
+}
+
+// sessionFor returns the configured session at addr.
+func (t *statusTable) sessionFor(addr netip.Addr) (Session, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if st := t.sessionAt(addr); st != nil && st.configured {
+		return st.session, true
+	}
+	return Session{}, false
 }
 
 // markOwnReset notes that the speaker is about to reset the session at

@@ -42,7 +42,9 @@ type Session struct {
 	PeerAddress   netip.Addr
 	PeerPort      uint16 // 179 when 0
 	MyASN         uint32
-	PeerASN       uint32     // iBGP when equal to MyASN
+	PeerASN       uint32     // iBGP when equal to MyASN; 0 with DynamicASN
+	DynamicASN    ASNClass   // AnyInternal/AnyExternal: the router's AS within a class, PeerASN 0
+	Passive       bool       // wait for the router to connect; the server then listens
 	SourceAddress netip.Addr // zero: the kernel picks the source on the route to the peer at each connect
 	RouterID      netip.Addr // IPv4; zero: the speaker's router ID (the node's IPv4 address)
 
@@ -55,6 +57,27 @@ type Session struct {
 	GracefulRestart bool
 	BFD             *BFD     // nil: no BFD
 	Families        []Family // empty: the family of PeerAddress
+}
+
+// ASNClass is the class of router AS numbers a session accepts when it has
+// no fixed PeerASN.
+type ASNClass uint8
+
+// The classes of ASNClass.
+const (
+	FixedASN    ASNClass = iota // the router's AS is PeerASN
+	AnyInternal                 // the router's AS must be MyASN
+	AnyExternal                 // any AS but MyASN
+)
+
+func (c ASNClass) String() string {
+	switch c {
+	case AnyInternal:
+		return "internal"
+	case AnyExternal:
+		return "external"
+	}
+	return "fixed"
 }
 
 // Path is one prefix to advertise, to some or all sessions, with attributes.
@@ -97,6 +120,8 @@ type SessionState struct {
 	LastDownReason  string    // why it last left Established
 	LastError       string    // last connect error (e.g. "i/o timeout"), with a hint when a password is set
 	Error           string    // why the session is not configured; empty when it is
+	PeerASN         uint32    // the router's AS the session last came up with; 0 before
+	Refused         string    // why the router was last refused (its AS); empty once up
 	Warnings        []string  // configured, but not everything asked for is sent
 }
 
@@ -107,4 +132,10 @@ type Config struct {
 	// OnSessionChange is called on every Established/left-Established
 	// transition, in order, from one goroutine. It must not block for long.
 	OnSessionChange func(SessionEvent)
+	// ListenPort and ListenAddresses are where the server listens for
+	// routers that connect, while some session is Passive (and only
+	// then): 179 when 0, and the node's addresses (Desired.NodeIPv4 and
+	// NodeIPv6) when empty.
+	ListenPort      uint16
+	ListenAddresses []netip.Addr
 }

@@ -39,7 +39,7 @@ func (s *Speaker) snapshot(ctx context.Context) []sessionView {
 		v := sessionView{up: st.up, bfd: st.session.BFD != nil, SessionState: SessionState{
 			Name: st.session.Name, Peer: st.session.PeerAddress, State: st.state, Since: st.since,
 			LastDownReason: st.lastDown, LastError: connectHint(st.lastConnErr, st.session.Password != ""),
-			Error: st.err, Warnings: st.warnings,
+			Error: st.err, Warnings: st.warnings, PeerASN: st.peerASN, Refused: st.refused,
 		}}
 		if p, ok := peers[st.session.PeerAddress]; ok && st.configured {
 			fillFromPeer(&v, p, st.session.BFD != nil)

@@ -21,7 +21,7 @@ func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) b
 			SourceAddress: p.SourceAddress, RouterID: p.RouterID,
 			HoldTime: p.HoldTime, KeepaliveTime: p.KeepaliveTime, ConnectTime: p.ConnectTime,
 			EBGPMultiHop: p.EBGPMultiHop, Password: p.Password, GracefulRestart: p.GracefulRestart,
-			Families: fams,
+			Families: fams, DynamicASN: asnClass(p.DynamicASN), Passive: p.Passive,
 		}
 		if p.BFD != nil {
 			s.BFD = &bgp.BFD{ReceiveInterval: p.BFD.ReceiveInterval, TransmitInterval: p.BFD.TransmitInterval, DetectMultiplier: p.BFD.DetectMultiplier}
@@ -30,6 +30,16 @@ func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) b
 	}
 	d.Paths = appendPaths(d.Paths, res.Routes)
 	return d
+}
+
+func asnClass(c config.DynamicASN) bgp.ASNClass {
+	switch c {
+	case config.DynamicInternal:
+		return bgp.AnyInternal
+	case config.DynamicExternal:
+		return bgp.AnyExternal
+	}
+	return bgp.FixedASN
 }
 
 // changedPaths is the memo's last change in the backend's terms: the

@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -57,7 +58,7 @@ func buildStatus(pod string, l2 []l2Entry, sessions []bgp.SessionState, routes [
 			st.Truncated = true
 			break
 		}
-		bs := v1beta1.BGPSessionStatus{Peer: s.Name, State: s.State}
+		bs := v1beta1.BGPSessionStatus{Peer: s.Name, State: s.State, PeerASN: int64(s.PeerASN), Message: sessionMessage(s)}
 		if s.Peer.IsValid() {
 			bs.PeerAddress = s.Peer.String()
 		}
@@ -81,6 +82,17 @@ func buildStatus(pod string, l2 []l2Entry, sessions []bgp.SessionState, routes [
 	st.Summary.Sessions = fmt.Sprintf("%d/%d", up, len(sessions))
 	st.Summary.Prefixes = int32(len(prefixes))
 	return st
+}
+
+// sessionMessage is why a session is not up, when the speaker knows: its
+// configuration was refused, or its router was (its AS number). Connect
+// errors change at every attempt and stay out of the status.
+func sessionMessage(s bgp.SessionState) string {
+	m := cmp.Or(s.Error, s.Refused)
+	if len(m) > 512 {
+		m = m[:509] + "..."
+	}
+	return m
 }
 
 func second(t time.Time) metav1.Time { return metav1.NewTime(t.Truncate(time.Second).UTC()) }

@@ -3,6 +3,7 @@ package speaker
 import (
 	"context"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,8 +151,8 @@ func TestBuildStatus(t *testing.T) {
 		{IP: netip.MustParseAddr("198.51.100.8"), Since: since}, // no usable interface
 	}
 	sessions := []bgp.SessionState{
-		{Name: "tor-b", Peer: netip.MustParseAddr("198.51.100.2"), State: "Active"},
-		{Name: "tor-a", Peer: netip.MustParseAddr("198.51.100.1"), State: "Established", Since: since},
+		{Name: "tor-b", Peer: netip.MustParseAddr("198.51.100.2"), State: "Active", PeerASN: 64600, Refused: "the router's AS 64512 is myASN", LastError: "i/o timeout"},
+		{Name: "tor-a", Peer: netip.MustParseAddr("198.51.100.1"), State: "Established", Since: since, PeerASN: 64513},
 	}
 	routes := []announce.Route{
 		{Prefix: netip.MustParsePrefix("198.51.100.9/32"), Peers: []string{"tor-a", "tor-b"}},
@@ -166,6 +167,15 @@ func TestBuildStatus(t *testing.T) {
 	}
 	if len(st.BGP) != 2 || st.BGP[0].Peer != "tor-a" || len(st.BGP[0].Prefixes) != 2 || len(st.BGP[1].Prefixes) != 0 {
 		t.Fatalf("BGP %+v", st.BGP)
+	}
+	if a, b := st.BGP[0], st.BGP[1]; a.PeerASN != 64513 || a.Message != "" || b.PeerASN != 64600 || b.Message != "the router's AS 64512 is myASN" {
+		t.Errorf("peer ASNs and messages: %+v %+v", a, b)
+	}
+	if m := sessionMessage(bgp.SessionState{Error: "bad config", Refused: "bad AS"}); m != "bad config" {
+		t.Errorf("a refused configuration comes first: %q", m)
+	}
+	if m := sessionMessage(bgp.SessionState{Error: strings.Repeat("x", 600)}); len(m) != 512 {
+		t.Errorf("message of %d bytes, the schema allows 512", len(m))
 	}
 	if st.Summary != (v1beta1.SpeakerSummary{L2Addresses: 2, Sessions: "1/2", Prefixes: 2}) {
 		t.Errorf("summary %+v", st.Summary)
