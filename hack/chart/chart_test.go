@@ -31,7 +31,8 @@ import (
 var valueSets = [][]string{
 	nil,
 	{"--set", "controller.podAntiAffinity=hard", "--set", "controller.podDisruptionBudget.enabled=false", "--set", "ignoreExcludeLB=true",
-		"--set", "lbClassOnly=true", "--set", "lbClass=example.com/lb", "--set", "memberlistSecret=other-key", "--set", "speaker.priorityClassName=", "--set", "metrics.services=false"},
+		"--set", "lbClassOnly=true", "--set", "lbClass=example.com/lb", "--set", "memberlistSecret=other-key", "--set", "speaker.priorityClassName=", "--set", "metrics.services=false",
+		"--set", "speaker.bgpListen.port=1179", "--set", "speaker.bgpListen.addresses={127.0.0.1,::1}"},
 	{"--set", "controller.podAntiAffinity=", "--set", "controller.topologySpreadConstraints=null", "--set", "image.speaker.tag=dev",
 		"--set", "metrics.dashboard.enabled=true", "--set", "speaker.extraArgs={--memberlist-timing=large}"},
 }
@@ -138,10 +139,23 @@ func TestValuesReachTheObjects(t *testing.T) {
 			t.Errorf("controller args %q lack %s", args(dep), want)
 		}
 	}
-	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb"} {
+	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb",
+		"--bgp-listen-port=1179", "--bgp-listen-addresses=127.0.0.1,::1"} {
 		if !strings.Contains(args(ds), want) {
 			t.Errorf("speaker args %q lack %s", args(ds), want)
 		}
+	}
+	caps := func(o *unstructured.Unstructured) []string {
+		cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		a, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "securityContext", "capabilities", "add")
+		return a
+	}
+	if c := caps(ds); len(c) != 1 || c[0] != "NET_RAW" {
+		t.Errorf("speaker by default: capabilities %v, want NET_RAW only", c)
+	}
+	withBind := byName(decode(t, helmTemplate(t, "--set", "speaker.bgpListen.netBindService=true")))
+	if c := caps(withBind["DaemonSet/herald-system/herald-speaker"]); strings.Join(c, ",") != "NET_RAW,NET_BIND_SERVICE" {
+		t.Errorf("speaker.bgpListen.netBindService=true: capabilities %v, want NET_RAW and NET_BIND_SERVICE", c)
 	}
 	if _, ok := objs["PodDisruptionBudget/herald-system/herald-controller"]; ok {
 		t.Error("podDisruptionBudget.enabled=false still renders the PDB")

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,19 @@ func TestNormalizeASN(t *testing.T) {
 	}
 	if !withASN(base, 0, AnyInternal).ibgp() || withASN(base, 0, AnyExternal).ibgp() {
 		t.Error("ibgp() ignores the class")
+	}
+}
+
+func TestBindHint(t *testing.T) {
+	eacces := fmt.Errorf("listen tcp4 198.51.100.11:179: bind: %w", syscall.EACCES)
+	if h := bindHint(listenSpec{port: 179}, eacces); !strings.Contains(h, "NET_BIND_SERVICE") {
+		t.Errorf("port 179, permission denied: hint %q", h)
+	}
+	if h := bindHint(listenSpec{port: 1179}, eacces); h != "" {
+		t.Errorf("port 1179: hint %q", h)
+	}
+	if h := bindHint(listenSpec{port: 179}, syscall.EADDRINUSE); h != "" {
+		t.Errorf("address in use: hint %q", h)
 	}
 }
 

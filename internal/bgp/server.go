@@ -3,11 +3,13 @@ package bgp
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	api "github.com/osrg/gobgp/v4/api"
@@ -84,7 +86,7 @@ func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn ui
 	srv, err := newGobgp(ctx, h, routerID, asn, listen)
 	var listenErr error
 	if err != nil && listen.port != 0 {
-		listenErr = fmt.Errorf("cannot listen for BGP on %s: %w", listen, err)
+		listenErr = fmt.Errorf("cannot listen for BGP on %s%s: %w", listen, bindHint(listen, err), err)
 		srv, err = newGobgp(ctx, h, routerID, asn, listenSpec{})
 	}
 	if err != nil {
@@ -107,6 +109,14 @@ func startGobgp(ctx context.Context, h slog.Handler, routerID netip.Addr, asn ui
 		return nil, err
 	}
 	return g, nil
+}
+
+// bindHint explains a refused bind of a port below 1024.
+func bindHint(l listenSpec, err error) string {
+	if l.port >= 1024 || !(errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "permission denied")) {
+		return ""
+	}
+	return " (a port below 1024 needs the capability NET_BIND_SERVICE: Helm value speaker.bgpListen.netBindService, or a --bgp-listen-port of 1024 or more)"
 }
 
 // newGobgp starts one GoBGP server, listening as asked.

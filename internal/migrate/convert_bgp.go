@@ -126,7 +126,7 @@ func (c *converter) bgpAdv(a mlbBGPAdv) *v1beta1.BGPAdvertisement {
 }
 
 // peer converts a BGPPeer. Some MetalLB sessions cannot be expressed at
-// all (a VRF, BGP unnumbered, an external dynamic ASN, a local-as): the
+// all (a VRF, BGP unnumbered, a local-as): the
 // peer is left out rather than opened differently.
 func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	who := c.who(KindBGPPeer, p.object)
@@ -138,9 +138,8 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	out := &v1beta1.BGPPeer{TypeMeta: typeMeta("BGPPeer"), ObjectMeta: c.meta(KindBGPPeer, p.object)}
 	s := &out.Spec
 	s.MyASN, s.PeerASN, s.PeerAddress = int64(sp.MyASN), int64(sp.PeerASN), sp.PeerAddress
-	if sp.DynamicASN == "internal" {
-		s.PeerASN = s.MyASN
-		c.rep.add(Changed, who, "spec.dynamicASN", "internal: written as peerASN %d (= myASN); Herald has no dynamic ASN, so a router that changes its AS number is refused", s.MyASN)
+	if sp.DynamicASN != "" {
+		s.PeerASN, s.DynamicASN = 0, sp.DynamicASN
 	}
 	if sp.PeerPort != 0 {
 		s.PeerPort = int32(sp.PeerPort)
@@ -166,8 +165,8 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 		s.BFDProfile = c.refName(KindBFDProfile, p.object, "spec.bfdProfile", sp.BFDProfile)
 	}
 	s.GracefulRestart = sp.EnableGracefulRestart
-	if sp.EBGPMultiHop && s.MyASN == s.PeerASN {
-		c.rep.add(Dropped, who, "spec.ebgpMultiHop", "meaningless on an iBGP session (myASN = peerASN), which Herald's schema refuses")
+	if sp.EBGPMultiHop && (s.MyASN == s.PeerASN || s.DynamicASN == "internal") {
+		c.rep.add(Dropped, who, "spec.ebgpMultiHop", "meaningless on an iBGP session (myASN = peerASN, or dynamicASN internal), which Herald's schema refuses")
 	} else {
 		s.EBGPMultiHop = sp.EBGPMultiHop
 	}
@@ -190,8 +189,10 @@ func unconvertiblePeer(p mlbPeer) string {
 		return fmt.Sprintf("spec.vrf %q: Herald peers from the default VRF only", sp.VRF)
 	case sp.Interface != "":
 		return fmt.Sprintf("spec.interface %q (BGP unnumbered): Herald needs a peerAddress", sp.Interface)
-	case sp.DynamicASN != "" && sp.DynamicASN != "internal":
-		return fmt.Sprintf("spec.dynamicASN %q: Herald needs the router's AS number in peerASN", sp.DynamicASN)
+	case sp.DynamicASN != "" && sp.DynamicASN != "internal" && sp.DynamicASN != "external":
+		return fmt.Sprintf("spec.dynamicASN %q is neither internal nor external", sp.DynamicASN)
+	case sp.DynamicASN != "" && sp.PeerASN != 0:
+		return fmt.Sprintf("spec.dynamicASN %q and spec.peerASN %d are both set: MetalLB refuses that too", sp.DynamicASN, sp.PeerASN)
 	case sp.LocalASN != 0:
 		return fmt.Sprintf("spec.localASN %d: Herald presents myASN on every session (no local-as)", sp.LocalASN)
 	case sp.MyASN == 0 || sp.MyASN == 1<<32-1:

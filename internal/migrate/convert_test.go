@@ -59,15 +59,16 @@ func convertCases() []convertCase {
 		{name: "unsupported", lossy: true, want: []string{
 			"dropped BGPPeer " + ns + "in-vrf",
 			"dropped BGPPeer " + ns + "unnumbered",
-			"dropped BGPPeer " + ns + "dynamic-external",
 			"dropped BGPPeer " + ns + "local-as",
-			"changed BGPPeer " + ns + "dynamic-internal spec.dynamicASN",
-			"changed BGPPeer " + ns + "dynamic-internal spec.connectTime",
-			"note BGPPeer " + ns + "dynamic-internal spec.disableMP",
 			"dropped IPAddressPool " + ns + "future spec.someFutureField",
 			"dropped FRRConfiguration " + ns + "receive-all",
 			"dropped ConfigMap " + ns + "bgpextras",
 			"note ServiceL2Status " + ns + "l2-abcde",
+		}},
+		{name: "bgp-dynamic-asn", lossy: true, want: []string{
+			"changed BGPPeer " + ns + "dynamic-internal spec.connectTime",
+			"note BGPPeer " + ns + "dynamic-internal spec.disableMP",
+			"dropped BGPPeer " + ns + "dynamic-internal-multihop spec.ebgpMultiHop",
 		}},
 		{name: "namespaces", want: []string{
 			"note IPAddressPool metallb-b/default metadata.name",
