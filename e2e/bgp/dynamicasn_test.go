@@ -1,0 +1,109 @@
+package bgp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// otherExternalASN is a second external AS for the router.
+const otherExternalASN = 64520
+
+// TestDynamicASN: a BGPPeer with dynamicASN external instead of a
+// peerASN. The router's AS changes from one external value to another:
+// the sessions come back, each node's SpeakerStatus says which AS they
+// came up with, the route is in the router's FIB and HTTP from the
+// external client reaches the pod. Then the router takes the nodes' own
+// AS (internal): every node refuses it and says why in its SpeakerStatus.
+func TestDynamicASN(t *testing.T) {
+	l, h := herald(t)
+	ctx := context.Background()
+	apply(t, h, fmt.Sprintf(`
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: %d
+  dynamicASN: external
+  peerAddress: %s
+  holdTime: 9s
+  keepaliveTime: 3s
+  connectTime: 2s
+`, lab.NodeASN, lab.RouterIPv4))
+	all := allNodes(l)
+	_, ips := service(t, l, "dynasn", poolMain, nil, all...)
+	waitPeerASN(t, l, lab.RouterASN, "")
+
+	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{ASN: otherExternalASN})
+	start := time.Now()
+	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
+	waitPeerASN(t, l, otherExternalASN, "")
+	waitFIB(t, l, host(ips[0]), all...)
+	t.Logf("router AS %d → %d: sessions and route back in %s", lab.RouterASN, otherExternalASN, time.Since(start).Round(time.Millisecond))
+	var answer lab.PodAnswer
+	lab.Poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
+		var err error
+		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
+		return err == nil
+	})
+	t.Logf("http://%s answered by %s on %s", ips[0], answer.Pod, answer.Node)
+
+	// the router in the nodes' AS: internal, the other class
+	if err := l.ReconfigureRouter(ctx, lab.FRR, lab.BGPOptions{ASN: lab.NodeASN, NodeASN: lab.NodeASN}); err != nil {
+		t.Fatal(err)
+	}
+	msg := waitPeerASN(t, l, 0, "is myASN (internal) and spec.dynamicASN is external")
+	t.Logf("router AS %d (internal) refused: %q", lab.NodeASN, msg)
+}
+
+// waitPeerASN waits until every node's SpeakerStatus reports the peer
+// router's session up with AS asn (asn 0: not up, with a message holding
+// fragment) and returns one message.
+func waitPeerASN(t *testing.T, l *lab.Lab, asn int64, fragment string) string {
+	t.Helper()
+	hc := heraldClient(t, l)
+	var got []string
+	var msg string
+	err := pollErr(60*time.Second, func() bool {
+		got = got[:0]
+		ok := true
+		for _, n := range allNodes(l) {
+			s := sessionStatus(hc, n, peerV4)
+			got = append(got, fmt.Sprintf("%s: %s AS %d %q", n, s.State, s.PeerASN, s.Message))
+			if asn != 0 {
+				ok = ok && s.State == "Established" && s.PeerASN == asn
+			} else {
+				ok = ok && s.State != "Established" && strings.Contains(s.Message, fragment)
+				msg = s.Message
+			}
+		}
+		return ok
+	})
+	if err != nil {
+		t.Fatalf("SpeakerStatus of %s: %v, want AS %d %q", peerV4, got, asn, fragment)
+	}
+	return msg
+}
+
+// sessionStatus is node's entry for peer in its SpeakerStatus (zero when
+// absent).
+func sessionStatus(hc versioned.Interface, node, peer string) v1beta1.BGPSessionStatus {
+	st, err := hc.HeraldV1beta1().SpeakerStatuses().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		return v1beta1.BGPSessionStatus{}
+	}
+	for _, s := range st.Status.BGP {
+		if s.Peer == peer {
+			return s
+		}
+	}
+	return v1beta1.BGPSessionStatus{}
+}
