@@ -45,13 +45,7 @@ func (s *Speaker) reportSessionProblems(seen sessionProblems) {
 	}
 	current := map[string]bool{}
 	for _, st := range s.opts.BGP.Sessions() {
-		problem := st.Error
-		if problem == "" && st.State != "Established" && st.LastError != "" {
-			problem = "not established: " + st.LastError
-		}
-		if problem == "" && len(st.Warnings) > 0 {
-			problem = strings.Join(st.Warnings, "; ")
-		}
+		problem := sessionProblem(st)
 		current[st.Name] = true
 		if problem == seen[st.Name] {
 			continue
@@ -70,6 +64,20 @@ func (s *Speaker) reportSessionProblems(seen sessionProblems) {
 			delete(seen, name)
 		}
 	}
+}
+
+// sessionProblem is what is wrong with a session, in order: a refused
+// configuration, a refused router (its AS), a connect error, warnings.
+func sessionProblem(st bgp.SessionState) string {
+	switch {
+	case st.Error != "":
+		return st.Error
+	case st.Refused != "":
+		return st.Refused
+	case st.State != "Established" && st.LastError != "":
+		return "not established: " + st.LastError
+	}
+	return strings.Join(st.Warnings, "; ")
 }
 
 // watchSessions reports session problems every interval until ctx ends.
