@@ -146,6 +146,9 @@ func TestLoopbackDynamicASN(t *testing.T) {
 	if n := events.count("ibgp-router", true) + events.count("ebgp-router", true); n != 0 {
 		t.Errorf("refused routers counted as up %d times", n)
 	}
+	if n := rOut.establishedCount(); n != 0 {
+		t.Errorf("an external router reached Established %d times with an internal-class session: want a refusal at OPEN", n)
+	}
 }
 
 // A passive session waits for the router, which reaches the listener the
