@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/config"
 )
 
 func TestSessionProblem(t *testing.T) {
@@ -20,6 +21,14 @@ func TestSessionProblem(t *testing.T) {
 	for _, c := range cases {
 		if got := sessionProblem(c.st); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.st, got, c.want)
+		}
+	}
+}
+
+func TestASNClass(t *testing.T) {
+	for in, want := range map[config.DynamicASN]bgp.ASNClass{"": bgp.FixedASN, config.DynamicInternal: bgp.AnyInternal, config.DynamicExternal: bgp.AnyExternal} {
+		if got := asnClass(in); got != want {
+			t.Errorf("%q: %s, want %s", in, got, want)
 		}
 	}
 }
