@@ -73,7 +73,7 @@ func (s *Speaker) resetRefused(ss Session, why string) {
 	err := g.srv.ResetPeer(context.Background(), &api.ResetPeerRequest{Address: ss.PeerAddress.String(), Communication: why})
 	if err != nil {
 		s.status.takeOwnReset(ss.PeerAddress)
-		s.log.Warn("BGP router refused, and its session could not be reset", "session", ss.Name, "err", err)
+		s.log.Warn("BGP router refused, and its session could not be reset", "session", ss.Name, "error", err)
 	}
 }
 

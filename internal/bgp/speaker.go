@@ -126,7 +126,7 @@ func (s *Speaker) ensureServer(ctx context.Context, plan sessionPlan, routerID n
 		return err
 	}
 	if g.listenErr != nil {
-		s.log.Error("BGP server started without its listener: passive sessions refused", "err", g.listenErr)
+		s.log.Error("BGP server started without its listener: passive sessions refused", "error", g.listenErr)
 	}
 	s.log.Info("BGP server started", "routerID", routerID, "asn", first.MyASN, "listen", listen)
 	s.srv = g
