@@ -105,6 +105,17 @@ func parseFlags(args []string) (flags, error) {
 	return f, nil
 }
 
+// pauseAfter is how long the speaker may go unscheduled before the others
+// may have taken its L2 addresses over (layer2.Config.PauseAfter): the
+// member list's quickest detection; 0 without a member list (a dead
+// speaker's addresses then move when its Lease expires, seconds later).
+func (f flags) pauseAfter() time.Duration {
+	if !f.memberlist {
+		return 0
+	}
+	return f.timing().MinDetection()
+}
+
 // timing is the preset, with the single values given on the command line.
 func (f flags) timing() members.Timing {
 	t, err := members.Preset(f.memberlistTiming)

@@ -96,7 +96,7 @@ func run(f flags) error {
 		}
 	}
 	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg, ExcludeInterfaces: f.excluded(),
-		Refresh: f.l2Refresh,
+		Refresh: f.l2Refresh, PauseAfter: f.pauseAfter(),
 		OnConflict: func(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
 			if s := sp.Load(); s != nil {
 				s.Conflict(vip, iface, by, won)

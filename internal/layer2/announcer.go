@@ -8,6 +8,9 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/herald-lb/herald/internal/l2owner"
 )
 
 // Announcement is one VIP this node owns in L2 mode.
@@ -44,6 +47,8 @@ type Announcer struct {
 	speakers atomic.Pointer[speakerMACs]
 	// start opens a responder; tests replace it to run without sockets.
 	start func(ctx context.Context, spec responderSpec) responderHandle
+	// pause detects that this process was not scheduled (pause.go).
+	pause pauseWatch
 
 	mu         sync.Mutex
 	want       map[netip.Addr][]string // VIP -> override
@@ -103,6 +108,8 @@ func New(cfg Config) (*Announcer, error) {
 		responders: map[responderKey]*responderEntry{},
 		warned:     map[warning]bool{},
 	}
+	a.pause.cfg = l2owner.Config{PauseAfter: cfg.PauseAfter}
+	a.pause.epoch = time.Now()
 	a.owned.Store(&ownership{})
 	return a, nil
 }
@@ -140,6 +147,15 @@ func (a *Announcer) Interfaces(ip netip.Addr) []string {
 		}
 	}
 	return out
+}
+
+// awakeCheck is the responders' pause check (see pause.go), nil without
+// pause detection.
+func (a *Announcer) awakeCheck() func() {
+	if a.pause.cfg.PauseAfter <= 0 {
+		return nil
+	}
+	return a.awake
 }
 
 // owns reports, from the current snapshot, whether vip is answered on iface.

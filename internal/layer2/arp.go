@@ -109,6 +109,7 @@ func (p *arpProto) readOne(ctx context.Context, buf []byte) error {
 // handle decides what to do with one frame read from the socket, received
 // by the kernel at received.
 func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
+	p.spec.checkAwake()
 	pkt, frame, err := parseARPFrame(b)
 	if err != nil {
 		p.spec.countMalformed(err)
@@ -133,6 +134,9 @@ func (p *arpProto) handle(ctx context.Context, b []byte, received time.Time) {
 			p.spec.heard(vip, by)
 		}
 		return
+	}
+	if vip, by, ok := arpProbeFrom(pkt, p.spec.mac); ok && p.spec.asked != nil {
+		p.spec.asked(vip, by)
 	}
 	vip, ok := arpRequestFor(pkt, frame.Destination, p.spec.mac, p.spec.owns)
 	if !ok {
@@ -237,6 +241,19 @@ func arpGaveUp(pkt *arp.Packet, dst, ourMAC net.HardwareAddr) (netip.Addr, net.H
 		return netip.Addr{}, nil, false
 	}
 	return vip, pkt.SenderHardwareAddr, true
+}
+
+// arpProbeFrom decides whether pkt is another host's ARP probe (sender
+// address 0.0.0.0): that host asks who answers the address. It returns
+// the address and the host's MAC.
+func arpProbeFrom(pkt *arp.Packet, ourMAC net.HardwareAddr) (netip.Addr, net.HardwareAddr, bool) {
+	if pkt == nil || pkt.Operation != arp.OperationRequest || pkt.SenderIP != netip.IPv4Unspecified() {
+		return netip.Addr{}, nil, false
+	}
+	if !isOtherHost(pkt.SenderHardwareAddr, ourMAC) || !pkt.TargetIP.Is4() {
+		return netip.Addr{}, nil, false
+	}
+	return pkt.TargetIP, pkt.SenderHardwareAddr, true
 }
 
 // arpAnswerFor decides whether pkt, received in a frame sent to dst, is

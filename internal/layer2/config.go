@@ -74,6 +74,14 @@ type Config struct {
 	// FailAfter is how long a socket may keep failing before Failure
 	// reports the announcer failed. 0 means DefaultFailAfter.
 	FailAfter time.Duration
+	// PauseAfter is the longest this process may go unscheduled before
+	// another node may have declared it dead and taken its VIPs over:
+	// the member list's quickest detection (members.Timing.MinDetection).
+	// After a longer gap (a VM pause, every process of the node stopped)
+	// the announcer answers none of its VIPs until it knows who answers
+	// them now (see internal/l2owner). 0 or negative: no such check (no
+	// member list).
+	PauseAfter time.Duration
 }
 
 // Defaults of the periodic refresh and the fence.

@@ -148,7 +148,7 @@ func (a *Announcer) tellWinner(iface, proto string, vip netip.Addr, by net.Hardw
 func (a *Announcer) noticeConflict(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
 	s := a.owned.Load().state(iface, vip)
 	switch {
-	case s == nil:
+	case s == nil, s.silent.Load(): // back from a pause, asking (pause.go)
 	case s.releasing && s.answering.Load():
 		a.tellLoser(iface, proto, vip, by, s)
 	case !s.releasing:

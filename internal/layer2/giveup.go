@@ -64,7 +64,7 @@ func (a *Announcer) tellBeaten(gaveUp []beatenVIP) {
 // released or not announced here, fenced for another host) is ignored.
 func (a *Announcer) gaveUp(iface, proto string, vip netip.Addr, by net.HardwareAddr) {
 	s := a.owned.Load().state(iface, vip)
-	if s == nil || s.releasing {
+	if s == nil || s.releasing || s.silent.Load() { // silent: asking after a pause (pause.go)
 		return
 	}
 	now := time.Now()

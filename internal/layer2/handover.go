@@ -32,6 +32,9 @@ const contestedMemory = 3 * time.Second
 // fence up); the fence reports it and announces the VIP again (see
 // foreignClaim).
 func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
+	if a.pauseHeard(iface, vip, by) {
+		return // back from a pause, asking who answers (pause.go)
+	}
 	if a.yield(iface, proto, vip, by) {
 		return
 	}

@@ -182,6 +182,7 @@ func (p *ndpProto) readOne(ctx context.Context, buf []byte) error {
 // VIP, its solicited one records that it answered (solicit), and a
 // solicitation for an owned VIP is answered.
 func (p *ndpProto) handle(ctx context.Context, b []byte, received time.Time) {
+	p.spec.checkAwake()
 	f, err := parseNDPFrame(b)
 	if err != nil {
 		p.spec.countMalformed(err)
@@ -204,6 +205,9 @@ func (p *ndpProto) handle(ctx context.Context, b []byte, received time.Time) {
 			p.spec.gaveUp(vip, f.srcMAC)
 		}
 		return
+	}
+	if f.ns != nil && isOtherHost(f.srcMAC, p.spec.mac) && p.spec.asked != nil {
+		p.spec.asked(f.ns.TargetAddress.WithZone(""), f.srcMAC)
 	}
 	if vip, kind, ok := nsFor(f, p.spec.mac, p.spec.owns); ok {
 		p.answer(ctx, vip, f.src, kind, received)

@@ -67,6 +67,12 @@ type vipState struct {
 	// reasserting: a burst answering a foreign claim runs (see
 	// Announcer.reassertBurst).
 	reasserting atomic.Bool
+	// pause is the VIP's ownership machine while this node, back from a
+	// pause of its process, asks who answers the VIP or defers to the
+	// host that does (nil otherwise; see pause.go); silent: it answers
+	// and advertises nothing meanwhile.
+	pause  atomic.Pointer[pauseState]
+	silent atomic.Bool
 }
 
 // onceEvery reports whether something done at most once per every may be
@@ -141,6 +147,9 @@ func nextVIPState(old *vipState, releasing bool, now time.Time) *vipState {
 		s.answering.Store(!old.fenced(now))
 	} else {
 		s.answering.Store(old != nil && old.answering.Load())
+	}
+	if old != nil {
+		carryPause(old, s, releasing)
 	}
 	return s
 }
@@ -218,14 +227,14 @@ func (o ownership) state(iface string, vip netip.Addr) *vipState {
 // owns reports whether vip is answered on the interface.
 func (o ownership) owns(iface string, vip netip.Addr) bool {
 	s := o[iface][vip]
-	return s != nil && s.answering.Load() && !s.fenced(time.Now())
+	return s != nil && s.answering.Load() && !s.silent.Load() && !s.fenced(time.Now())
 }
 
 // advertises reports whether gratuitous announcements may be sent for vip
 // on the interface: it is owned and not being handed over.
 func (o ownership) advertises(iface string, vip netip.Addr) bool {
 	s := o[iface][vip]
-	return s != nil && !s.releasing && !s.fenced(time.Now())
+	return s != nil && !s.releasing && !s.silent.Load() && !s.fenced(time.Now())
 }
 
 // advertised returns the VIPs owned, not releasing and not fenced on the
@@ -234,7 +243,7 @@ func (o ownership) advertised(iface string) []netip.Addr {
 	var out []netip.Addr
 	now := time.Now()
 	for vip, s := range o[iface] {
-		if !s.releasing && s.answering.Load() && !s.fenced(now) {
+		if !s.releasing && s.answering.Load() && !s.silent.Load() && !s.fenced(now) {
 			out = append(out, vip)
 		}
 	}

@@ -176,6 +176,8 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 		notice:     func(vip netip.Addr, by net.HardwareAddr) { a.noticeConflict(iface, proto, vip, mac, by) },
 		gaveUp:     func(vip netip.Addr, by net.HardwareAddr) { a.gaveUp(iface, proto, vip, by) },
 		heard:      func(vip netip.Addr, by net.HardwareAddr) { a.answered(iface, vip, by) },
+		asked:      func(vip netip.Addr, by net.HardwareAddr) { a.asked(iface, vip, by) },
+		awake:      a.awakeCheck(),
 		vips:       func() []netip.Addr { return a.owned.Load().advertised(iface) },
 		refresh:    a.cfg.Refresh,
 		announces:  func(vip netip.Addr) bool { return a.owned.Load().state(iface, vip) != nil },

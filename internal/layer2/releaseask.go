@@ -97,7 +97,7 @@ func (a *Announcer) ask(r *responder, iface string, vips []askedVIP) {
 // here is yielded to that host, which answers it already.
 func (a *Announcer) answered(iface string, vip netip.Addr, by net.HardwareAddr) {
 	s := a.owned.Load().state(iface, vip)
-	if s == nil {
+	if s == nil || a.pauseHeard(iface, vip, by) {
 		return
 	}
 	if !s.releasing {

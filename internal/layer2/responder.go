@@ -82,6 +82,12 @@ type responderSpec struct {
 	// heard records that another host (by; nil when unknown) answered
 	// for vip: a reply to solicit.
 	heard func(vip netip.Addr, by net.HardwareAddr)
+	// asked records that another host (by) asked who answers vip: an
+	// ARP probe, or a neighbour solicitation from its MAC (see pause.go).
+	asked func(vip netip.Addr, by net.HardwareAddr)
+	// awake checks that this process was not paused (see pause.go); it
+	// runs first for every frame read and every announcement sent.
+	awake func()
 	// vips lists the VIPs the periodic refresh announces, every refresh
 	// (0: none).
 	vips    func() []netip.Addr
@@ -323,6 +329,7 @@ func (r *responder) sendBurst(ctx context.Context, vip netip.Addr) {
 // cancelled or vip may not be advertised any more; it reports whether it
 // tried. The packet is counted before silence can return.
 func (r *responder) sendGratuitous(ctx context.Context, vip netip.Addr) (bool, error) {
+	r.spec.checkAwake()
 	r.sending.Lock()
 	defer r.sending.Unlock()
 	if ctx.Err() != nil || !r.spec.advertises(vip) {
@@ -376,6 +383,13 @@ func (s responderSpec) beforeOurAnnouncement(vip netip.Addr, received time.Time)
 	}
 	from := s.answersFrom(vip)
 	return !from.IsZero() && received.Before(from)
+}
+
+// checkAwake runs the pause check, when there is one.
+func (s responderSpec) checkAwake() {
+	if s.awake != nil {
+		s.awake()
+	}
 }
 
 // countMalformed counts a frame that did not parse, and skips it: a host

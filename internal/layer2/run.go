@@ -54,6 +54,9 @@ func (a *Announcer) begin(ctx context.Context) error {
 		return errors.New("layer2: Run is already running")
 	}
 	a.runCtx = ctx
+	if a.pause.cfg.PauseAfter > 0 {
+		go a.heartbeat(ctx)
+	}
 	return nil
 }
 

@@ -118,6 +118,18 @@ func FastLargeClusterTiming() Timing {
 	return t
 }
 
+// MinDetection is the quickest the member list can declare dead a member
+// that stops answering: one ProbeInterval for a probe of it (direct,
+// indirect, TCP) to fail, then the least suspicion timeout,
+// SuspicionMult × ProbeInterval (more than 10 members stretch it by
+// log10 of their number; Lifeguard's confirmations only shorten it down
+// to that). A member that went unscheduled for less cannot have been
+// declared dead, nor its addresses taken over (layer2.Config.PauseAfter):
+// 240 ms with DefaultTiming, 1 s with LargeClusterTiming.
+func (t Timing) MinDetection() time.Duration {
+	return time.Duration(1+t.SuspicionMult) * t.ProbeInterval
+}
+
 // PresetNames are the names Preset knows, in the order to list them.
 func PresetNames() []string { return []string{"default", "large", "large-fast"} }
 

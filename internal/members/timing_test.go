@@ -72,3 +72,18 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestMinDetection: the quickest detection of each preset, by the
+// package comment's arithmetic (probe interval plus the least suspicion
+// timeout).
+func TestMinDetection(t *testing.T) {
+	for name, want := range map[string]time.Duration{"default": 240 * time.Millisecond, "large": time.Second, "large-fast": 360 * time.Millisecond} {
+		tm, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tm.MinDetection(); got != want {
+			t.Errorf("%s: MinDetection %v, want %v", name, got, want)
+		}
+	}
+}
