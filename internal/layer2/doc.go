@@ -29,6 +29,11 @@
 // MAC ranks lower for the VIP stops (fence.go). Frames that do not parse
 // are counted and skipped; only a failing socket pauses a read loop.
 //
+// A process that was not scheduled for longer than Config.PauseAfter (a
+// VM pause: the others may have taken its VIPs over) answers none of them
+// until it knows who answers them now; the rule is internal/l2owner's
+// machine, fed from the read path (pause.go).
+//
 // It never decides which VIPs this node owns (the speaker does, through
 // SetAnnouncements), never adds addresses, routes or neighbour entries to the
 // system, and never answers for an address it was not told to announce: the

@@ -99,7 +99,7 @@ func (a *Announcer) awake() {
 	n := a.pausedAll(now, gap)
 	w.beat.Store(w.ns(now))
 	a.log.Warn("this process was not scheduled for longer than the member list's quickest detection: "+
-		"answering nothing for its VIPs until it knows who answers them", "gap", gap.Round(time.Millisecond), "after", w.cfg.PauseAfter, "vips", n)
+		"answering nothing for its VIPs until it knows who answers them", "gap", gap.Round(time.Millisecond), "threshold", w.cfg.PauseAfter, "silenced", n)
 }
 
 // pausedAll feeds the pause to the machine of every announced VIP that is

@@ -1,0 +1,166 @@
+package l2
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/e2e/lab"
+)
+
+// pauseFor is how long TestPausedOwnerResumesSilently stops the owner's
+// node: far longer than any failure detection, as a VM pause or a live
+// migration.
+const pauseFor = 8 * time.Second
+
+// pauseProbeInterval is how often each address is probed there.
+const pauseProbeInterval = 20 * time.Millisecond
+
+// TestPausedOwnerResumesSilently stops every process of the node that
+// owns the most of 12 addresses (6 dual-stack Services) with SIGSTOP for
+// pauseFor, as a VM pause does, while the client probes every address
+// every 20 ms, then resumes it (SIGCONT). The others take its addresses
+// over within the failure detection; once resumed, it must answer
+// nothing until it knows who answers (internal/l2owner): no probe
+// answered by two MACs after the resume, and at most one change of owner
+// per address (the hand-back, make-before-break).
+func TestPausedOwnerResumesSilently(t *testing.T) {
+	l, h := herald(t)
+	ctx := context.Background()
+	vips := services(t, l, "paused", 6)
+	owners := map[netip.Addr]string{}
+	count := map[string]int{}
+	for _, vip := range vips {
+		owners[vip] = owner(t, l, vip)
+		count[owners[vip]]++
+	}
+	paused := ""
+	for _, n := range slices.Sorted(maps.Keys(count)) {
+		if paused == "" || count[n] > count[paused] {
+			paused = n
+		}
+	}
+	mons := make([]*lab.Monitor, len(vips))
+	for i, vip := range vips {
+		m, err := l.StartMonitor(vip, pauseProbeInterval)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mons[i] = m
+		t.Cleanup(func() { _, _ = m.Stop() })
+		if _, err := m.Wait(ctx, time.Time{}, lab.Probe.Answered); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = h.Heal(context.Background()) })
+	_, _ = mons[0].Wait(ctx, time.Now().Add(time.Second), func(lab.Probe) bool { return true }) // a second of probes before
+
+	start := time.Now()
+	resume, n, err := l.PauseNode(paused)
+	if resume != nil {
+		t.Cleanup(func() { _ = resume() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = mons[0].Wait(ctx, start.Add(pauseFor), func(lab.Probe) bool { return true })
+	resumed := time.Now()
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stopped %d processes of %s (owner of %d of the %d addresses) for %v", n, paused, count[paused], len(vips), resumed.Sub(start).Round(time.Millisecond))
+	// past the hand-back: the member list sees the node alive again, the
+	// addresses move back, the release grace (2 s) ends
+	_, _ = mons[0].Wait(ctx, resumed.Add(6*time.Second), func(lab.Probe) bool { return true })
+
+	var failovers []time.Duration
+	var lines []string
+	doubled, changedTwice := 0, 0
+	for i, m := range mons {
+		probes, err := m.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		vip := vips[i]
+		after := probes.After(resumed)
+		d, c := pauseFigures(probes.Between(start, resumed), after, owners[vip] == paused, paused, start)
+		line := fmt.Sprintf("%s (owner %s): %d probes after the resume, %d answered by two MACs, %d owner changes %v",
+			vip, owners[vip], len(after), d.double, len(c)-1, c)
+		if d.failover > 0 {
+			failovers = append(failovers, d.failover)
+			line += fmt.Sprintf(", failover %v", d.failover.Round(time.Millisecond))
+		}
+		gap, gn := after.LongestGap()
+		line += fmt.Sprintf(", longest gap after the resume %v (%d probes)", gap.Round(time.Millisecond), gn)
+		lines = append(lines, line)
+		doubled += d.double
+		if len(c)-1 > 1 {
+			changedTwice++
+			t.Errorf("%s: the owner changed %d times after the resume (%v); want at most once", vip, len(c)-1, c)
+		}
+		if d.double > 0 {
+			t.Errorf("%s: %d probes answered by two MACs after the resume; want none; around the longest run:\n%s", vip, d.double, after.AroundLongestConflict(3))
+		}
+		if gap > maxGap {
+			t.Errorf("%s: no answer for %v after the resume; want at most %v; around it:\n%s", vip, gap.Round(time.Millisecond), maxGap, after.AroundLongestGap(3))
+		}
+	}
+	t.Logf("pause of %s for %v, then resumed:\n  %s", paused, pauseFor, strings.Join(lines, "\n  "))
+	slices.Sort(failovers)
+	if len(failovers) == 0 {
+		t.Fatalf("no address of %s failed over during the pause", paused)
+	}
+	p99 := failovers[(len(failovers)*99+99)/100-1]
+	t.Logf("failover during the pause (%d addresses): min %v, p50 %v, p99 %v; after the resume: %d probes answered by two MACs, %d addresses changed owner more than once",
+		len(failovers), failovers[0].Round(time.Millisecond), failovers[len(failovers)/2].Round(time.Millisecond), p99.Round(time.Millisecond), doubled, changedTwice)
+	if p99 > 500*time.Millisecond {
+		t.Errorf("failover during the pause: p99 %v, want at most 500ms", p99.Round(time.Millisecond))
+	}
+	logLateAnswers(t, l, "pause of "+paused)
+}
+
+// pauseFigure is what one address's probes show around a pause.
+type pauseFigure struct {
+	// failover: from the pause to the first probe answered by another
+	// node alone (0 when the address was not the paused node's).
+	failover time.Duration
+	// double: probes after the resume answered by two MACs.
+	double int
+}
+
+// pauseFigures reads one address's probes during and after a pause of
+// node that began at start: the failover (when the address was the
+// node's), the probes answered by two MACs after the resume, and the
+// succession of owners after the resume (each answering alone; the
+// changes are its length less one).
+func pauseFigures(during, after lab.ProbeLog, owned bool, node string, start time.Time) (pauseFigure, []string) {
+	var f pauseFigure
+	if owned {
+		for _, p := range during {
+			if len(p.MACs()) == 1 && p.Nodes()[0] != node {
+				f.failover = p.Sent.Sub(start)
+				break
+			}
+		}
+	}
+	var owners []string
+	for _, p := range after {
+		switch macs := p.MACs(); {
+		case len(macs) > 1:
+			f.double++
+		case len(macs) == 1:
+			if len(owners) == 0 || owners[len(owners)-1] != p.Nodes()[0] {
+				owners = append(owners, p.Nodes()[0])
+			}
+		}
+	}
+	if len(owners) == 0 {
+		owners = []string{"(none)"}
+	}
+	return f, owners
+}
