@@ -121,9 +121,11 @@ func cpuSaturation(t testing.TB, l *lab.Lab, h *deploy.Herald, vips []netip.Addr
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = load.Stop(context.Background()) })
+	pauses := nodeMetric(l, "herald_l2_pauses_total", "")
 	start, cpu3 := time.Now(), speakerCPU(t, h)
 	_, _ = mons[0].Wait(ctx, start.Add(time.Duration(seconds)*time.Second), func(lab.Probe) bool { return true })
 	end := time.Now()
+	logPauses(t, l, "during the CPU load (a starved speaker that runs must count none)", pauses)
 	where := "every node"
 	if len(nodes) > 0 {
 		where = strings.Join(nodes, ", ")
@@ -166,6 +168,21 @@ func cpuSaturation(t testing.TB, l *lab.Lab, h *deploy.Herald, vips []netip.Addr
 	t.Logf("%s: %d probes, %d unanswered, %d answered later than 10 ms, %d answered by another node than the owner", r.what, r.probes, r.unanswered, r.late, r.moved)
 	logLateAnswers(t, l, r.what)
 	return r
+}
+
+// logPauses logs, per node, the pauses its speaker detected
+// (herald_l2_pauses_total) since before, and returns them.
+func logPauses(t testing.TB, l *lab.Lab, what string, before map[string]float64) map[string]float64 {
+	t.Helper()
+	after := nodeMetric(l, "herald_l2_pauses_total", "")
+	var parts []string
+	out := map[string]float64{}
+	for _, n := range l.Nodes() {
+		out[n.Name] = after[n.Name] - before[n.Name]
+		parts = append(parts, fmt.Sprintf("%s %.0f", n.Name, out[n.Name]))
+	}
+	t.Logf("pauses detected by the speakers %s: %s", what, strings.Join(parts, ", "))
+	return out
 }
 
 // monitorEvery is monitorAll probing every interval.

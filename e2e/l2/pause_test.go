@@ -60,6 +60,7 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 	t.Cleanup(func() { _ = h.Heal(context.Background()) })
 	_, _ = mons[0].Wait(ctx, time.Now().Add(time.Second), func(lab.Probe) bool { return true }) // a second of probes before
 
+	pausesBefore := nodeMetric(l, "herald_l2_pauses_total", "")
 	start := time.Now()
 	resume, n, err := l.PauseNode(paused)
 	if resume != nil {
@@ -77,6 +78,11 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 	// past the hand-back: the member list sees the node alive again, the
 	// addresses move back, the release grace (2 s) ends
 	_, _ = mons[0].Wait(ctx, resumed.Add(6*time.Second), func(lab.Probe) bool { return true })
+	for node, d := range logPauses(t, l, "over the pause", pausesBefore) {
+		if (node == paused) != (d > 0) {
+			t.Errorf("%s's speaker counted %.0f pauses; want some on the paused node %s alone", node, d, paused)
+		}
+	}
 
 	var failovers []time.Duration
 	var lines []string

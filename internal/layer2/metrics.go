@@ -28,6 +28,8 @@ type metrics struct {
 	// answerDelay: from the kernel receiving a request to the answer
 	// being sent.
 	answerDelay *prometheus.HistogramVec
+	// pauses: pauses of this process detected (pause.go).
+	pauses prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -62,10 +64,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help:    "Time from the kernel receiving an ARP request or a neighbour solicitation for a VIP to the answer being sent: the speaker's own delay (scheduling, CPU starvation).",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5},
 	}, labels)
+	m.pauses = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "herald", Subsystem: "l2", Name: "pauses_total",
+		Help: "Times this speaker found it had not been scheduled for longer than the member list's quickest detection (a pause of its node) and answered none of its addresses until it knew who answers them.",
+	})
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.foreignClaims, m.fenceLifted, m.answerDelay} {
+	for _, c := range []prometheus.Collector{m.requests, m.responses, m.gratuitous, m.handovers, m.malformed, m.conflicts, m.foreignClaims, m.fenceLifted, m.answerDelay, m.pauses} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("register layer2 metrics: %w", err)
 		}

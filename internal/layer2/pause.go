@@ -98,6 +98,7 @@ func (a *Announcer) awake() {
 	gap := now.Sub(w.at(last))
 	n := a.pausedAll(now, gap)
 	w.beat.Store(w.ns(now))
+	a.metrics.pauses.Inc()
 	a.log.Warn("this process was not scheduled for longer than the member list's quickest detection: "+
 		"answering nothing for its VIPs until it knows who answers them", "gap", gap.Round(time.Millisecond), "threshold", w.cfg.PauseAfter, "silenced", n)
 }
