@@ -2,8 +2,14 @@ package layer2
 
 import (
 	"bytes"
+	"context"
+	"net"
+	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/mdlayher/arp"
+	"github.com/mdlayher/ethernet"
 
 	"github.com/herald-lb/herald/internal/l2owner"
 	"github.com/herald-lb/herald/test/labkit"
@@ -120,4 +126,34 @@ func TestPausedOwnerIgnoresForeignHost(t *testing.T) {
 		t.Fatal("deferred to a host that runs no speaker")
 	}
 	labkit.Eventually(t, 5*time.Second, "answered again", func() bool { return a.owns("eth0", vip4) })
+}
+
+// TestARPReadChecksForAPauseFirst: the pause check runs before a frame
+// is handled, so a request read right after a resume (queued during the
+// pause) finds the VIP silenced; and another host's ARP probe for a VIP
+// is reported as that host asking who answers it.
+func TestARPReadChecksForAPauseFirst(t *testing.T) {
+	p, conn, sender, _ := testARPProto(t)
+	silenced := false
+	p.spec.awake = func() { silenced = true }
+	p.spec.owns = func(vip netip.Addr) bool { return vip == vip4 && !silenced }
+	var asked []string
+	p.spec.asked = func(vip netip.Addr, by net.HardwareAddr) { asked = append(asked, vip.String()+" "+by.String()) }
+	zero := net.HardwareAddr{0, 0, 0, 0, 0, 0}
+	conn.frames = [][]byte{
+		arpFrame(t, arpPacket(t, arp.OperationRequest, clientMAC, client4, zero, vip4), ethernet.Broadcast),
+		arpFrame(t, arpPacket(t, arp.OperationRequest, otherMAC, netip.IPv4Unspecified(), zero, vip4), ethernet.Broadcast),
+	}
+	buf := make([]byte, arpReadBuffer)
+	for range 2 {
+		if err := p.readOne(context.Background(), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(sender.replies) != 0 {
+		t.Errorf("%d replies sent for a VIP the pause check silenced", len(sender.replies))
+	}
+	if want := vip4.String() + " " + otherMAC.String(); len(asked) != 1 || asked[0] != want {
+		t.Errorf("asked %q, want [%s]", asked, want)
+	}
 }
