@@ -61,6 +61,7 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 	_, _ = mons[0].Wait(ctx, time.Now().Add(time.Second), func(lab.Probe) bool { return true }) // a second of probes before
 
 	pausesBefore := nodeMetric(l, "herald_l2_pauses_total", "")
+	staleBefore := answersLaterThan100ms(l)
 	start := time.Now()
 	resume, n, err := l.PauseNode(paused)
 	if resume != nil {
@@ -83,6 +84,15 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 			t.Errorf("%s's speaker counted %.0f pauses; want some on the paused node %s alone", node, d, paused)
 		}
 	}
+	// Requests queued during the pause are read at once on resume;
+	// answering them answers for addresses another node owns now. At
+	// most the one request each read loop (ARP, NDP) held when the
+	// processes stopped may be answered late.
+	stale := answersLaterThan100ms(l)[paused] - staleBefore[paused]
+	t.Logf("%s answered %.0f requests more than 100 ms after the kernel received them, over the pause", paused, stale)
+	if stale > 2 {
+		t.Errorf("%s answered %.0f requests queued during its pause; want at most 2", paused, stale)
+	}
 
 	var failovers []time.Duration
 	var lines []string
@@ -95,8 +105,11 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 		vip := vips[i]
 		after := probes.After(resumed)
 		d, c := pauseFigures(probes.Between(start, resumed), after, owners[vip] == paused, paused, start)
-		line := fmt.Sprintf("%s (owner %s): %d probes after the resume, %d answered by two MACs, %d owner changes %v",
-			vip, owners[vip], len(after), d.double, len(c)-1, c)
+		c = append(lastOwner(probes.Between(start, resumed)), c...)
+		c = slices.Compact(c)
+		changes := max(len(c)-1, 0)
+		line := fmt.Sprintf("%s (owner %s): %d probes after the resume, %d answered by two MACs, %d owner changes %v (from the last before the resume)",
+			vip, owners[vip], len(after), d.double, changes, c)
 		if d.failover > 0 {
 			failovers = append(failovers, d.failover)
 			line += fmt.Sprintf(", failover %v", d.failover.Round(time.Millisecond))
@@ -105,9 +118,9 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 		line += fmt.Sprintf(", longest gap after the resume %v (%d probes)", gap.Round(time.Millisecond), gn)
 		lines = append(lines, line)
 		doubled += d.double
-		if len(c)-1 > 1 {
+		if changes > 1 {
 			changedTwice++
-			t.Errorf("%s: the owner changed %d times after the resume (%v); want at most once", vip, len(c)-1, c)
+			t.Errorf("%s: the owner changed %d times after the resume (%v); want at most once", vip, changes, c)
 		}
 		if d.double > 0 {
 			t.Errorf("%s: %d probes answered by two MACs after the resume; want none; around the longest run:\n%s", vip, d.double, after.AroundLongestConflict(3))
@@ -128,6 +141,30 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 		t.Errorf("failover during the pause: p99 %v, want at most 500ms", p99.Round(time.Millisecond))
 	}
 	logLateAnswers(t, l, "pause of "+paused)
+}
+
+// lastOwner is the node that answered alone the last probe of probes so
+// answered, if any.
+func lastOwner(probes lab.ProbeLog) []string {
+	for i := len(probes) - 1; i >= 0; i-- {
+		if len(probes[i].MACs()) == 1 {
+			return probes[i].Nodes()
+		}
+	}
+	return nil
+}
+
+// answersLaterThan100ms is, per node, how many ARP and NDP answers its
+// speaker sent more than 100 ms after the kernel received the request
+// (herald_l2_answer_delay_seconds).
+func answersLaterThan100ms(l *lab.Lab) map[string]float64 {
+	total := nodeMetric(l, "herald_l2_answer_delay_seconds_count", "")
+	within := nodeMetric(l, "herald_l2_answer_delay_seconds_bucket", `le="0.1"`)
+	out := map[string]float64{}
+	for n, v := range total {
+		out[n] = v - within[n]
+	}
+	return out
 }
 
 // pauseFigure is what one address's probes show around a pause.
@@ -164,9 +201,6 @@ func pauseFigures(during, after lab.ProbeLog, owned bool, node string, start tim
 				owners = append(owners, p.Nodes()[0])
 			}
 		}
-	}
-	if len(owners) == 0 {
-		owners = []string{"(none)"}
 	}
 	return f, owners
 }
