@@ -156,13 +156,19 @@ func lastOwner(probes lab.ProbeLog) []string {
 
 // answersLaterThan100ms is, per node, how many ARP and NDP answers its
 // speaker sent more than 100 ms after the kernel received the request
-// (herald_l2_answer_delay_seconds).
+// (herald_l2_answer_delay_seconds), from one scrape of each (two would
+// count the answers sent between them).
 func answersLaterThan100ms(l *lab.Lab) map[string]float64 {
-	total := nodeMetric(l, "herald_l2_answer_delay_seconds_count", "")
-	within := nodeMetric(l, "herald_l2_answer_delay_seconds_bucket", `le="0.1"`)
 	out := map[string]float64{}
-	for n, v := range total {
-		out[n] = v - within[n]
+	for _, n := range l.Nodes() {
+		for k, v := range scrapeOK(netip.AddrPortFrom(n.IPv4, 7472).String()) {
+			switch {
+			case strings.HasPrefix(k, "herald_l2_answer_delay_seconds_count{"):
+				out[n.Name] += v
+			case strings.HasPrefix(k, "herald_l2_answer_delay_seconds_bucket{") && strings.Contains(k, `le="0.1"`):
+				out[n.Name] -= v
+			}
+		}
 	}
 	return out
 }
