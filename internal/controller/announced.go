@@ -6,22 +6,25 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/controller/announced"
 	"github.com/herald-lb/herald/internal/k8s"
 )
 
 // announcedCondition says whether the Service's addresses are announced,
-// as the speakers report it (confirmedCondition): True naming the nodes
+// as the speakers report it (announced.Confirm): True naming the nodes
 // that confirm, NotConfirmed, OwnerSpeakerDown, or the reasons no node
 // may announce (NoAdvertisementMatches, NoEligibleNode, NoReadyEndpoint).
 // ok is false when the Service has no address (no condition then).
 func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config, ips []netip.Addr) (condition, bool) {
 	if len(ips) == 0 {
-		c.dependOn(cache.MetaObjectToName(svc), nil)
+		c.announced.DependOn(cache.MetaObjectToName(svc), nil)
 		return condition{}, false
 	}
 	nodes, _ := c.nodes.List(labels.Everything())
@@ -65,9 +68,15 @@ func (c *Controller) announcedCondition(svc *corev1.Service, cfg *config.Config,
 			svcs[i].Pool = a.Pool
 		}
 	}
-	cond, deps := c.confirmedCondition(announce.State{Config: cfg, Nodes: nodes, Services: svcs, Eligibility: c.opts.Eligibility}, key, ips)
-	c.dependOn(cache.MetaObjectToName(svc), deps)
-	return cond, true
+	state := announce.State{Config: cfg, Nodes: nodes, Services: svcs, Eligibility: c.opts.Eligibility}
+	reports := map[string][]string{}
+	for _, k := range announced.ReportKeys(state, ips) {
+		reports[k] = c.reporters(k)
+	}
+	conf := announced.Confirm(announced.Input{State: state, Key: key, IPs: ips, Live: c.speakerAlive, Reports: reports})
+	c.announced.DependOn(cache.MetaObjectToName(svc), conf.Deps)
+	return condition{Type: v1beta1.ConditionAnnounced, Status: conf.Status == metav1.ConditionTrue,
+		Unknown: conf.Status == metav1.ConditionUnknown, Reason: conf.Reason, Message: conf.Message}, true
 }
 
 func (c *Controller) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"hash/maphash"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/controller/announced"
 )
 
 // Conditions of a Service's herald.dev/Announced as the controller
@@ -50,7 +50,7 @@ func TestUpdatedLoadBalancerAcrossUnconfirmed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := record.NewFakeRecorder(100)
-			c := &Controller{rec: rec, lastAnnounced: map[cache.ObjectName]uint64{}, msgSeed: maphash.MakeSeed()}
+			c := &Controller{rec: rec, announced: announced.NewTracker()}
 			svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web", Generation: 1}}
 			write := func(w condition) { // the status write that precedes the events
 				svc.Status.Conditions = []metav1.Condition{{Type: w.Type, Status: w.status(), Reason: w.Reason, Message: w.Message}}
@@ -81,19 +81,19 @@ func TestUpdatedLoadBalancerAcrossUnconfirmed(t *testing.T) {
 // (or was deleted) starts again without a last announcement.
 func TestForgottenAnnouncementStartsOver(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
-	c := &Controller{rec: rec, lastAnnounced: map[cache.ObjectName]uint64{}, msgSeed: maphash.MakeSeed()}
+	c := &Controller{rec: rec, announced: announced.NewTracker()}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
 	c.announcementEvents(svc, byN1)
-	c.forgetAnnounced(cache.MetaObjectToName(svc))
+	c.announced.ForgetTrue(cache.MetaObjectToName(svc))
 	c.announcementEvents(svc, byN2)
 	if len(rec.Events) != 0 {
 		t.Errorf("event %q after the announcement was forgotten", <-rec.Events)
 	}
-	if len(c.lastAnnounced) != 1 {
-		t.Errorf("%d Services remembered, want 1", len(c.lastAnnounced))
+	if c.announced.Remembered() != 1 {
+		t.Errorf("%d Services remembered, want 1", c.announced.Remembered())
 	}
-	c.forgetAnnounced(cache.MetaObjectToName(svc))
-	if len(c.lastAnnounced) != 0 {
-		t.Errorf("%d Services remembered after forgetting, want 0", len(c.lastAnnounced))
+	c.announced.ForgetTrue(cache.MetaObjectToName(svc))
+	if c.announced.Remembered() != 0 {
+		t.Errorf("%d Services remembered after forgetting, want 0", c.announced.Remembered())
 	}
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"net/netip"
 	"sync"
@@ -27,6 +26,7 @@ import (
 	"github.com/herald-lb/herald/internal/allocator"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/controller/announced"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/leader"
 	"github.com/herald-lb/herald/internal/service"
@@ -101,6 +101,9 @@ type Controller struct {
 	// servicesIdle is broadcast when the service queue runs empty.
 	servicesIdle *signal
 	fence        *leader.Fence // nil without leader election
+	// announced remembers what the Announced conditions were computed
+	// from and said (its own lock).
+	announced *announced.Tracker
 	// firstStatus logs the first status write of this run (how soon after
 	// the caches synced the controller serves).
 	firstStatus sync.Once
@@ -116,19 +119,10 @@ type Controller struct {
 	pending    map[cache.ObjectName]bool // Services waiting for an address
 	tombstones map[cache.ObjectName]*corev1.Service
 	moved      map[cache.ObjectName][]netip.Addr // given up in a move, quarantined until the new status is written
-	speakerUp  map[string]bool                   // nodes whose speaker Lease was fresh when last synced
-	dependsOn  map[cache.ObjectName][]string     // nodes a Service's Announced condition was computed from
-	dependents map[string]map[cache.ObjectName]bool
 
 	// poolInForce is the record of each pool in force in its version of
 	// that input (nil when an older version is kept or none is in force).
 	poolInForce map[string]*v1beta1.IPAddressPoolInForce
-	// lastAnnounced is a hash (msgSeed) of what each Service's Announced
-	// condition said when it was last True, kept while the condition
-	// waits (Unknown) for a new owner to confirm a hand-over: the
-	// Service's status no longer shows it then.
-	lastAnnounced map[cache.ObjectName]uint64
-	msgSeed       maphash.Seed
 }
 
 // New wires the controller's informers and queues; Run starts it.
@@ -150,9 +144,7 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 		opts: opts, log: opts.Logger, kube: kube, herald: herald, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(),
 		alloc: allocator.New(), cfg: &config.Config{Pools: map[string]*config.Pool{}},
 		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{}, servicesIdle: newSignal(),
-		moved: map[cache.ObjectName][]netip.Addr{}, speakerUp: map[string]bool{},
-		dependsOn: map[cache.ObjectName][]string{}, dependents: map[string]map[cache.ObjectName]bool{},
-		lastAnnounced: map[cache.ObjectName]uint64{}, msgSeed: maphash.MakeSeed(),
+		moved: map[cache.ObjectName][]netip.Addr{}, announced: announced.NewTracker(),
 		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),
 			workqueue.TypedRateLimitingQueueConfig[cache.ObjectName]{Name: "services"}),
 		annotationQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),

@@ -27,7 +27,8 @@
 //     depends on that node.
 //
 // herald.dev/Announced says what the speakers report in their
-// SpeakerStatus objects (confirm.go, speakers.go): True naming the nodes
+// SpeakerStatus objects (speakers.go; the decision and its memory are
+// internal/controller/announced): True naming the nodes
 // that confirm, NotConfirmed, or OwnerSpeakerDown.
 //
 // Addresses are never lost: at start, before any new allocation, every

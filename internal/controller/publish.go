@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"hash/maphash"
 	"net/netip"
 	"strings"
 	"time"
@@ -57,7 +56,7 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 	if hasAnnounced {
 		c.announcementEvents(svc, announced)
 	} else {
-		c.forgetAnnounced(cache.MetaObjectToName(svc))
+		c.announced.ForgetTrue(cache.MetaObjectToName(svc))
 	}
 	if len(out.outside) > 0 && condsChanged {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressOutsidePool", "%s is in no IPAddressPool any more; the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
@@ -75,7 +74,7 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 // measured against the last True condition, not the one just before.
 func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 	prev := findCondition(svc.Status.Conditions, v1beta1.ConditionAnnounced)
-	changed := c.noteAnnounced(cache.MetaObjectToName(svc), prev, now)
+	changed := c.announced.NoteTrue(cache.MetaObjectToName(svc), prev, now.status(), now.Message)
 	if prev != nil && prev.Status == now.status() && prev.Message == now.Message {
 		return
 	}
@@ -89,33 +88,6 @@ func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 	case now.Status && changed:
 		c.rec.Eventf(svc, corev1.EventTypeNormal, "UpdatedLoadBalancer", "Announcing nodes changed: %s", now.Message)
 	}
-}
-
-// noteAnnounced remembers what the Announced condition said when last
-// True, through any Unknown (a hand-over not yet confirmed) or False (an
-// owner's speaker down, no eligible node) that follows, and reports
-// whether now is True and says something else. Without a memory (a new
-// leader) the Service's current condition, if True, is the last.
-func (c *Controller) noteAnnounced(key cache.ObjectName, prev *metav1.Condition, now condition) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	last, had := c.lastAnnounced[key]
-	if !had && prev != nil && prev.Status == metav1.ConditionTrue {
-		last, had = maphash.String(c.msgSeed, prev.Message), true
-		c.lastAnnounced[key] = last
-	}
-	if now.status() != metav1.ConditionTrue {
-		return false
-	}
-	h := maphash.String(c.msgSeed, now.Message)
-	c.lastAnnounced[key] = h
-	return had && h != last
-}
-
-func (c *Controller) forgetAnnounced(key cache.ObjectName) {
-	c.mu.Lock()
-	delete(c.lastAnnounced, key)
-	c.mu.Unlock()
 }
 
 // poolAnnotation is the value herald.dev/ip-allocated-from-pool should have.
@@ -224,8 +196,8 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	c.mu.Lock()
 	a, held := c.alloc.Lookup(key.String())
 	delete(c.pending, key)
-	delete(c.lastAnnounced, key)
 	c.mu.Unlock()
+	c.announced.ForgetTrue(key)
 	if !held && !ownsFields(svc) {
 		return nil
 	}

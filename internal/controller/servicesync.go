@@ -32,7 +32,7 @@ func (c *Controller) syncService(ctx context.Context, key cache.ObjectName) erro
 	defer func() { c.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
 	svc, err := c.services.Services(key.Namespace).Get(key.Name)
 	if apierrors.IsNotFound(err) {
-		c.dependOn(key, nil)
+		c.announced.DependOn(key, nil)
 		c.notices.forget(key)
 		c.releaseDeleted(key)
 		return nil
@@ -181,10 +181,10 @@ func (c *Controller) releaseDeleted(key cache.ObjectName) {
 	tomb := c.tombstones[key]
 	delete(c.tombstones, key)
 	delete(c.pending, key)
-	delete(c.lastAnnounced, key)
 	moved := c.moved[key]
 	delete(c.moved, key)
 	c.mu.Unlock()
+	c.announced.ForgetTrue(key)
 	c.holdBack(moved)
 	if !held {
 		return

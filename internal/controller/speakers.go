@@ -170,16 +170,8 @@ func (c *Controller) syncLease(_ context.Context, node string) error {
 	if alive {
 		c.leaseQueue.AddAfter(node, k8s.LeaseExpiry(l).Sub(now)+10*time.Millisecond)
 	}
-	c.mu.Lock()
-	was, known := c.speakerUp[node]
-	if alive {
-		c.speakerUp[node] = true
-	} else {
-		delete(c.speakerUp, node)
-	}
-	keys := slices.Collect(maps.Keys(c.dependents[node]))
-	c.mu.Unlock()
-	if known && was == alive || !known && !alive {
+	changed, keys := c.announced.SpeakerSeen(node, alive)
+	if !changed {
 		return nil
 	}
 	c.log.Debug("speaker liveness changed", "node", node, "alive", alive)
@@ -187,33 +179,6 @@ func (c *Controller) syncLease(_ context.Context, node string) error {
 		c.serviceQueue.Add(k)
 	}
 	return nil
-}
-
-// dependOn records the nodes a Service's Announced condition was computed
-// from (expected owners and reporters), so that a change of their
-// speakers' liveness queues it.
-func (c *Controller) dependOn(key cache.ObjectName, nodes []string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, n := range c.dependsOn[key] {
-		if !slices.Contains(nodes, n) {
-			delete(c.dependents[n], key)
-			if len(c.dependents[n]) == 0 {
-				delete(c.dependents, n)
-			}
-		}
-	}
-	if len(nodes) == 0 {
-		delete(c.dependsOn, key)
-		return
-	}
-	c.dependsOn[key] = nodes
-	for _, n := range nodes {
-		if c.dependents[n] == nil {
-			c.dependents[n] = map[cache.ObjectName]bool{}
-		}
-		c.dependents[n][key] = true
-	}
 }
 
 // reporters returns the nodes whose live speakers report index key k,
