@@ -54,7 +54,7 @@ func BenchmarkDecide(b *testing.B) {
 			for i := range b.N {
 				s := &st.Services[i%n]
 				s.Rev += uint64(n) // a new conversion of one Service, as the speaker's cache reports it
-				m.UpdateChanged(st, "node1", []string{s.Key})
+				m.Update(st, "node1", Changes{Keys: []string{s.Key}})
 				if m.RouteCount() != n || m.Worked() != 1 {
 					b.Fatalf("%d routes, %d worked out; want %d, 1", m.RouteCount(), m.Worked(), n)
 				}

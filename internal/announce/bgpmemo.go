@@ -82,22 +82,29 @@ type bgpPrefix struct {
 
 // Decide returns BGP(st, nodeName).
 func (m *BGPMemo) Decide(st State, nodeName string) BGPResult {
-	m.Update(st, nodeName)
+	m.Update(st, nodeName, Changes{All: true})
 	return m.Result()
 }
 
-// UpdateChanged brings the memo up to date when, since its last call,
-// only the Services with these keys changed (a new Rev, created or
-// deleted; st.Services sorted by key): it works out those Services' routes
-// again and nothing else, so that its work is proportional to the change.
-// When what every route depends on changed (the configuration, the node),
-// or the memo is empty, it does what Update does.
-func (m *BGPMemo) UpdateChanged(st State, nodeName string, keys []string) {
+// Update brings the memo up to date with st for nodeName, given what
+// changed since its last call: every Service (ch.All), or only the
+// Services with ch.Keys (a new Rev, created or deleted; st.Services
+// sorted by key), whose routes alone it works out again, so that its
+// work is proportional to the change. When what every route depends on
+// changed (the configuration, the node), or the memo is empty, any change
+// set is All. It does not lay out the result's routes: Changes,
+// PrefixRoutes and ServiceRoutes tell it, Result lays it out.
+func (m *BGPMemo) Update(st State, nodeName string, ch Changes) {
 	me := st.node(nodeName)
-	if me == nil || !m.sameWorld(st, nodeName, me) {
-		m.Update(st, nodeName)
+	if ch.All || me == nil || !m.sameWorld(st, nodeName, me) {
+		m.updateAll(st, nodeName, me)
 		return
 	}
+	m.updateKeys(st, me, ch.Keys)
+}
+
+// updateKeys is Update of the Services with these keys alone.
+func (m *BGPMemo) updateKeys(st State, me *node, keys []string) {
 	m.changes.All, m.changes.Prefixes, m.changes.Services = false, m.changes.Prefixes[:0], m.changes.Services[:0]
 	m.worked = 0
 	touched := map[netip.Prefix]bool{}
@@ -140,10 +147,9 @@ func (m *BGPMemo) Result() BGPResult {
 // RouteCount is len(Result().Routes), without laying them out.
 func (m *BGPMemo) RouteCount() int { return m.routeCount }
 
-// Update works out BGP(st, nodeName) as Decide does, without laying out
-// the result's routes: Changes, PrefixRoutes and ServiceRoutes tell it.
-func (m *BGPMemo) Update(st State, nodeName string) {
-	me := st.node(nodeName)
+// updateAll is Update of every Service: those whose Rev did not change
+// keep their contributions, unless what every route depends on changed.
+func (m *BGPMemo) updateAll(st State, nodeName string, me *node) {
 	m.changes.Prefixes, m.changes.Services = m.changes.Prefixes[:0], m.changes.Services[:0]
 	if m.unchanged(st, nodeName, me) {
 		m.worked, m.same, m.changes.All = 0, true, false

@@ -78,7 +78,7 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 	for i := range 8 {
 		st.Services = append(st.Services, randomService(fmt.Sprintf("ns/s%d", i)))
 	}
-	var m, mc BGPMemo // mc is told which Services changed (UpdateChanged)
+	var m, mc BGPMemo // mc is told which Services changed (Update with Keys)
 	var prev, prevC BGPResult
 	next := 8
 	for step := range 3000 {
@@ -111,12 +111,12 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 			changed, keys = 1, []string{st.Services[i].Key}
 		}
 		slices.SortFunc(st.Services, func(a, b Service) int { return strings.Compare(a.Key, b.Key) })
-		mc.UpdateChanged(st, "node1", keys)
+		mc.Update(st, "node1", Changes{Keys: keys})
 		if got, want := mc.Result(), BGP(st, "node1"); !reflect.DeepEqual(got, want) {
-			t.Fatalf("step %d: UpdateChanged differs from BGP:\n got %+v\nwant %+v", step, got, want)
+			t.Fatalf("step %d: Update told what changed differs from BGP:\n got %+v\nwant %+v", step, got, want)
 		}
 		if why := changesExplain(&mc, prevC, BGP(st, "node1"), st); why != "" {
-			t.Fatalf("step %d: UpdateChanged: %s", step, why)
+			t.Fatalf("step %d: Update told what changed: %s", step, why)
 		}
 		prevC = BGP(st, "node1")
 		got, want := m.Decide(st, "node1"), BGP(st, "node1")

@@ -42,37 +42,122 @@ type holderRev struct {
 	rev uint64
 }
 
-// Decide returns L2(st), deciding only what changed since the last call.
-// The result's Owners are valid until the next call (their memory is
-// reused); copy what must outlive it.
-func (m *L2Memo) Decide(st State) L2Result {
-	nodes, _ := m.enter(st)
-	res := L2Result{Unowned: map[netip.Addr]string{}}
+// Changes says what changed since a memo's last call: everything (All),
+// or only the Services with Keys (sorted), which hold or held the
+// addresses IPs (sorted). A caller that does not know what changed says
+// All.
+type Changes struct {
+	All  bool
+	IPs  []netip.Addr
+	Keys []string
+}
+
+// Merge is the change set of c followed by o: All when either is, else
+// both sets' addresses and Services.
+func (c Changes) Merge(o Changes) Changes {
+	switch {
+	case c.All || o.All:
+		return Changes{All: true}
+	case len(c.IPs)+len(c.Keys) == 0:
+		return o
+	case len(o.IPs)+len(o.Keys) == 0:
+		return c
+	}
+	return Changes{
+		IPs:  slices.Compact(slices.SortedFunc(slices.Values(append(slices.Clone(c.IPs), o.IPs...)), netip.Addr.Compare)),
+		Keys: slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(c.Keys), o.Keys...)))),
+	}
+}
+
+// Update brings the memo up to date with st, given what changed since its
+// last call: every address (ch.All), or only the addresses ch.IPs (holders
+// returns the Services of st holding an address, sorted by key, as L2
+// groups them; unused with All). It decides an address anew only when
+// its holders changed (by Key and Rev), so that its work is proportional
+// to the change. When what every decision depends on changed (the
+// configuration, the nodes, their liveness) or the memo is empty, it
+// forgets every decision and any change set is All. It returns the change
+// set it applied. Result and Owner read the decisions.
+func (m *L2Memo) Update(st State, ch Changes, holders func(netip.Addr) []*Service) Changes {
+	nodes, same := m.enter(st)
+	if ch.All || !same {
+		m.updateAll(st, nodes)
+		return Changes{All: true}
+	}
+	for _, ip := range ch.IPs {
+		i, found := slices.BinarySearchFunc(m.entries, ip, entryAt)
+		var old *l2MemoEntry
+		if found {
+			old = &m.entries[i]
+		}
+		e, held := m.step(st, nodes, ip, old, holders(ip))
+		switch {
+		case !held && found:
+			m.entries = slices.Delete(m.entries, i, i+1)
+		case !held:
+		case found:
+			m.entries[i] = e
+		default:
+			m.entries = slices.Insert(m.entries, i, e)
+		}
+	}
+	return ch
+}
+
+// updateAll is Update of every address: the entries are built again in
+// order, reusing each address's old entry where step allows.
+func (m *L2Memo) updateAll(st State, nodes []node) {
 	hs := st.holdersWith(&m.scratch)
 	next := slices.Grow(m.spare[:0], len(hs))
-	res.Owners = slices.Grow(m.owners[:0], len(hs))
 	old := m.entries // sorted by address, as hs
 	for _, h := range hs {
 		for len(old) > 0 && old[0].d.owner.IP.Less(h.ip) {
 			old = old[1:]
 		}
-		var e l2MemoEntry
-		if len(old) > 0 && old[0].d.owner.IP == h.ip && sameHolders(old[0].holders, h.svcs) {
-			e = old[0]
-		} else {
-			e = l2MemoEntry{holders: holderRevs(h.svcs), d: decideL2(st, nodes, h.ip, h.svcs)}
-			m.decided++
+		var prev *l2MemoEntry
+		if len(old) > 0 && old[0].d.owner.IP == h.ip {
+			prev = &old[0]
 		}
+		e, _ := m.step(st, nodes, h.ip, prev, h.svcs)
 		next = append(next, e)
-		res.add(e.d)
 	}
-	m.owners = res.Owners
 	clear(m.entries) // the other buffer now: drop what it holds
 	m.spare, m.entries = m.entries[:0], next
+}
+
+// step is the memo's one decision: the entry of ip held by svcs, old's
+// when its holders are the same, decided anew otherwise; held is false
+// when no Service holds ip (no entry then).
+func (m *L2Memo) step(st State, nodes []node, ip netip.Addr, old *l2MemoEntry, svcs []*Service) (e l2MemoEntry, held bool) {
+	switch {
+	case len(svcs) == 0:
+		return l2MemoEntry{}, false
+	case old != nil && sameHolders(old.holders, svcs):
+		return *old, true
+	}
+	m.decided++
+	return l2MemoEntry{holders: holderRevs(svcs), d: decideL2(st, nodes, ip, svcs)}, true
+}
+
+// Result is L2(st) for the st of the last Update. Its Owners are valid
+// until the next Update or Result (their memory is reused); copy what
+// must outlive it.
+func (m *L2Memo) Result() L2Result {
+	res := L2Result{Unowned: map[netip.Addr]string{}, Owners: m.owners[:0]}
+	for i := range m.entries {
+		res.add(m.entries[i].d)
+	}
+	m.owners = res.Owners
 	if len(res.Owners) == 0 {
 		res.Owners = nil // as L2
 	}
 	return res
+}
+
+// Decide returns L2(st): Update with everything changed, then Result.
+func (m *L2Memo) Decide(st State) L2Result {
+	m.Update(st, Changes{All: true}, nil)
+	return m.Result()
 }
 
 // enter starts a call on st: it reports whether the configuration, the
@@ -133,41 +218,7 @@ func holderRevs(svcs []*Service) []holderRev {
 
 func revOf(s *Service) holderRev { return holderRev{s.Key, s.Rev} }
 
-// DecideChanged brings the memo up to date when, since its last call,
-// only the Services holding ips changed: it decides those addresses again
-// (holders returns the Services of st holding an address, sorted by key,
-// as Decide groups them) and nothing else, so that its work is
-// proportional to the change. It returns false, having forgotten every
-// decision, when what every decision depends on changed (the
-// configuration, the nodes, their liveness) or the memo is empty; call
-// Decide then. Owner reads the decisions.
-func (m *L2Memo) DecideChanged(st State, ips []netip.Addr, holders func(netip.Addr) []*Service) bool {
-	nodes, same := m.enter(st)
-	if !same {
-		return false
-	}
-	for _, ip := range ips {
-		i, found := slices.BinarySearchFunc(m.entries, ip, entryAt)
-		svcs := holders(ip)
-		switch {
-		case len(svcs) == 0 && found:
-			m.entries = slices.Delete(m.entries, i, i+1)
-		case len(svcs) == 0:
-		case found && sameHolders(m.entries[i].holders, svcs):
-		default:
-			e := l2MemoEntry{holders: holderRevs(svcs), d: decideL2(st, nodes, ip, svcs)}
-			m.decided++
-			if found {
-				m.entries[i] = e
-			} else {
-				m.entries = slices.Insert(m.entries, i, e)
-			}
-		}
-	}
-	return true
-}
-
-// Owner returns the memo's owner of ip, as Decide's result lists it:
+// Owner returns the memo's owner of ip, as Result lists it:
 // false when no node owns it (none eligible, no L2Advertisement, or no
 // Service holds it).
 func (m *L2Memo) Owner(ip netip.Addr) (L2Owner, bool) {

@@ -17,8 +17,9 @@ import (
 
 // TestL2MemoEqualsL2: over random sequences of changes to Services (with
 // and without a Rev), node labels and eligibility, liveness and the
-// configuration, the memo's result equals L2's at every step, and a step
-// that changed one Service decides only that Service's addresses.
+// configuration, the memo's result equals L2's at every step, whether it
+// is told everything changed or only what did, and a step that changed
+// one Service decides only that Service's addresses.
 func TestL2MemoEqualsL2(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	configs := []*config.Config{
@@ -101,12 +102,17 @@ func TestL2MemoEqualsL2(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d: memo differs from L2:\n got %+v\nwant %+v", step, got, want)
 		}
-		// A second memo is told what changed when only a Service did
-		// (DecideChanged), and decides everything only otherwise.
-		if !oneService || !dm.DecideChanged(st, append(slices.Clone(previous), changed.IPs...), holdersIn(st)) {
-			dm.Decide(st)
+		// A second memo is told what changed when only a Service did,
+		// everything otherwise: its result is L2's too.
+		ch := Changes{All: true}
+		if oneService {
+			ch = Changes{IPs: append(slices.Clone(previous), changed.IPs...), Keys: []string{changed.Key}}
 		}
+		dm.Update(st, ch, holdersIn(st))
 		checkOwners(t, step, &dm, want)
+		if got := dm.Result(); !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d: memo told what changed differs from L2:\n got %+v\nwant %+v", step, got, want)
+		}
 		if worldChanged {
 			continue
 		}
@@ -159,7 +165,7 @@ func TestL2MemoSameConfigBuiltTwice(t *testing.T) {
 	}
 }
 
-// holdersIn returns the Services of st holding an address, as Decide
+// holdersIn returns the Services of st holding an address, as L2
 // groups them.
 func holdersIn(st State) func(netip.Addr) []*Service {
 	by := map[netip.Addr][]*Service{}
@@ -178,11 +184,11 @@ func checkOwners(t *testing.T, step int, m *L2Memo, want L2Result) {
 			owners++
 			i, found := slices.BinarySearchFunc(want.Owners, o.IP, func(w L2Owner, ip netip.Addr) int { return w.IP.Compare(ip) })
 			if !found || !reflect.DeepEqual(want.Owners[i], o) {
-				t.Fatalf("step %d: DecideChanged memo owns %+v; L2 says %+v", step, o, want.Owners)
+				t.Fatalf("step %d: memo told what changed owns %+v; L2 says %+v", step, o, want.Owners)
 			}
 		}
 	}
 	if owners != len(want.Owners) {
-		t.Fatalf("step %d: DecideChanged memo has %d owners, L2 %d: %+v", step, owners, len(want.Owners), want.Owners)
+		t.Fatalf("step %d: memo told what changed has %d owners, L2 %d: %+v", step, owners, len(want.Owners), want.Owners)
 	}
 }

@@ -38,15 +38,22 @@ func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o 
 	}
 	st.Services = svcs
 	ch := p.cache.takeChanges()
+	c := ch.asChanges()
+	if full || !p.l2.incremental || !o.ungated() {
+		c = announce.Changes{All: true}
+	}
+	if !o.held {
+		c = p.memo.Update(st, c, p.cache.holdersIn(st.Services))
+	}
 	var plan l2Plan
-	if !full && p.l2.incremental && o.ungated() && !ch.everything && p.memo.DecideChanged(st, ch.ips, p.cache.holdersIn(st.Services)) {
-		plan = p.l2.planChanged("node1", ch.ips, p.memo.Owner, o)
-	} else {
+	if c.All {
 		var res announce.L2Result
 		if !o.held {
-			res = p.memo.Decide(st)
+			res = p.memo.Result()
 		}
 		plan = p.l2.plan("node1", res, o)
+	} else {
+		plan = p.l2.planChanged("node1", c.IPs, p.memo.Owner, o)
 	}
 	if !plan.unchanged {
 		p.want = plan.want
@@ -57,8 +64,8 @@ func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o 
 // TestIncrementalL2EqualsFull: over random sequences of Service and
 // EndpointSlice changes, node liveness, labels and configuration changes,
 // the member list settling, the hold, isolation, claim delays and time
-// passing hand-over grace, the incremental reconcile (DecideChanged and
-// planChanged when only Services changed) announces exactly what deciding
+// passing hand-over grace, the incremental reconcile (L2Memo.Update told
+// what changed, and planChanged when only Services changed) announces exactly what deciding
 // and planning every address does: the same owned and releasing
 // addresses, the same want, claims and drops.
 func TestIncrementalL2EqualsFull(t *testing.T) {

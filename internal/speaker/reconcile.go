@@ -55,12 +55,12 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	return nil
 }
 
-// reconcileL2 decides and plans what this node answers ARP/NDP for. When
-// only some Services changed since the last reconcile (changes) and
-// nothing else did, it decides and plans only their addresses
-// (DecideChanged, planChanged): the work is proportional to the change,
-// and what this node announces is handed to the backend again only when
-// it changed. Otherwise it decides and plans every address.
+// reconcileL2 decides and plans what this node answers ARP/NDP for. The
+// memo and the plan are told what changed since the last reconcile
+// (changes): only some Services, when nothing else did and the plan
+// allows it (planChanged), else everything. The work is proportional to
+// the change, and what this node announces is handed to the backend
+// again only when it changed.
 func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now time.Time, isolated, held bool) {
 	if s.opts.L2 == nil {
 		return
@@ -68,19 +68,24 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	ml := s.memberList()
 	o := planOptions{settled: ml == nil || ml.Settled(), held: held, keep: isolated && !s.leaving.Load(),
 		claimFrom: time.Unix(0, s.claimFrom.Load()), now: now, grace: s.opts.ReleaseGrace}
+	ch := changes.asChanges()
+	if !s.l2.incremental || !o.ungated() {
+		ch = announce.Changes{All: true} // plan looks at every address
+	}
+	if !held { // held, nothing is announced: no decision to take
+		ch = s.l2Memo.Update(st, ch, s.svcCache.holdersIn(st.Services))
+	}
 	var p l2Plan
-	changed := s.l2.incremental && o.ungated() && !changes.everything &&
-		s.l2Memo.DecideChanged(st, changes.ips, s.svcCache.holdersIn(st.Services))
-	if changed {
-		p = s.l2.planChanged(s.opts.NodeName, changes.ips, s.l2Memo.Owner, o)
-		s.metrics.l2Plans.WithLabelValues("changed").Inc()
-	} else {
+	if ch.All {
 		var res announce.L2Result
 		if !held {
-			res = s.l2Memo.Decide(st) // held, nothing is announced: no decision to take
+			res = s.l2Memo.Result()
 		}
 		p = s.l2.plan(s.opts.NodeName, res, o)
 		s.metrics.l2Plans.WithLabelValues("full").Inc()
+	} else {
+		p = s.l2.planChanged(s.opts.NodeName, ch.IPs, s.l2Memo.Owner, o)
+		s.metrics.l2Plans.WithLabelValues("changed").Inc()
 	}
 	if !p.unchanged {
 		s.opts.L2.SetAnnouncements(p.want)
@@ -90,10 +95,10 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	for _, o := range p.claimed {
 		claimed = append(claimed, o.IP)
 	}
-	if changed {
-		s.noteL2SinceChanged(claimed, p.left)
+	if ch.All {
+		s.noteL2Since(claimed, announce.Changes{All: true})
 	} else {
-		s.noteL2Since(claimed)
+		s.noteL2Since(claimed, announce.Changes{IPs: p.left})
 	}
 	s.metrics.announced.WithLabelValues("l2").Set(float64(len(s.l2.owned)))
 	s.metrics.releasing.Set(float64(len(s.l2.releasing)))
@@ -141,16 +146,16 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 // reconcileBGP decides this node's BGP sessions and routes and hands them
 // to the backend. When only some Services changed since the last
 // reconcile (changes) and nothing else did, it works out and hands over
-// only their prefixes (UpdateChanged, ApplyPaths): the work is
-// proportional to the change. Otherwise it hands over everything.
+// only their prefixes (BGPMemo.Update with their keys, ApplyPaths): the
+// work is proportional to the change. Otherwise it hands over everything.
 func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes serviceChanges, held bool) error {
 	if s.opts.BGP == nil {
 		return nil
 	}
-	// The memo learns of changed Services from changes alone: a reconcile
-	// that does not tell it leaves the next one to compare them all.
-	fullUpdate := changes.everything || s.bgpMemoBehind
-	s.bgpMemoBehind = true
+	// The memo learns of changed Services from change sets alone: those
+	// of a reconcile that does not update it wait for the next one.
+	ch := s.bgpPending.Merge(changes.asChanges())
+	s.bgpPending = ch
 	if s.leaving.Load() {
 		s.bgpAdvertising, s.bgpApplied = false, bgpApplied{}
 		return nil
@@ -176,14 +181,9 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 		s.ownNodeGone = false
 		v4, v6 = nodeAddresses(me)
 	}
-	switch {
-	case held:
-	case fullUpdate:
-		s.bgpMemo.Update(st, s.opts.NodeName)
-		s.bgpMemoBehind = false
-	default:
-		s.bgpMemo.UpdateChanged(st, s.opts.NodeName, changes.keys) // nothing to do when nothing it depends on changed
-		s.bgpMemoBehind = false
+	if !held {
+		s.bgpMemo.Update(st, s.opts.NodeName, ch) // nothing to do when nothing it depends on changed
+		s.bgpPending = announce.Changes{}
 	}
 	applied := bgpApplied{ok: true, v4: v4, v6: v6}
 	if !held && s.bgpMemo.Same() && s.bgpApplied == applied {

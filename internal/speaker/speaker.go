@@ -124,7 +124,7 @@ type Speaker struct {
 	bgpAdvert      map[string][]string // Service -> routes it is advertised with, for events
 	bgpAdvertising bool                // the BGP memo's routes are advertised (not held, not leaving)
 	ownNodeGone    bool                // this node's Node object was not found at the last BGP reconcile
-	bgpMemoBehind  bool                // a reconcile's Service changes did not reach the BGP memo
+	bgpPending     announce.Changes    // Service changes that have not reached the BGP memo
 	hold           announceHold        // the announcement hold last acted on
 	l2Since        map[netip.Addr]time.Time
 	lastBGP        error

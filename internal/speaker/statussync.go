@@ -6,10 +6,12 @@ import (
 	"maps"
 	"net/netip"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
 )
 
@@ -58,34 +60,40 @@ func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
 }
 
 // noteL2Since records when this node started answering for each address
-// it owns, and forgets the ones it no longer owns. Call with s.mu held.
-func (s *Speaker) noteL2Since(claimed []netip.Addr) {
+// it owns: claimed now, or owned without a time yet; an address it no
+// longer owns is forgotten. ch names the addresses whose ownership may
+// have changed besides claimed (all of them with ch.All; after
+// planChanged, those it left): the others' times stay as they are. Call
+// with s.mu held.
+func (s *Speaker) noteL2Since(claimed []netip.Addr, ch announce.Changes) {
 	now := s.opts.Now()
 	for _, ip := range claimed {
 		s.l2Since[ip] = now
 	}
-	for ip := range s.l2Since {
-		if _, ok := s.l2.owned[ip]; !ok {
-			delete(s.l2Since, ip)
+	if !ch.All {
+		for _, ip := range ch.IPs {
+			s.settleL2Since(ip, now)
 		}
+		return
+	}
+	for ip := range s.l2Since {
+		s.settleL2Since(ip, now)
 	}
 	for ip := range s.l2.owned {
-		if _, ok := s.l2Since[ip]; !ok {
-			s.l2Since[ip] = now
-		}
+		s.settleL2Since(ip, now)
 	}
 }
 
-// noteL2SinceChanged is noteL2Since after planChanged, which says which
-// addresses this node claimed and which it no longer owns: the others'
-// times stay as they are. Call with s.mu held.
-func (s *Speaker) noteL2SinceChanged(claimed, left []netip.Addr) {
-	now := s.opts.Now()
-	for _, ip := range claimed {
-		s.l2Since[ip] = now
-	}
-	for _, ip := range left {
+// settleL2Since brings the time of one address in line with what this
+// node owns.
+func (s *Speaker) settleL2Since(ip netip.Addr, now time.Time) {
+	_, owned := s.l2.owned[ip]
+	_, known := s.l2Since[ip]
+	switch {
+	case !owned:
 		delete(s.l2Since, ip)
+	case !known:
+		s.l2Since[ip] = now
 	}
 }
 

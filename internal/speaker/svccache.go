@@ -57,6 +57,11 @@ type serviceChanges struct {
 	everything bool
 }
 
+// asChanges is the change set the memos take.
+func (c serviceChanges) asChanges() announce.Changes {
+	return announce.Changes{All: c.everything, IPs: c.ips, Keys: c.keys}
+}
+
 // takeChanges returns the changes since the last call and forgets them.
 func (c *serviceCache) takeChanges() serviceChanges {
 	c.mu.Lock()
