@@ -11,12 +11,6 @@ import (
 	api "github.com/osrg/gobgp/v4/api"
 )
 
-// ErrFullApplyNeeded is ApplyPaths' answer when it has nothing to build
-// on: no Apply has taken since the speaker started, or the last Apply or
-// ApplyPaths was refused in part. The caller applies the whole desired
-// state instead.
-var ErrFullApplyNeeded = errors.New("bgp: paths cannot be changed alone: apply the whole desired state")
-
 // PathChange replaces the desired paths of some prefixes.
 type PathChange struct {
 	// Prefixes are the prefixes whose paths changed; a prefix of Paths
@@ -35,21 +29,24 @@ type lastApply struct {
 
 // ApplyPaths changes the paths of the named prefixes and nothing else, as
 // Apply would with the last Desired whose paths of those prefixes are
-// replaced (the same sessions, the same node addresses). Its work is
-// proportional to the change, not to the paths held: the prefixes move
-// between the export policy's prefix sets one by one (GoBGP edits a set in
-// place, and the statements that name it see the edit), unless a prefix
-// needs a delivery the policy has no set for, which installs the policy
-// again as Apply does. It returns ErrFullApplyNeeded when it has nothing
-// to build on.
+// replaced (the same sessions, the same node addresses; none before any
+// Apply). Its work is proportional to the change, not to the paths held:
+// the prefixes move between the export policy's prefix sets one by one
+// (GoBGP edits a set in place, and the statements that name it see the
+// edit), unless a prefix needs a delivery the policy has no set for,
+// which installs the policy again as Apply does. When it has nothing to
+// build on (the last Apply or ApplyPaths was refused in part, or the
+// server stopped since), everything changed: it applies that whole
+// Desired.
 func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return errors.New("bgp speaker is shut down")
 	}
+	s.want.change(c)
 	if !s.pathsOnly {
-		return ErrFullApplyNeeded
+		return s.apply(ctx, s.want.desired())
 	}
 	s.pathsOnly = false // until this change has taken
 	plan := planPaths(c.Paths, s.last.sessions, s.last.nodeV4, s.last.nodeV6)
@@ -60,7 +57,7 @@ func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
 	}
 	errs := plan.errs
 	if s.srv != nil {
-		errs = append(errs, s.applyChangedPaths(ctx, changed, plan)...)
+		errs = append(errs, s.changePaths(ctx, changed, plan, false)...)
 	}
 	s.pathsOnly = len(errs) == 0
 	return errors.Join(errs...)
@@ -93,21 +90,29 @@ func normalPrefix(p netip.Prefix) (netip.Prefix, bool) {
 	return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()).Masked(), true
 }
 
-// applyChangedPaths is applyPaths for the changed prefixes alone: withdraw,
-// edit the policy, announce, refresh.
-func (s *Speaker) applyChangedPaths(ctx context.Context, changed []netip.Prefix, plan pathPlan) []error {
+// changePaths brings the changed prefixes to plan: withdraw, edit the
+// policy, announce, refresh. The policy's prefix sets are edited in
+// place, unless a prefix needs a set the policy does not have or every
+// prefix changed (whole: plan is the whole desired state), which installs
+// the policy again.
+func (s *Speaker) changePaths(ctx context.Context, changed []netip.Prefix, plan pathPlan, whole bool) []error {
 	var errs []error
-	diff, edits, rebuild := s.diffChanged(changed, plan)
+	diff, edits, rebuild := s.diffChanged(changed, plan, whole)
 	if err := s.withdraw(diff.withdraw); err != nil {
 		errs = append(errs, err)
 	}
-	if rebuild {
+	switch {
+	case whole:
+		if err := s.installPolicy(ctx, plan.deliveries); err != nil {
+			return append(errs, err) // announcing now would go out under the old policy
+		}
+	case rebuild:
 		next := maps.Clone(s.deliveries)
 		setDeliveries(next, changed, plan.deliveries)
 		if err := s.installPolicy(ctx, next); err != nil {
 			return append(errs, err)
 		}
-	} else {
+	default:
 		if err := s.srv.editPrefixSets(ctx, edits); err != nil {
 			return append(errs, err)
 		}
@@ -119,10 +124,12 @@ func (s *Speaker) applyChangedPaths(ctx context.Context, changed []netip.Prefix,
 	return errs
 }
 
-// diffChanged is diffPaths for the changed prefixes, with the prefix-set
-// edits that bring the policy to the new deliveries; rebuild when one
-// needs a set the policy does not have.
-func (s *Speaker) diffChanged(changed []netip.Prefix, plan pathPlan) (pathDiff, prefixSetEdits, bool) {
+// diffChanged is what changes for the changed prefixes: the paths to
+// withdraw and announce, the peers to refresh, and (unless whole, which
+// installs the policy anew) the prefix-set edits that bring the policy to
+// the new deliveries; rebuild when one needs a set the policy does not
+// have.
+func (s *Speaker) diffChanged(changed []netip.Prefix, plan pathPlan, whole bool) (pathDiff, prefixSetEdits, bool) {
 	var d pathDiff
 	refresh := map[netip.Addr]bool{}
 	edits := prefixSetEdits{}
@@ -139,24 +146,33 @@ func (s *Speaker) diffChanged(changed []netip.Prefix, plan pathPlan) (pathDiff, 
 		if inOld && inNew {
 			markChanged(refresh, s.deliveries[p], plan.deliveries[p])
 		}
-		oldKey, newKey := keyOf(s.deliveries, p), keyOf(plan.deliveries, p)
-		if oldKey == newKey {
-			continue
-		}
-		fam := familyOf(p)
-		if oldKey != "" {
-			if set, ok := s.layout.prefixSetFor(oldKey, fam); ok {
-				edits.remove(set, p)
-			}
-		}
-		if newKey != "" {
-			set, ok := s.layout.prefixSetFor(newKey, fam)
-			rebuild = rebuild || !ok
-			edits.add(set, p)
+		if !whole {
+			rebuild = s.editSets(edits, p, plan) || rebuild
 		}
 	}
 	d.refresh = slices.SortedFunc(maps.Keys(refresh), netip.Addr.Compare)
 	return d, edits, rebuild
+}
+
+// editSets adds the edits that move p to the prefix set of its new
+// delivery; true when the policy has no such set.
+func (s *Speaker) editSets(edits prefixSetEdits, p netip.Prefix, plan pathPlan) (missing bool) {
+	oldKey, newKey := keyOf(s.deliveries, p), keyOf(plan.deliveries, p)
+	if oldKey == newKey {
+		return false
+	}
+	fam := familyOf(p)
+	if oldKey != "" {
+		if set, ok := s.layout.prefixSetFor(oldKey, fam); ok {
+			edits.remove(set, p)
+		}
+	}
+	if newKey == "" {
+		return false
+	}
+	set, ok := s.layout.prefixSetFor(newKey, fam)
+	edits.add(set, p)
+	return !ok
 }
 
 // keyOf is the delivery key of a prefix, "" when it has no delivery.

@@ -3,14 +3,17 @@ package bgp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 
 	api "github.com/osrg/gobgp/v4/api"
 	"github.com/osrg/gobgp/v4/pkg/apiutil"
 )
 
 // applyPaths brings GoBGP's RIB and export policy to the desired paths:
-// withdraw, install the policy, announce, refresh (see pathDiff).
+// changePaths with every prefix changed, the policy installed anew (the
+// sessions, which its statements name, may have changed).
 func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	sessions := make([]Session, 0, len(s.configured))
 	for _, n := range sortedKeys(s.configured) {
@@ -24,17 +27,24 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	if s.srv == nil {
 		return errs
 	}
-	diff := diffPaths(s.rib, plan.rib, s.deliveries, plan.deliveries)
-	if err := s.withdraw(diff.withdraw); err != nil {
-		errs = append(errs, err)
+	return append(errs, s.changePaths(ctx, everyPrefix(s, plan), plan, true)...)
+}
+
+// everyPrefix are the prefixes of the paths applied and of plan, sorted:
+// the change set of a whole Apply.
+func everyPrefix(s *Speaker, plan pathPlan) []netip.Prefix {
+	set := make(map[netip.Prefix]bool, len(s.rib)+len(plan.rib))
+	for _, m := range []map[netip.Prefix]netip.Addr{s.rib, plan.rib} {
+		for p := range m {
+			set[p] = true
+		}
 	}
-	if err := s.installPolicy(ctx, plan.deliveries); err != nil {
-		return append(errs, err) // announcing now would go out under the old policy
+	for _, m := range []map[netip.Prefix]delivery{s.deliveries, plan.deliveries} {
+		for p := range m {
+			set[p] = true
+		}
 	}
-	errs = append(errs, s.announce(diff.announce, plan.rib)...)
-	errs = append(errs, s.refresh(ctx, diff.refresh)...)
-	s.logApplied(diff)
-	return errs
+	return slices.SortedFunc(maps.Keys(set), comparePrefix)
 }
 
 // installPolicy renders the deliveries as the export policy and installs

@@ -31,6 +31,7 @@ type Speaker struct {
 	warns      *warnings                   // of the paths applied
 	last       lastApply                   // what the last Apply was given besides paths
 	pathsOnly  bool                        // ApplyPaths may build on the state above
+	want       wanted                      // the whole desired state, ApplyPaths' changes included
 	closed     bool
 	srvRef     sync.Mutex // guards srvNow, read by Sessions and metrics
 	srvNow     *gobgp
@@ -75,6 +76,12 @@ func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 	if s.closed {
 		return errors.New("bgp speaker is shut down")
 	}
+	s.want = wantedFrom(d)
+	return s.apply(ctx, d)
+}
+
+// apply is Apply with s.mu held.
+func (s *Speaker) apply(ctx context.Context, d Desired) error {
 	s.pathsOnly = false // until this Apply has taken
 	routerID := routerIDFor(d)
 	if s.srv != nil && routerID.IsValid() && routerID != s.srv.routerID {

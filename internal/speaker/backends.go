@@ -36,8 +36,9 @@ type Welcomes interface {
 // BGP holds this node's BGP sessions and routes (*bgp.Speaker).
 type BGP interface {
 	Apply(ctx context.Context, d bgp.Desired) error
-	// ApplyPaths changes the paths of some prefixes alone, or returns
-	// bgp.ErrFullApplyNeeded.
+	// ApplyPaths changes the paths of some prefixes alone, as Apply
+	// would with the last Desired whose paths of those prefixes are
+	// replaced.
 	ApplyPaths(ctx context.Context, c bgp.PathChange) error
 	Sessions() []bgp.SessionState
 	Shutdown(ctx context.Context) error

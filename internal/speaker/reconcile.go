@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/herald-lb/herald/internal/announce"
-	"github.com/herald-lb/herald/internal/bgp"
 )
 
 // reconcile computes what this node announces and applies the difference
@@ -195,14 +194,14 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 	// Only Services changed, and the last Apply took with these node
 	// addresses: the backend gets the changed prefixes alone, and only
 	// the Services whose routes may have changed are compared for events.
+	// The backend applies the whole desired state itself when it has
+	// nothing to build on.
 	incremental := !held && !s.bgpMemo.Changes().All && s.bgpApplied == applied
 	var err error
+	var res announce.BGPResult // held: no session, no route
 	if incremental {
 		err = s.opts.BGP.ApplyPaths(ctx, changedPaths(&s.bgpMemo))
-		incremental = !errors.Is(err, bgp.ErrFullApplyNeeded)
-	}
-	var res announce.BGPResult // held: no session, no route
-	if !incremental {
+	} else {
 		if !held {
 			res = s.bgpMemo.Result()
 		}
