@@ -26,6 +26,10 @@ type L2Memo struct {
 	spare   []l2MemoEntry
 	scratch holderScratch
 	owners  []L2Owner
+	// res is the result of the entries when resFresh (Update of every
+	// address builds it as it goes).
+	res      L2Result
+	resFresh bool
 }
 
 // l2MemoEntry is one address's decision (d.owner.IP is the address) and
@@ -84,31 +88,31 @@ func (m *L2Memo) Update(st State, ch Changes, holders func(netip.Addr) []*Servic
 		m.updateAll(st, nodes)
 		return Changes{All: true}
 	}
+	m.resFresh = false
 	for _, ip := range ch.IPs {
 		i, found := slices.BinarySearchFunc(m.entries, ip, entryAt)
-		var old *l2MemoEntry
-		if found {
-			old = &m.entries[i]
-		}
-		e, held := m.step(st, nodes, ip, old, holders(ip))
+		svcs := holders(ip)
 		switch {
-		case !held && found:
+		case len(svcs) == 0 && found:
 			m.entries = slices.Delete(m.entries, i, i+1)
-		case !held:
+		case len(svcs) == 0:
 		case found:
-			m.entries[i] = e
+			m.step(&m.entries[i], st, nodes, ip, &m.entries[i], svcs)
 		default:
-			m.entries = slices.Insert(m.entries, i, e)
+			m.entries = slices.Insert(m.entries, i, l2MemoEntry{})
+			m.step(&m.entries[i], st, nodes, ip, nil, svcs)
 		}
 	}
 	return ch
 }
 
 // updateAll is Update of every address: the entries are built again in
-// order, reusing each address's old entry where step allows.
+// order, each by step from the address's old entry, and the result with
+// them.
 func (m *L2Memo) updateAll(st State, nodes []node) {
 	hs := st.holdersWith(&m.scratch)
 	next := slices.Grow(m.spare[:0], len(hs))
+	res := L2Result{Unowned: map[netip.Addr]string{}, Owners: slices.Grow(m.owners[:0], len(hs))}
 	old := m.entries // sorted by address, as hs
 	for _, h := range hs {
 		for len(old) > 0 && old[0].d.owner.IP.Less(h.ip) {
@@ -118,36 +122,42 @@ func (m *L2Memo) updateAll(st State, nodes []node) {
 		if len(old) > 0 && old[0].d.owner.IP == h.ip {
 			prev = &old[0]
 		}
-		e, _ := m.step(st, nodes, h.ip, prev, h.svcs)
-		next = append(next, e)
+		next = append(next, l2MemoEntry{})
+		e := &next[len(next)-1]
+		m.step(e, st, nodes, h.ip, prev, h.svcs)
+		res.add(e.d)
 	}
 	clear(m.entries) // the other buffer now: drop what it holds
 	m.spare, m.entries = m.entries[:0], next
+	m.owners, m.res, m.resFresh = res.Owners, res, true
 }
 
-// step is the memo's one decision: the entry of ip held by svcs, old's
-// when its holders are the same, decided anew otherwise; held is false
-// when no Service holds ip (no entry then).
-func (m *L2Memo) step(st State, nodes []node, ip netip.Addr, old *l2MemoEntry, svcs []*Service) (e l2MemoEntry, held bool) {
-	switch {
-	case len(svcs) == 0:
-		return l2MemoEntry{}, false
-	case old != nil && sameHolders(old.holders, svcs):
-		return *old, true
+// step is the memo's one decision: it sets e to the entry of ip held by
+// svcs (some), old's when its holders are the same, decided anew
+// otherwise. e and old may be the same entry.
+func (m *L2Memo) step(e *l2MemoEntry, st State, nodes []node, ip netip.Addr, old *l2MemoEntry, svcs []*Service) {
+	if old != nil && sameHolders(old.holders, svcs) {
+		if e != old {
+			*e = *old
+		}
+		return
 	}
 	m.decided++
-	return l2MemoEntry{holders: holderRevs(svcs), d: decideL2(st, nodes, ip, svcs)}, true
+	*e = l2MemoEntry{holders: holderRevs(svcs), d: decideL2(st, nodes, ip, svcs)}
 }
 
 // Result is L2(st) for the st of the last Update. Its Owners are valid
 // until the next Update or Result (their memory is reused); copy what
 // must outlive it.
 func (m *L2Memo) Result() L2Result {
-	res := L2Result{Unowned: map[netip.Addr]string{}, Owners: m.owners[:0]}
-	for i := range m.entries {
-		res.add(m.entries[i].d)
+	if !m.resFresh {
+		res := L2Result{Unowned: map[netip.Addr]string{}, Owners: m.owners[:0]}
+		for i := range m.entries {
+			res.add(m.entries[i].d)
+		}
+		m.owners, m.res, m.resFresh = res.Owners, res, true
 	}
-	m.owners = res.Owners
+	res := m.res
 	if len(res.Owners) == 0 {
 		res.Owners = nil // as L2
 	}
