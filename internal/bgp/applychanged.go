@@ -44,13 +44,13 @@ func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
 	if s.closed {
 		return errors.New("bgp speaker is shut down")
 	}
-	s.want.change(c)
+	changed := changedPrefixes(c)
+	s.want.change(c, changed)
 	if !s.pathsOnly {
 		return s.apply(ctx, s.want.desired())
 	}
 	s.pathsOnly = false // until this change has taken
 	plan := planPaths(c.Paths, s.last.sessions, s.last.nodeV4, s.last.nodeV6)
-	changed := changedPrefixes(c)
 	if s.warns.forget(changed) || !plan.warnings.empty() {
 		s.warns.merge(plan.warnings)
 		s.status.setWarnings(s.warns)

@@ -3,7 +3,6 @@ package bgp
 import (
 	"context"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 
@@ -31,20 +30,27 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 }
 
 // everyPrefix are the prefixes of the paths applied and of plan, sorted:
-// the change set of a whole Apply.
+// the change set of a whole Apply. (A plan delivers only prefixes of its
+// RIB; the applied deliveries may hold one whose announcement failed.)
 func everyPrefix(s *Speaker, plan pathPlan) []netip.Prefix {
-	set := make(map[netip.Prefix]bool, len(s.rib)+len(plan.rib))
-	for _, m := range []map[netip.Prefix]netip.Addr{s.rib, plan.rib} {
-		for p := range m {
-			set[p] = true
+	out := make([]netip.Prefix, 0, len(plan.rib)+len(s.rib))
+	for p := range plan.rib {
+		out = append(out, p)
+	}
+	for p := range s.rib {
+		if _, dup := plan.rib[p]; !dup {
+			out = append(out, p)
 		}
 	}
-	for _, m := range []map[netip.Prefix]delivery{s.deliveries, plan.deliveries} {
-		for p := range m {
-			set[p] = true
+	for p := range s.deliveries {
+		_, inPlan := plan.rib[p]
+		_, inRIB := s.rib[p]
+		if !inPlan && !inRIB {
+			out = append(out, p)
 		}
 	}
-	return slices.SortedFunc(maps.Keys(set), comparePrefix)
+	slices.SortFunc(out, comparePrefix)
+	return out
 }
 
 // installPolicy renders the deliveries as the export policy and installs

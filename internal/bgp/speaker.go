@@ -69,7 +69,8 @@ func New(cfg Config) (*Speaker, error) {
 // only what differs from the last Apply: a new path never resets a session,
 // a changed session never disturbs the others. Sessions that cannot be
 // configured are reported (Sessions().Error) and in the returned error;
-// the rest is applied anyway.
+// the rest is applied anyway. It keeps d's slices (ApplyPaths may apply
+// them again): the caller must not change them afterwards.
 func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

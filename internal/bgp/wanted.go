@@ -16,19 +16,17 @@ type wanted struct {
 	changed map[netip.Prefix][]Path
 }
 
-// wantedFrom records what Apply was given. It copies the slices, which
-// the caller may reuse.
-func wantedFrom(d Desired) wanted {
-	d.Sessions, d.Paths = slices.Clone(d.Sessions), slices.Clone(d.Paths)
-	return wanted{d: d}
-}
+// wantedFrom records what Apply was given. It keeps d's slices, which
+// the caller does not change afterwards (see Apply).
+func wantedFrom(d Desired) wanted { return wanted{d: d} }
 
-// change replaces the paths of the prefixes c changes.
-func (w *wanted) change(c PathChange) {
+// change replaces the paths of the prefixes c changes (changed, from
+// changedPrefixes).
+func (w *wanted) change(c PathChange, changed []netip.Prefix) {
 	if w.changed == nil {
 		w.changed = map[netip.Prefix][]Path{}
 	}
-	for _, p := range changedPrefixes(c) {
+	for _, p := range changed {
 		w.changed[p] = nil
 	}
 	for _, p := range c.Paths {
