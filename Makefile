@@ -248,7 +248,7 @@ bench: bench-pure bench-controller bench-l2 bench-bgp
 
 bench-pure:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/allocator/ ./internal/config/ ./internal/layer2/ ./internal/announce/
-	$(GO) test -run '^$$' -bench '^(Plan|ApplyOneMorePath)$$' -benchmem ./internal/bgp/
+	$(GO) test -run '^$$' -bench '^Benchmark(Plan|ApplyOneMorePath)$$' -benchmem ./internal/bgp/
 
 bench-controller:
 	$(GO) test -count=1 -run '^$$' -bench 'Controller(StartWith1000Pending|Create1000)$$' -benchtime 1x ./internal/controller/
