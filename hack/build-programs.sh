@@ -64,7 +64,7 @@ version_of() {
   case $1 in
     kube-*|kubelet|kubectl) echo "$KUBERNETES_VERSION" ;;
     helm) echo "$HELM_VERSION" ;;
-    promtool) echo "$PROMETHEUS_VERSION" ;;
+    promtool|prometheus) echo "$PROMETHEUS_VERSION" ;;
     metallb-*) echo "$METALLB_VERSION" ;;
     etcd) echo "$ETCD_VERSION" ;;
   esac
@@ -74,6 +74,7 @@ package_of() {
     kube-*|kubelet|kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
     helm) echo helm.sh/helm/v4/cmd/helm ;;
     promtool) echo github.com/prometheus/prometheus/cmd/promtool ;;
+    prometheus) echo github.com/prometheus/prometheus/cmd/prometheus ;;
     metallb-controller) echo go.universe.tf/metallb/controller ;;
     metallb-speaker) echo go.universe.tf/metallb/speaker ;;
   esac
@@ -165,7 +166,7 @@ wrapper() {
   } >"$dir/go.mod"
   {
     printf '//go:build tools\n\n// Package tools names what hack/build-programs.sh builds.\npackage tools\n\nimport (\n'
-    for p in "${k8s_components[@]}" helm promtool metallb-controller metallb-speaker; do
+    for p in "${k8s_components[@]}" helm promtool prometheus metallb-controller metallb-speaker; do
       printf '\t_ "%s"\n' "$(package_of "$p")"
     done
     printf ')\n'
@@ -290,8 +291,8 @@ programs=()
 for a in "${@:-control-plane}"; do
   case $a in
     control-plane) programs+=(etcd "${k8s_components[@]}") ;;
-    tools) programs+=(helm promtool) ;;
-    all) programs+=(etcd "${k8s_components[@]}" helm promtool metallb-controller metallb-speaker) ;;
+    tools) programs+=(helm promtool prometheus) ;;
+    all) programs+=(etcd "${k8s_components[@]}" helm promtool prometheus metallb-controller metallb-speaker) ;;
     *)
       [ -n "$(version_of "$a")" ] || { log "unknown program $a"; exit 2; }
       programs+=("$a") ;;
