@@ -13,9 +13,13 @@ import (
 type Versions struct {
 	Kubernetes string
 	Etcd       string
-	// Helm and Prometheus (promtool) are the tools hack/build-programs.sh
-	// builds; empty when versions.env does not name them.
+	// Helm and Prometheus (promtool and prometheus) are the tools
+	// hack/build-programs.sh builds; empty when versions.env does not
+	// name them.
 	Helm, Prometheus string
+	// PrometheusOperator is the version of the Prometheus Operator's
+	// CRDs (hack/prometheus-operator-crds.sh).
+	PrometheusOperator string
 }
 
 // RepoRoot finds the module root (the directory holding go.mod) from the
@@ -55,6 +59,8 @@ func ReadVersions(root string) (Versions, error) {
 			v.Helm = val
 		case "PROMETHEUS_VERSION":
 			v.Prometheus = val
+		case "PROMETHEUS_OPERATOR_VERSION":
+			v.PrometheusOperator = val
 		}
 	}
 	if v.Kubernetes == "" || v.Etcd == "" {
@@ -81,7 +87,7 @@ func CacheDir() (string, error) {
 // hack/build-programs.sh when it is missing.
 func Binary(name string) (string, error) { return program(name) }
 
-// Tool returns the path of helm or promtool at the version in
+// Tool returns the path of helm, promtool or prometheus at the version in
 // hack/versions.env, building it with hack/build-programs.sh when it is not
 // in the cache yet (a cold build takes minutes).
 func Tool(name string) (string, error) { return program(name) }
@@ -122,16 +128,39 @@ func program(name string) (string, error) {
 }
 
 // programVersion is the version in hack/versions.env of a program
-// hack/build-programs.sh builds: etcd, helm and promtool their own, every
-// Kubernetes component Kubernetes'.
+// hack/build-programs.sh builds: etcd and helm their own, promtool and
+// prometheus Prometheus', every Kubernetes component Kubernetes'.
 func (v Versions) programVersion(name string) string {
 	switch name {
 	case "etcd":
 		return v.Etcd
 	case "helm":
 		return v.Helm
-	case "promtool":
+	case "promtool", "prometheus":
 		return v.Prometheus
 	}
 	return v.Kubernetes
+}
+
+// PrometheusOperatorCRDs returns the directory holding the Prometheus
+// Operator's CRDs (monitoring.coreos.com_servicemonitors.yaml and the
+// rest) at the version in hack/versions.env, generating them with
+// hack/prometheus-operator-crds.sh the first time.
+func PrometheusOperatorCRDs() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cache, err := CacheDir()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.Command(filepath.Join(root, "hack", "prometheus-operator-crds.sh"))
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "HERALD_CACHE="+cache)
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("generating the Prometheus Operator's CRDs: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
