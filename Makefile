@@ -78,11 +78,12 @@ deps:
 # hack/versions.env, built once into ~/.cache/herald by
 # hack/build-programs.sh from one wrapper module (so what they share is
 # compiled once): control-plane is etcd and the Kubernetes components,
-# tools is helm and promtool (the chart and monitoring tests, and
-# rendering manifests/ from the chart), programs is both. MetalLB's
-# binaries come from the same module, built by metallb when its images
-# are missing (quick after programs: what they share is compiled). A
-# cold build takes minutes, once (docs/benchmarks.md). Run as root, they
+# tools is helm, promtool and prometheus (the chart and monitoring
+# tests, and rendering manifests/ from the chart), programs is both.
+# MetalLB's binaries come from the same module, built by metallb when
+# its images are missing (quick after programs: what they share is
+# compiled). A cold build takes minutes, once (docs/benchmarks.md). Run
+# as root, they
 # build with transparent huge pages always on (HERALD_BUILD_THP=always;
 # the machine's mode is put back afterwards, and HERALD_BUILD_THP= leaves
 # it alone): a compile's heap is new memory, and with huge pages it takes
@@ -106,10 +107,12 @@ metallb:
 
 # Every program make test runs, MetalLB's binaries with the others in one
 # go build (built after them, the go command would load the wrapper
-# module's packages a second time), then MetalLB's images.
+# module's packages a second time), then MetalLB's images and the
+# Prometheus Operator's CRDs (e2e/helm).
 test-programs:
 	hack/build-programs.sh all
 	@hack/build-metallb.sh >/dev/null
+	@hack/prometheus-operator-crds.sh >/dev/null
 
 # Herald's modules, sixteen downloads at a time: the go command fetches
 # GOMAXPROCS at once, two on 2 cores, and from a slow module proxy the

@@ -3,7 +3,7 @@
 # Herald, from the Go module proxy at the versions in hack/versions.env:
 #   etcd; kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
 #   kube-proxy, kubectl (k8s.io/kubernetes); helm (helm.sh/helm/v4);
-#   promtool (the Prometheus module); metallb-controller and
+#   promtool and prometheus (the Prometheus module); metallb-controller and
 #   metallb-speaker (go.universe.tf/metallb, for e2e/metallb; packaged by
 #   hack/build-metallb.sh).
 #
@@ -35,7 +35,7 @@
 #
 # Usage: hack/build-programs.sh [program...|control-plane|tools|all]
 #   control-plane: etcd and the Kubernetes components (the default)
-#   tools: helm and promtool; all: every program above
+#   tools: helm, promtool and prometheus; all: every program above
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -217,8 +217,9 @@ build_wrapped() {
   tmp=$(mktemp -d "$BIN/.build.XXXXXX")
   log "building $* (cold, everything: about 15 minutes on 2 cores; cached afterwards in $BIN)"
   t0=$(date +%s)
-  # remove_all_sd leaves out the service-discovery plugins promtool never
-  # needs for checking and testing rules; nothing else has that tag.
+  # remove_all_sd leaves out the service-discovery plugins: promtool never
+  # needs them for checking and testing rules, and e2e/helm's prometheus
+  # scrapes static targets (built in); nothing else has that tag.
   (cd "$dir" && GOFLAGS="$GOFLAGS -mod=mod" go build -trimpath -tags remove_all_sd -ldflags "$ld" -o "$tmp/" "${pkgs[@]}") ||
     { rm -rf "$tmp"; exit 1; }
   for p in "$@"; do

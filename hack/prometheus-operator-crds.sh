@@ -42,9 +42,11 @@ if [ ! -f "$out/.complete" ]; then
   chmod -R u+w "$work"
   rm -rf "$out.tmp"
   mkdir -p "$out.tmp"
+  # controller-gen built in Herald's module (its pinned version), run in
+  # the copy, where -mod=mod lets go record what the types import
+  gen=$(cd "$here/.." && go tool -n controller-gen)
   (cd "$work" && GOFLAGS=-mod=mod go list ./v1 >/dev/null)
-  (cd "$work" && GOFLAGS=-mod=mod go -C "$here/.." tool controller-gen crd:crdVersions=v1 \
-    paths="$work/v1" output:crd:dir="$out.tmp")
+  (cd "$work" && GOFLAGS=-mod=mod "$gen" crd:crdVersions=v1 paths=./v1 output:crd:dir="$out.tmp")
   touch "$out.tmp/.complete"
   rm -rf "$out"
   mv "$out.tmp" "$out"

@@ -130,6 +130,10 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Error(err)
 	}
 
+	// the chart's ServiceMonitors, PodMonitors and PrometheusRule against
+	// the Prometheus Operator's CRDs, and a Prometheus scraping what runs
+	checkMonitoring(t, h)
+
 	// uninstall: the Service and the configuration go first, while the
 	// controller still removes the pool's finalizer (docs/operations.md,
 	// Uninstall); then helm uninstall leaves the CRDs
