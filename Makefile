@@ -83,11 +83,11 @@ deps:
 # MetalLB's binaries come from the same module, built by metallb when
 # its images are missing (quick after programs: what they share is
 # compiled). A cold build takes minutes, once (docs/benchmarks.md). Run
-# as root, they
-# build with transparent huge pages always on (HERALD_BUILD_THP=always;
-# the machine's mode is put back afterwards, and HERALD_BUILD_THP= leaves
-# it alone): a compile's heap is new memory, and with huge pages it takes
-# far fewer page faults and less CPU time (hack/build-programs.sh).
+# as root, they build with transparent huge pages always on
+# (HERALD_BUILD_THP=always; the machine's mode is put back afterwards,
+# and HERALD_BUILD_THP= leaves it alone): a compile's heap is new
+# memory, and with huge pages it takes far fewer page faults and less
+# CPU time (hack/build-programs.sh).
 HERALD_BUILD_THP ?= always
 control-plane tools programs test-programs: export HERALD_BUILD_THP := $(HERALD_BUILD_THP)
 control-plane:

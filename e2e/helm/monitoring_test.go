@@ -51,6 +51,7 @@ func checkMonitoring(t *testing.T, h *deploy.Herald) {
 	t.Logf("monitoring objects applied, %d speakers and %d controllers scraped, the chart's rules evaluated in %v",
 		len(jobs[0].targets), len(jobs[1].targets), time.Since(start).Round(100*time.Millisecond))
 	noLeaderFires(t, h)
+	t.Logf("monitoring checks took %v, the controller leading again", time.Since(start).Round(100*time.Millisecond))
 }
 
 // applyMonitoringObjects applies the operator's CRDs and the chart's
