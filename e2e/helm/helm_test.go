@@ -21,16 +21,6 @@ import (
 
 const testNS = "helm"
 
-// maxGap is the longest time an address may go unanswered, and
-// maxOverlap how long two nodes may answer side by side at one
-// make-before-break hand-over of a rolling update: as in e2e/l2 (see its
-// maxGap for the owner stalls of 150-210 ms seen on this machine).
-const (
-	maxGap     = 250 * time.Millisecond
-	longGap    = 100 * time.Millisecond
-	maxOverlap = 100 * time.Millisecond
-)
-
 // config is a pool of the lab's L2 segment announced from every node.
 var config = fmt.Sprintf(`
 apiVersion: herald.dev/v1beta1
@@ -122,7 +112,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkServed(t, fmt.Sprintf("helm upgrade, %s", vips[i]), probes.After(start))
+		lab.CheckServed(t, fmt.Sprintf("helm upgrade, %s", vips[i]), probes.After(start), lab.Rolling())
 	}
 	t.Logf("helm upgrade rolled %d speakers in %v", len(l.Nodes()), took.Round(100*time.Millisecond))
 	checkRolled(t, h, before)
@@ -232,7 +222,7 @@ func checkFreshInstall(t *testing.T, mons []*lab.Monitor, start time.Time) {
 			t.Fatal(err)
 		}
 		first, _ := probes.FirstAnswered("")
-		checkServed(t, fmt.Sprintf("fresh install, %s", freshVIPs[i]), probes.After(first.Sent))
+		lab.CheckServed(t, fmt.Sprintf("fresh install, %s", freshVIPs[i]), probes.After(first.Sent), lab.Rolling())
 	}
 }
 
@@ -292,28 +282,6 @@ func monitorAll(t *testing.T, l *lab.Lab, vips []netip.Addr) []*lab.Monitor {
 func stopMonitors(mons []*lab.Monitor) {
 	for _, m := range mons {
 		_, _ = m.Stop()
-	}
-}
-
-// checkServed: no gap longer than maxGap, and two nodes side by side for
-// at most maxOverlap.
-func checkServed(t *testing.T, what string, probes lab.ProbeLog) {
-	t.Helper()
-	gap, n := probes.LongestGap()
-	conflict, m := probes.LongestConflict()
-	t.Logf("%s: %d probes, %d unanswered (longest gap %v, %d probes), %d answered by two nodes (longest %v, %d probes)",
-		what, len(probes), len(probes.Unanswered()), gap.Round(time.Millisecond), n, len(probes.Conflicts()), conflict.Round(time.Millisecond), m)
-	if len(probes) == 0 {
-		t.Errorf("%s: no probes", what)
-	}
-	switch {
-	case gap > maxGap:
-		t.Errorf("%s: no answer for %v (%d probes); want at most %v; around it:\n%s", what, gap.Round(time.Millisecond), n, maxGap, probes.AroundLongestGap(3))
-	case gap > longGap:
-		t.Logf("%s: no answer for %v (%d probes), more than %v; around it:\n%s", what, gap.Round(time.Millisecond), n, longGap, probes.AroundLongestGap(3))
-	}
-	if m > 1 && conflict > maxOverlap {
-		t.Errorf("%s: two nodes answered side by side for %v; want at most %v; around it:\n%s", what, conflict.Round(time.Millisecond), maxOverlap, probes.AroundLongestConflict(3))
 	}
 }
 

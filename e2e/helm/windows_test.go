@@ -100,7 +100,7 @@ func checkWindowsNodeGetsNoSpeaker(t *testing.T, h *deploy.Herald, vips []netip.
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkServed(t, fmt.Sprintf("Windows and Linux nodes without kubelet added, %s", vips[i]), probes.After(start))
+		lab.CheckServed(t, fmt.Sprintf("Windows and Linux nodes without kubelet added, %s", vips[i]), probes.After(start), lab.Rolling())
 		if got := owner(t, l, vips[i]); got != owners[vips[i]] {
 			t.Errorf("%s moved from %s to %s while nodes without a speaker came and went", vips[i], owners[vips[i]], got)
 		}

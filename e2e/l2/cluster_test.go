@@ -45,7 +45,7 @@ func stopAll(t *testing.T, vips []netip.Addr, mons []*lab.Monitor, from time.Tim
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkServedOverlap(t, fmt.Sprintf("%s, %s", what, vips[i]), probes.After(from), overlap)
+		lab.CheckServed(t, fmt.Sprintf("%s, %s", what, vips[i]), probes.After(from), lab.Steady().WithOverlap(overlap))
 	}
 }
 
@@ -77,11 +77,10 @@ func waitAvailable(t *testing.T, h *deploy.Herald) {
 	}
 }
 
-// rollingOverlap is how long two nodes may answer side by side at one
-// hand-over in the tests that probe one address every 10 ms (drain,
-// held-back speaker, kubelet stopped, crash loop). The rolling update and
-// the restarts are held to the tighter targets of handovers_test.go.
-const rollingOverlap = 100 * time.Millisecond
+// The tests that probe one address every 10 ms (drain, held-back
+// speaker, kubelet stopped, crash loop) allow two nodes side by side for
+// lab.HandOverOverlap at one hand-over (lab.Rolling). The rolling update
+// and the restarts are held to the tighter targets of handovers_test.go.
 
 // TestDrainOwnerNode drains the node announcing an address (kubectl drain:
 // cordon, evict its pods; the speaker, a DaemonSet Pod, stays): the address
@@ -127,7 +126,7 @@ func TestDrainOwnerNode(t *testing.T) {
 	if stall > 0 {
 		what += fmt.Sprintf(" (answers up to %v late while two nodes answered)", stall.Round(time.Millisecond))
 	}
-	checkServedOverlap(t, what, probes, rollingOverlap+stall)
+	lab.CheckServed(t, what, probes, lab.Steady().WithOverlap(lab.HandOverOverlap+stall))
 	logLateAnswers(t, l, "drain of the owner "+own)
 	var moved string
 	lab.Poll(t, "drain-local's pod Ready on another node", time.Minute, func() bool {
@@ -187,7 +186,7 @@ func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
 	// held to the same bound. Seen in CI: the answers of both nodes
 	// reached the client 70-85 ms late in one burst, and the two answered
 	// side by side for 79 ms.
-	stopAll(t, vips, mons, start, held+"'s speaker arriving", rollingOverlap)
+	stopAll(t, vips, mons, start, held+"'s speaker arriving", lab.HandOverOverlap)
 }
 
 // TestKubeletStoppedOwnerKeepsAnnouncing stops the owner's kubelet: the
@@ -238,11 +237,11 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkServedOverlap(t, "owner's kubelet stopped, then its Node deleted", probes.After(start), rollingOverlap)
+	lab.CheckServed(t, "owner's kubelet stopped, then its Node deleted", probes.After(start), lab.Rolling())
 	// The old owner answers, releasing, until it has read the new owner's
 	// gratuitous ARP; a starved speaker reads it late (checkServedOverlap
 	// bounds that). Past a hand-over's bound it must never answer again.
-	for _, p := range probes.After(moved.Sent.Add(rollingOverlap)) {
+	for _, p := range probes.After(moved.Sent.Add(lab.HandOverOverlap)) {
 		if slices.Contains(p.Nodes(), own) {
 			t.Errorf("the deleted node %s answered again at +%v", own, p.Sent.Sub(moved.Sent).Round(time.Millisecond))
 			break

@@ -127,6 +127,6 @@ func TestGracefulHandOverNoGapNoDoubleAnswer(t *testing.T) {
 		f := gracefulFailover(t, l, h, ips[0])
 		t.Logf("SIGTERM %s: %s took over (gratuitous ARP after %v); %d unanswered, %d answered twice",
 			f.oldOwner, f.newOwner, f.gratuitous.Round(time.Millisecond), f.unanswered, f.doubled)
-		checkServed(t, fmt.Sprintf("hand-over %d", i), f.probes)
+		lab.CheckServed(t, fmt.Sprintf("hand-over %d", i), f.probes, lab.Steady())
 	}
 }

@@ -96,65 +96,6 @@ func envOr(key, def string) string {
 	return def
 }
 
-// maxGap is the longest run of unanswered probes a scenario may show, and
-// longGap the length from which a run is printed probe by probe even when
-// it passes. Probes carry the kernel's receive times, so a gap is not the
-// monitor's doing. On this 2-core machine running the whole cluster, two
-// things delay answers while pods start and stop (rolling updates,
-// drains):
-//   - the network: frames wait in the kernel's backlog for ksoftirqd,
-//     which the lab's cgroups outweighed; the client then saw 100-210 ms
-//     without an answer and every queued answer at once, while the
-//     speakers counted no answer later than 100 ms from its request's
-//     arrival. The lab now runs ksoftirqd real-time (e2e/lab/softirq.go):
-//     its run-queue wait in a rolling update went from 2.2 s in total (up
-//     to 350 ms at a time) to 3 ms, and the longest gap to 31-91 ms.
-//   - the speaker: herald_l2_answer_delay_seconds (from the kernel's
-//     receive time) counts answers later than a 10 ms probe interval in
-//     those moments (logLateAnswers prints them): single speaker threads
-//     waited runnable on the run queue.
-//
-// A client retransmits its ARP request after a second; a failed hand-over
-// or failover leaves an address dark for the 2 s release grace or longer.
-const (
-	maxGap  = 250 * time.Millisecond
-	longGap = 100 * time.Millisecond
-)
-
-// checkServed fails the test when probes show a gap longer than maxGap or
-// two nodes answering side by side (SustainedConflicts), and logs the raw
-// counts.
-func checkServed(t testing.TB, what string, probes lab.ProbeLog) {
-	t.Helper()
-	checkServedOverlap(t, what, probes, 0)
-}
-
-// checkServedOverlap is checkServed allowing two nodes to answer side by
-// side for at most overlap (a rolling update's make-before-break hand-over
-// on a busy machine: the old owner stops when it has read the new owner's
-// gratuitous ARP).
-func checkServedOverlap(t testing.TB, what string, probes lab.ProbeLog, overlap time.Duration) {
-	t.Helper()
-	if d, n := probes.LongestConflict(); overlap > 0 && n > 1 {
-		t.Logf("%s: two nodes answered side by side for %v (%d probes); allowed %v", what, d.Round(time.Millisecond), n, overlap)
-		if d > overlap {
-			t.Errorf("%s: two nodes answered side by side for %v; want at most %v; around it:\n%s", what, d.Round(time.Millisecond), overlap, probes.AroundLongestConflict(3))
-		}
-	}
-	gap, n := probes.LongestGap()
-	t.Logf("%s: %d probes, %d unanswered (longest gap %v, %d probes), %d answered by two nodes (%d side by side)",
-		what, len(probes), len(probes.Unanswered()), gap.Round(time.Millisecond), n, len(probes.Conflicts()), len(probes.SustainedConflicts()))
-	switch {
-	case gap > maxGap:
-		t.Errorf("%s: no answer for %v (%d probes); want at most %v; around it:\n%s", what, gap.Round(time.Millisecond), n, maxGap, probes.AroundLongestGap(3))
-	case gap > longGap:
-		t.Logf("%s: no answer for %v (%d probes), more than %v; around it:\n%s", what, gap.Round(time.Millisecond), n, longGap, probes.AroundLongestGap(3))
-	}
-	if s := probes.SustainedConflicts(); len(s) > 0 && overlap == 0 {
-		t.Errorf("%s: %d probes answered by two nodes side by side (first %v); around the longest run:\n%s", what, len(s), s[0].Nodes(), probes.AroundLongestConflict(3))
-	}
-}
-
 // logLateAnswers logs, per node, how many ARP and NDP answers its speaker
 // sent more than 10 ms (a probe interval) and 100 ms after the kernel
 // received the request, since that speaker started

@@ -68,7 +68,7 @@ func TestMalformedARPBurstFromClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkServed(t, fmt.Sprintf("malformed ARP burst, %s", vips[i]), probes.Between(start, end))
+		lab.CheckServed(t, fmt.Sprintf("malformed ARP burst, %s", vips[i]), probes.Between(start, end), lab.Steady())
 	}
 }
 
@@ -83,7 +83,7 @@ const partitionTable = "herald_e2e_partition"
 // the fence on the wire leaves one MAC per address (Warning events
 // AddressConflict and herald_l2_conflicts_total when it had work) within
 // 10 s. Unblocked, the member list joins again and every address has one
-// owner within 10 s. No address goes unanswered for longer than maxGap,
+// owner within 10 s. No address goes unanswered for longer than lab.MaxGap,
 // neither when the partition starts nor when it heals.
 func TestMemberListPartition(t *testing.T) {
 	l, _ := herald(t)
@@ -154,7 +154,7 @@ func TestMemberListPartition(t *testing.T) {
 }
 
 // checkGaps logs the probes' counts and fails on a gap longer than
-// maxGap. Probes answered by two MACs are judged by the caller: the fence
+// lab.MaxGap. Probes answered by two MACs are judged by the caller: the fence
 // allows them for a moment.
 func checkGaps(t testing.TB, what string, probes lab.ProbeLog) {
 	t.Helper()
@@ -164,8 +164,8 @@ func checkGaps(t testing.TB, what string, probes lab.ProbeLog) {
 	if len(probes) == 0 {
 		t.Errorf("%s: no probes", what)
 	}
-	if gap > maxGap {
-		t.Errorf("%s: no answer for %v (%d probes); want at most %v; around it:\n%s", what, gap.Round(time.Millisecond), n, maxGap, probes.AroundLongestGap(3))
+	if gap > lab.MaxGap {
+		t.Errorf("%s: no answer for %v (%d probes); want at most %v; around it:\n%s", what, gap.Round(time.Millisecond), n, lab.MaxGap, probes.AroundLongestGap(3))
 	}
 }
 
@@ -233,7 +233,7 @@ func sum(m map[string]float64) float64 {
 // memberlist drops news of members it never knew, so it learns of
 // node3's death from the others' push-pull state (internal/members'
 // reports), not from node3's fresh Lease. From node1's restart on, no
-// address may go dark (longer than maxGap) and none may be answered by
+// address may go dark (longer than lab.MaxGap) and none may be answered by
 // node3 or two nodes side by side beyond a hand-over.
 //
 // The window is held open rather than raced: how soon the kubelet
@@ -302,7 +302,7 @@ func TestCrashloopingSpeakerThenAnotherRestarts(t *testing.T) {
 	t.Logf("%s's speaker was killed %d times at start", crashing, kills)
 	for i, probes := range all {
 		after := probes.After(restart)
-		checkServedOverlap(t, fmt.Sprintf("%s crashlooping, %s restarted, %s", crashing, restarting, vips[i]), after, rollingOverlap)
+		lab.CheckServed(t, fmt.Sprintf("%s crashlooping, %s restarted, %s", crashing, restarting, vips[i]), after, lab.Rolling())
 		for _, p := range after {
 			if slices.Contains(p.Nodes(), crashing) {
 				t.Errorf("%s answered by the crashlooping %s at +%v after %s's restart", vips[i], crashing, p.Sent.Sub(restart).Round(time.Millisecond), restarting)

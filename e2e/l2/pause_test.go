@@ -125,8 +125,8 @@ func TestPausedOwnerResumesSilently(t *testing.T) {
 		if d.double > 0 {
 			t.Errorf("%s: %d probes answered by two MACs after the resume; want none; around the longest run:\n%s", vip, d.double, after.AroundLongestConflict(3))
 		}
-		if gap > maxGap {
-			t.Errorf("%s: no answer for %v after the resume; want at most %v; around it:\n%s", vip, gap.Round(time.Millisecond), maxGap, after.AroundLongestGap(3))
+		if gap > lab.MaxGap {
+			t.Errorf("%s: no answer for %v after the resume; want at most %v; around it:\n%s", vip, gap.Round(time.Millisecond), lab.MaxGap, after.AroundLongestGap(3))
 		}
 	}
 	t.Logf("pause of %s for %v, then resumed:\n  %s", paused, pauseFor, strings.Join(lines, "\n  "))

@@ -59,7 +59,7 @@ func TestRestartedNonOwnerNeverClaims(t *testing.T) {
 		if g, ok := announced.First(vip, other, start); ok {
 			t.Fatalf("restart %d: the restarting non-owner %s sent a gratuitous ARP for %s at +%v", i, other, vip, g.At.Sub(start))
 		}
-		checkServed(t, fmt.Sprintf("restart %d of the non-owner %s", i, other), probes.After(start))
+		lab.CheckServed(t, fmt.Sprintf("restart %d of the non-owner %s", i, other), probes.After(start), lab.Steady())
 	}
 }
 

@@ -72,7 +72,7 @@ func TestRestartsDuringRefusedEditChangeNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		what := "restarts during the refused edit, " + vips[i].String()
-		checkServedOverlap(t, what, probes.After(start), rollingOverlap)
+		lab.CheckServed(t, what, probes.After(start), lab.Rolling())
 		t.Logf("%s: owners in turn %v (the rolling update hands an address over and back)", what, ownerRuns(probes.After(start)))
 	}
 	changed := 0

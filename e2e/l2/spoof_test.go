@@ -76,7 +76,7 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	during := probes.Between(start, end)
-	checkServed(t, fmt.Sprintf("a foreign host claiming %s", vip), during)
+	lab.CheckServed(t, fmt.Sprintf("a foreign host claiming %s", vip), during, lab.Steady())
 	byOwner := 0
 	for _, p := range during {
 		if nodes := p.Nodes(); len(nodes) > 0 && !slices.Equal(nodes, []string{node}) {
