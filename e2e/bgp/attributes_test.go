@@ -15,7 +15,7 @@ import (
 // TestCommunities: standard, large and aliased (standard and large)
 // communities reach the router on both prefixes of a dual-stack Service.
 func TestCommunities(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	apply(t, h, `
 apiVersion: herald.dev/v1beta1
 kind: BGPAdvertisement
@@ -25,7 +25,7 @@ spec:
   communities: ["64512:100", "large:64512:1:2", no-export, edge]
 `, "bgpadvertisement/attrs-communities")
 	all := allNodes(l)
-	_, ips := service(t, l, "communities", poolAttrs, dualStack, all...)
+	_, ips := suite.Service(t, "communities", poolAttrs, dualStack, all...)
 	for _, ip := range ips {
 		r := waitFIB(t, l, host(ip), all...)
 		for _, p := range r.Paths {
@@ -44,7 +44,7 @@ spec:
 // TestLocalPrefOverIBGP: on an iBGP session (router and nodes in AS
 // 64512) the advertisement's localPref reaches the router.
 func TestLocalPrefOverIBGP(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{ASN: lab.RouterASN, NodeASN: lab.RouterASN})
 	// the BGPPeer leaves ebgpMultiHop out, as an iBGP peer usually does:
 	// the CRD rule on it is guarded with has() (api/v1beta1/crd_test.go)
@@ -69,7 +69,7 @@ spec:
 `, "bgpadvertisement/attrs-localpref")
 	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
 	all := allNodes(l)
-	_, ips := service(t, l, "localpref", poolAttrs, dualStack, all...)
+	_, ips := suite.Service(t, "localpref", poolAttrs, dualStack, all...)
 	for _, ip := range ips {
 		r := waitFIB(t, l, host(ip), all...)
 		for _, p := range r.Paths {
@@ -85,7 +85,7 @@ spec:
 // advertised as the /28 that holds them, not as /32s, and the aggregate
 // stays while any address in it is in use.
 func TestAggregation(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	apply(t, h, `
 apiVersion: herald.dev/v1beta1
@@ -96,10 +96,10 @@ spec:
   aggregationLength: 28
 `, "bgpadvertisement/agg")
 	all := allNodes(l)
-	_, a := service(t, l, "agg-a", poolAgg, nil, all...)
+	_, a := suite.Service(t, "agg-a", poolAgg, nil, all...)
 	agg := netip.MustParsePrefix("198.51.100.144/28")
 	waitFIB(t, l, agg, all...)
-	_, b := service(t, l, "agg-b", poolAgg, nil, all...)
+	_, b := suite.Service(t, "agg-b", poolAgg, nil, all...)
 	for _, ip := range append(a, b...) {
 		if !agg.Contains(ip) {
 			t.Fatalf("%s is not in the pool's /28 %s", ip, agg)
@@ -128,7 +128,7 @@ spec:
 // get its routes; an advertisement's nodeSelectors limits which nodes
 // advertise them.
 func TestPeersAndNodeSelectors(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	apply(t, h, `
 apiVersion: herald.dev/v1beta1
 kind: BGPPeer
@@ -152,7 +152,7 @@ spec:
 `, "bgppeer/"+peerV6, "bgpadvertisement/attrs-v6-sessions")
 	waitSessions(t, l, 60*time.Second, append(nodeAddrs(l, false), nodeAddrs(l, true, "node1", "node3")...)...)
 	all := allNodes(l)
-	_, ips := service(t, l, "selected", poolAttrs, dualStack, all...)
+	_, ips := suite.Service(t, "selected", poolAttrs, dualStack, all...)
 	v6Sessions := nodeAddrs(l, true, "node1", "node3")
 	for _, ip := range ips {
 		r := waitFIB(t, l, host(ip), "node1", "node3")

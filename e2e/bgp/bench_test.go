@@ -42,7 +42,7 @@ spec:
 
 func benchSetup(b *testing.B) (*lab.Lab, *deploy.Herald) {
 	b.Helper()
-	l, h := herald(b)
+	l, h := suite.Herald(b)
 	apply(b, h, benchConfig, "bgpadvertisement/bench", "ipaddresspool/bench")
 	return l, h
 }
@@ -197,12 +197,12 @@ func BenchmarkBGP1000Services(b *testing.B) {
 // and with hold time 3 s. Each round waits for a full recovery first.
 func BenchmarkBGPNodeFailure(b *testing.B) {
 	rounds := map[bool]int{true: 20, false: 5}
-	l, h := herald(b)
+	l, h := suite.Herald(b)
 	all := allNodes(l)
 	for _, s := range failureSetups(l) {
 		b.Run(s.name, func(b *testing.B) {
 			for iter := range b.N {
-				_, ips := service(b, l, fmt.Sprintf("failure-%s-%d", strings.ToLower(s.name), iter), poolMain, nil, all...)
+				_, ips := suite.Service(b, fmt.Sprintf("failure-%s-%d", strings.ToLower(s.name), iter), poolMain, nil, all...)
 				prefix := host(ips[0])
 				prepareFailure(b, l, h, s, prefix)
 				var ds, bfd []time.Duration

@@ -12,7 +12,7 @@ import (
 // through its listen range, and a dual-stack Service's /32 and /128 are
 // received from every node and installed with one next hop per node.
 func TestBIRD(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	reconfigureRouter(t, l, lab.BIRD, lab.BGPOptions{})
 	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
 	for a, p := range neighbors(t, l) {
@@ -26,7 +26,7 @@ func TestBIRD(t *testing.T) {
 		t.Errorf("BIRD has a route for an unused address: %+v", r)
 	}
 	all := allNodes(l)
-	_, ips := service(t, l, "bird", poolMain, dualStack, all...)
+	_, ips := suite.Service(t, "bird", poolMain, dualStack, all...)
 	r4 := waitFIB(t, l, host(ips[0]), all...)
 	checkPaths(t, r4, nodeAddrs(l, false), func(n lab.Node) netip.Addr { return n.IPv4 })
 	r6 := waitFIB(t, l, host(ips[1]), all...)

@@ -24,7 +24,7 @@ const otherExternalASN = 64520
 // external client reaches the pod. Then the router takes the nodes' own
 // AS (internal): every node refuses it and says why in its SpeakerStatus.
 func TestDynamicASN(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	apply(t, h, fmt.Sprintf(`
 apiVersion: herald.dev/v1beta1
@@ -39,7 +39,7 @@ spec:
   connectTime: 2s
 `, lab.NodeASN, lab.RouterIPv4))
 	all := allNodes(l)
-	_, ips := service(t, l, "dynasn", poolMain, nil, all...)
+	_, ips := suite.Service(t, "dynasn", poolMain, nil, all...)
 	waitPeerASN(t, l, lab.RouterASN, "")
 
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{ASN: otherExternalASN})

@@ -19,9 +19,9 @@ import (
 // the nodes with a local endpoint are next hops, and moving the endpoints
 // moves the next hops; the client's address reaches the pod unchanged.
 func TestLocalTrafficPolicyNextHops(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
-	svc, ips := service(t, l, "local", poolMain, func(s *corev1.Service) {
+	svc, ips := suite.Service(t, "local", poolMain, func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}, "node3")
 	prefix := host(ips[0])
@@ -63,10 +63,10 @@ func TestLocalTrafficPolicyNextHops(t *testing.T) {
 // next hop away, while the other nodes' next hops stay throughout; undoing
 // the change brings it back. NotReady alone does not (KEP-3458).
 func TestIneligibleNodeLosesNextHop(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
 	all := allNodes(l)
-	_, ips := service(t, l, "eligible", poolMain, dualStack, all...)
+	_, ips := suite.Service(t, "eligible", poolMain, dualStack, all...)
 	v4, v6 := host(ips[0]), host(ips[1])
 	waitFIB(t, l, v4, all...)
 	waitFIB(t, l, v6, all...)

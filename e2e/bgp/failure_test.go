@@ -78,9 +78,9 @@ func failureSetups(l *lab.Lab) []failureSetup {
 // without BFD, within the hold time (3 s). The figures are logged; the
 // bounds asserted are 1 s (BFD) and hold time + 2 s.
 func TestLinkLossWithdrawsNextHop(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	all := allNodes(l)
-	_, ips := service(t, l, "failure", poolMain, nil, all...)
+	_, ips := suite.Service(t, "failure", poolMain, nil, all...)
 	prefix := host(ips[0])
 	for _, s := range failureSetups(l) {
 		t.Run(s.name, func(t *testing.T) {

@@ -43,13 +43,13 @@ spec:
 // failed request. The Service has externalTrafficPolicy Local with its
 // only pod on the restarted node, so that node is its only next hop.
 func TestGracefulRestartKeepsRoutes(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	const victim = "node2"
 	peer := nodeAddrs(l, false, victim)[0]
 	apply(t, h, grPeerConfig)
 	waitGracefulRestart(t, l, nodeAddrs(l, false)...)
 
-	_, ips := service(t, l, "gr", poolMain, func(s *corev1.Service) {
+	_, ips := suite.Service(t, "gr", poolMain, func(s *corev1.Service) {
 		dualStack(s)
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}, victim)

@@ -18,25 +18,6 @@ import (
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
 )
 
-// service creates a LoadBalancer Service from pool with pods on nodes,
-// waits for its addresses and returns them (IPv4 first).
-func service(t testing.TB, l *lab.Lab, name, pool string, mutate func(*corev1.Service), nodes ...string) (*corev1.Service, []netip.Addr) {
-	t.Helper()
-	ctx := context.Background()
-	svc := lab.LoadBalancerService(testNS, name)
-	svc.Annotations = map[string]string{"herald.dev/address-pool": pool}
-	if mutate != nil {
-		mutate(svc)
-	}
-	t.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
-	created, ips, err := shared.h.CreateService(ctx, svc, nodes...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.SortFunc(ips, func(a, b netip.Addr) int { return a.Compare(b) })
-	return created, ips
-}
-
 // dualStack makes a Service require both families.
 func dualStack(s *corev1.Service) {
 	p := corev1.IPFamilyPolicyRequireDualStack

@@ -22,10 +22,10 @@ import (
 // (its conntrack entry for the address has the backend pod as the
 // replying side), not sent out to the router and back.
 func TestPodReachesBGPAddress(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
 	all := allNodes(l)
-	_, ips := service(t, l, "inside", poolMain, dualStack, "node2")
+	_, ips := suite.Service(t, "inside", poolMain, dualStack, "node2")
 	s, err := l.Client().CoreV1().Services(testNS).Get(ctx, "inside", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

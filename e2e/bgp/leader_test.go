@@ -81,7 +81,7 @@ func (aw *addressWatch) observe(svc *corev1.Service, deleted bool) {
 // Service gets an address, no address is ever shown by two Services and
 // none changes.
 func TestLeaderDeletedWhileCreating(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	const ns, total = "leader", 200
 	if err := h.Apply(ctx, `

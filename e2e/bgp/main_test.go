@@ -8,11 +8,11 @@ package bgp
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -92,39 +92,22 @@ spec:
     - {name: edge, value: "large:64512:7:7"}
 `
 
-var shared struct {
-	once   sync.Once
-	images deploy.Images
-	h      *deploy.Herald
-	err    error
-}
-
-// herald returns Herald running in the package's lab (started once), with
-// the base configuration, every speaker running, every link up, the
-// default FRR router, and the nodes' IPv4 sessions established.
-func herald(t testing.TB) (*lab.Lab, *deploy.Herald) {
-	t.Helper()
-	l := lab.Shared(t)
-	ctx := context.Background()
-	shared.once.Do(func() { shared.h, shared.err = deploy.Start(ctx, l, &shared.images, baseConfig) })
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	h := shared.h
-	h.LogsOnFailure(t)
-	if err := h.Apply(ctx, baseConfig); err != nil {
-		t.Fatal(err)
-	}
-	if !defaultRouter(l) {
-		if err := l.ReconfigureRouter(ctx, lab.FRR, lab.BGPOptions{}); err != nil {
-			t.Fatal(err)
+// suite is Herald in the package's lab. Every test starts from the base
+// configuration, the default FRR router, and the nodes' IPv4 sessions
+// established.
+var suite = &harness.Suite{
+	Namespace:  testNS,
+	BaseConfig: baseConfig,
+	Prepare: func(ctx context.Context, l *lab.Lab, h *deploy.Herald) error {
+		if err := h.Apply(ctx, baseConfig); err != nil {
+			return err
 		}
-	}
-	if err := h.Heal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
-	return l, h
+		if defaultRouter(l) {
+			return nil
+		}
+		return l.ReconfigureRouter(ctx, lab.FRR, lab.BGPOptions{})
+	},
+	Settle: func(t testing.TB, l *lab.Lab) { waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...) },
 }
 
 // defaultRouter: FRR with the lab's defaults is running.

@@ -19,7 +19,7 @@ import (
 // external client reaches the pod. The speakers get NET_BIND_SERVICE for
 // port 179 (Helm value speaker.bgpListen.netBindService).
 func TestPassivePeer(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	grantBindService(t, h)
 	for _, n := range l.Nodes() {
@@ -60,7 +60,7 @@ spec:
 		}
 	}
 	all := allNodes(l)
-	_, ips := service(t, l, "passive", poolMain, nil, all...)
+	_, ips := suite.Service(t, "passive", poolMain, nil, all...)
 	waitFIB(t, l, host(ips[0]), all...)
 	var answer lab.PodAnswer
 	lab.Poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {

@@ -25,7 +25,7 @@ const routerPassword = "herald-md5"
 // with the right password every session is established and the route is
 // there.
 func TestPassword(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	var static []lab.StaticNeighbor
 	for _, n := range allNodes(l) {
@@ -33,7 +33,7 @@ func TestPassword(t *testing.T) {
 	}
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{StaticNeighbors: static})
 	all := allNodes(l)
-	_, ips := service(t, l, "md5", poolMain, nil, all...)
+	_, ips := suite.Service(t, "md5", poolMain, nil, all...)
 
 	// no password: the router drops the SYNs, the speakers report it
 	msg := waitEvent(t, l, "BGPPeer", peerV4, "SessionProblem", "not established")

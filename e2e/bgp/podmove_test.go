@@ -24,11 +24,11 @@ import (
 // from the node holding the Ready endpoint alone, and the pod sees the
 // external client's own address before and after the move.
 func TestLocalNextHopFollowsRescheduledPod(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
 	const app = "mover"
 	createMover(t, l, app)
-	_, ips := service(t, l, app, poolMain, func(s *corev1.Service) {
+	_, ips := suite.Service(t, app, poolMain, func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Selector = map[string]string{"app": app}
 	})

@@ -67,7 +67,7 @@ spec:
 // newer pool's IPv4 addresses to the grown older pool and stop
 // advertising its IPv6 ones.
 func TestRestartsDuringRefusedEditKeepRoutes(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	hc := heraldClient(t, l)
 	apply(t, h, fmt.Sprintf(restartOld, `198.51.100.160/31, "2001:db8:ff::1:0/127"`), "ipaddresspools.herald.dev/restart-old", "ipaddresspools.herald.dev/restart-new",
@@ -84,8 +84,8 @@ func TestRestartsDuringRefusedEditKeepRoutes(t *testing.T) {
 	}
 	all := allNodes(l)
 	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
-	_, oldIPs := service(t, l, "restart-old", "restart-old", dualStack, all...)
-	_, newIPs := service(t, l, "restart-new", "restart-new", dualStack, all...)
+	_, oldIPs := suite.Service(t, "restart-old", "restart-old", dualStack, all...)
+	_, newIPs := suite.Service(t, "restart-new", "restart-new", dualStack, all...)
 	vips := append(slices.Clone(oldIPs), newIPs...)
 	for _, vip := range vips {
 		waitFIB(t, l, host(vip), all...)

@@ -36,10 +36,10 @@ spec:
 // request from the external client behind the router reaches the pod
 // through the VIP, and the Service says which nodes advertise it.
 func TestRoutesECMPAndDataPath(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	all := allNodes(l)
-	_, ips := service(t, l, "web", poolMain, dualStack, "node2")
+	_, ips := suite.Service(t, "web", poolMain, dualStack, "node2")
 	v4, v6 := ips[0], ips[1]
 
 	r4 := waitFIB(t, l, host(v4), all...)

@@ -42,10 +42,10 @@ spec:
 // in the configuration. Once the controller is back the record is right
 // again.
 func TestPoolAnnotationNeverMisroutes(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	apply(t, h, trustConfig, "ipaddresspool/l2-trust", "l2advertisement/l2-trust")
-	_, ips := service(t, l, "l2-liar", "l2-trust", nil, allNodes(l)...)
+	_, ips := suite.Service(t, "l2-liar", "l2-trust", nil, allNodes(l)...)
 	ip := ips[0]
 	mon := lab.StartRouteMonitor(t, l)
 

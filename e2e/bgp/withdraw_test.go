@@ -17,10 +17,10 @@ import (
 // prefixes alone (ApplyPaths), on every node: the speakers' counters of
 // hand-overs by kind show it.
 func TestServiceDeletionWithdraws(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
 	all := allNodes(l)
-	_, ips := service(t, l, "deleted", poolMain, dualStack, all...)
+	_, ips := suite.Service(t, "deleted", poolMain, dualStack, all...)
 	for _, ip := range ips {
 		waitFIB(t, l, host(ip), all...)
 	}
@@ -78,9 +78,9 @@ func TestServiceDeletionWithdraws(t *testing.T) {
 // session goes down, and the route keeps the other nodes' next hops
 // throughout.
 func TestSIGTERMWithdrawsBeforeClosing(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	all := allNodes(l)
-	_, ips := service(t, l, "sigterm", poolMain, dualStack, all...)
+	_, ips := suite.Service(t, "sigterm", poolMain, dualStack, all...)
 	for _, ip := range ips {
 		waitFIB(t, l, host(ip), all...)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/testenv"
 )
@@ -75,7 +76,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("Service web has %v, want the requested %v", vips, freshVIPs)
 	}
 	for _, vip := range vips {
-		t.Logf("%s announced by %s", vip, owner(t, l, vip))
+		t.Logf("%s announced by %s", vip, harness.Owner(t, l, vip))
 	}
 	lab.Poll(t, "an HTTP answer through "+vips[0].String(), 30*time.Second, func() bool {
 		a, err := l.HTTPGet(ctx, lab.Client, vips[0], 80)
@@ -224,29 +225,6 @@ func checkFreshInstall(t *testing.T, mons []*lab.Monitor, start time.Time) {
 		first, _ := probes.FirstAnswered("")
 		lab.CheckServed(t, fmt.Sprintf("fresh install, %s", freshVIPs[i]), probes.After(first.Sent), lab.Rolling())
 	}
-}
-
-// owner waits until exactly one node answers for vip and returns it.
-func owner(t *testing.T, l *lab.Lab, vip netip.Addr) string {
-	t.Helper()
-	var node string
-	lab.Poll(t, fmt.Sprintf("exactly one node answering for %s", vip), 30*time.Second, func() bool {
-		var answers []lab.Answer
-		var err error
-		if vip.Is4() {
-			answers, err = l.ARPProbe(context.Background(), vip)
-		} else {
-			answers, err = l.NDPProbe(context.Background(), vip, false)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(answers) == 1 {
-			node = answers[0].Node
-		}
-		return len(answers) == 1
-	})
-	return node
 }
 
 // startMonitors probes every address (ARP or NDP) every 10 ms from the

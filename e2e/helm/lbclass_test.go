@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -85,7 +86,7 @@ func TestHelmCustomLBClass(t *testing.T) {
 	if !netip.MustParsePrefix("198.51.100.96/30").Contains(ips[0]) {
 		t.Errorf("Service custom has %s, not an address of pool custom", ips[0])
 	}
-	t.Logf("Service custom (class %s): %s announced by %s", customClass, ips[0], owner(t, l, ips[0]))
+	t.Logf("Service custom (class %s): %s announced by %s", customClass, ips[0], harness.Owner(t, l, ips[0]))
 	reachable(t, l, ips[0])
 	// Herald handled the Service of its class; the others, created
 	// before it, must stay untouched, then and for 5 s more.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/labkit"
 )
@@ -31,7 +32,7 @@ func checkWindowsNodeGetsNoSpeaker(t *testing.T, h *deploy.Herald, vips []netip.
 	kube := l.Client()
 	owners := map[netip.Addr]string{}
 	for _, vip := range vips {
-		owners[vip] = owner(t, l, vip)
+		owners[vip] = harness.Owner(t, l, vip)
 	}
 	mons := monitorAll(t, l, vips)
 	start := time.Now()
@@ -101,7 +102,7 @@ func checkWindowsNodeGetsNoSpeaker(t *testing.T, h *deploy.Herald, vips []netip.
 			t.Fatal(err)
 		}
 		lab.CheckServed(t, fmt.Sprintf("Windows and Linux nodes without kubelet added, %s", vips[i]), probes.After(start), lab.Rolling())
-		if got := owner(t, l, vips[i]); got != owners[vips[i]] {
+		if got := harness.Owner(t, l, vips[i]); got != owners[vips[i]] {
 			t.Errorf("%s moved from %s to %s while nodes without a speaker came and went", vips[i], owners[vips[i]], got)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/testenv"
 )
@@ -23,8 +24,8 @@ func trials() int {
 }
 
 func BenchmarkL2AbruptFailover(b *testing.B) {
-	l, h := herald(b)
-	_, ips := service(b, l, "bench-abrupt", nil, "node1", "node2", "node3")
+	l, h := suite.Herald(b)
+	_, ips := suite.Service(b, "bench-abrupt", poolL2, nil, "node1", "node2", "node3")
 	var garp, answer []time.Duration
 	lost := 0
 	for i := 0; i < trials(); i++ {
@@ -39,8 +40,8 @@ func BenchmarkL2AbruptFailover(b *testing.B) {
 }
 
 func BenchmarkL2GracefulHandOver(b *testing.B) {
-	l, h := herald(b)
-	_, ips := service(b, l, "bench-graceful", nil, "node1", "node2", "node3")
+	l, h := suite.Herald(b)
+	_, ips := suite.Service(b, "bench-graceful", poolL2, nil, "node1", "node2", "node3")
 	var garp []time.Duration
 	unanswered, doubled := 0, 0
 	for i := 0; i < trials(); i++ {
@@ -57,7 +58,7 @@ func BenchmarkL2GracefulHandOver(b *testing.B) {
 }
 
 func BenchmarkL2ServiceCreationToARPAnswer(b *testing.B) {
-	l, _ := herald(b)
+	l, _ := suite.Herald(b)
 	var lat []time.Duration
 	for i := 0; i < trials(); i++ {
 		name := fmt.Sprintf("bench-create-%d", i)
@@ -82,13 +83,13 @@ func BenchmarkL2ServiceCreationToARPAnswer(b *testing.B) {
 		if err := l.DeleteService(context.Background(), testNS, name); err != nil {
 			b.Fatal(err)
 		}
-		nobody(b, l, mustAddr(vip))
+		harness.Nobody(b, l, mustAddr(vip))
 	}
 	report(b, "Service created -> first ARP answer (5 ms probes)", lat)
 }
 
 // waitSettled waits until exactly one node answers again after a trial.
-func waitSettled(t testing.TB, l *lab.Lab, vip netipAddr) { owner(t, l, vip) }
+func waitSettled(t testing.TB, l *lab.Lab, vip netipAddr) { harness.Owner(t, l, vip) }
 
 func report(b *testing.B, what string, d []time.Duration) {
 	if len(d) == 0 {
@@ -104,7 +105,7 @@ func report(b *testing.B, what string, d []time.Duration) {
 // for 10 s and prints the last and the largest sample of each, and the
 // memory of each speaker container's cgroup as the kubelet reports it.
 func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
-	l, h := herald(b)
+	l, h := suite.Herald(b)
 	for _, n := range l.Nodes() {
 		if err := h.Speakers[n.Name].Stop(); err != nil {
 			b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -55,7 +56,7 @@ func services(t testing.TB, l *lab.Lab, prefix string, n int) []netip.Addr {
 	t.Helper()
 	var vips []netip.Addr
 	for i := range n {
-		_, ips := service(t, l, fmt.Sprintf("%s-%d", prefix, i), func(s *corev1.Service) {
+		_, ips := suite.Service(t, fmt.Sprintf("%s-%d", prefix, i), poolL2, func(s *corev1.Service) {
 			s.Spec.IPFamilies = []corev1.IPFamily{corev1.IPv4Protocol, corev1.IPv6Protocol}
 			p := corev1.IPFamilyPolicyRequireDualStack
 			s.Spec.IPFamilyPolicy = &p
@@ -88,11 +89,11 @@ func waitAvailable(t *testing.T, h *deploy.Herald) {
 // there follows its pod to the node where the scheduler places it again:
 // that node alone answers, and the pod sees the client's own address.
 func TestDrainOwnerNode(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
-	_, ips := service(t, l, "drain", nil, "node1", "node2", "node3")
+	_, ips := suite.Service(t, "drain", poolL2, nil, "node1", "node2", "node3")
 	vip := ips[0]
-	own := owner(t, l, vip)
+	own := harness.Owner(t, l, vip)
 	local := localOn(t, l, "drain-local", own)
 	servedLocally(t, l, local, own)
 	mons := monitorAll(t, l, []netip.Addr{vip})
@@ -151,7 +152,7 @@ func TestDrainOwnerNode(t *testing.T) {
 // must not hand it addresses. When the speaker arrives it takes its share
 // without a gap.
 func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "held", 3)
 	held := "node3"
@@ -170,7 +171,7 @@ func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
 	}
 	for _, vip := range vips {
 		lab.Poll(t, fmt.Sprintf("%s answered while %s has no speaker", vip, held), 30*time.Second, func() bool {
-			a := probe(t, l, vip)
+			a := harness.Probe(t, l, vip)
 			return len(a) == 1 && a[0].Node != held
 		})
 	}
@@ -196,11 +197,11 @@ func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
 // Node object is deleted: the address moves to another node, without a
 // gap; the kubelet, started again, registers the node anew.
 func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
-	_, ips := service(t, l, "kubelet-stopped", nil, "node1", "node2", "node3")
+	_, ips := suite.Service(t, "kubelet-stopped", poolL2, nil, "node1", "node2", "node3")
 	vip := ips[0]
-	own := owner(t, l, vip)
+	own := harness.Owner(t, l, vip)
 	mons := monitorAll(t, l, []netip.Addr{vip})
 	start := time.Now()
 	if err := l.StopKubelet(own); err != nil {
@@ -282,11 +283,11 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 // tests; the stopped one goes on into the plain one, on the other nodes,
 // and one test spends 50 s less of the suite's time.)
 func TestSpeakerRollingUpdate(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "rolling", 6)
 	for _, vip := range vips {
-		owner(t, l, vip)
+		harness.Owner(t, l, vip)
 	}
 	roles := l.Client().RbacV1().ClusterRoles()
 	orig, err := roles.Get(ctx, "herald-speaker", metav1.GetOptions{})
@@ -363,7 +364,7 @@ func TestSpeakerRollingUpdate(t *testing.T) {
 		_, _ = mons[0].Wait(ctx, time.Now().Add(500*time.Millisecond), func(lab.Probe) bool { return true }) // half a second of probes
 	}
 	for _, vip := range vips {
-		for _, a := range probe(t, l, vip) {
+		for _, a := range harness.Probe(t, l, vip) {
 			if a.Node == stuck.Spec.NodeName {
 				t.Errorf("%s answered by %s, whose speaker cannot sync", vip, a.Node)
 			}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -19,12 +20,12 @@ import (
 // from the client (no static neighbour entry) reaches a pod through the
 // owner's kube-proxy.
 func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
-	l, _ := herald(t)
-	svc, ips := service(t, l, "web", nil, "node2")
+	l, _ := suite.Herald(t)
+	svc, ips := suite.Service(t, "web", poolL2, nil, "node2")
 	if svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts {
 		t.Fatal("the lab's Service should not allocate node ports")
 	}
-	owner(t, l, ips[0])
+	harness.Owner(t, l, ips[0])
 	var answer lab.PodAnswer
 	lab.Poll(t, "an HTTP answer through the VIP", 30*time.Second, func() bool {
 		var err error
@@ -46,10 +47,10 @@ func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
 // from the owner. A pod also reaches an address Herald assigned that no
 // node announces (pool dark has no L2Advertisement).
 func TestTrafficFromPodInsideCluster(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
-	_, ips := service(t, l, "from-pod", dualStack, "node1", "node2", "node3")
-	_, dark := service(t, l, "from-pod-dark", fromPool("dark"), "node1", "node2", "node3")
+	_, ips := suite.Service(t, "from-pod", poolL2, dualStack, "node1", "node2", "node3")
+	_, dark := suite.Service(t, "from-pod-dark", poolL2, fromPool("dark"), "node1", "node2", "node3")
 	svc, err := l.Client().CoreV1().Services(testNS).Get(ctx, "from-pod", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -59,8 +60,8 @@ func TestTrafficFromPodInsideCluster(t *testing.T) {
 			t.Errorf("ingress %s has ipMode %v, want VIP", in.IP, in.IPMode)
 		}
 	}
-	owners := []string{owner(t, l, ips[0]), owner(t, l, ips[1])}
-	nobody(t, l, dark[0])
+	owners := []string{harness.Owner(t, l, ips[0]), harness.Owner(t, l, ips[1])}
+	harness.Nobody(t, l, dark[0])
 	var from lab.Node
 	for _, n := range l.Nodes() {
 		if !slices.Contains(owners, n.Name) {

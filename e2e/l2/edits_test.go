@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/labkit"
 )
@@ -51,11 +52,11 @@ spec:
 // stays in force, and no address goes unanswered or changes. The edits the
 // selector policies refuse are refused when applied, naming the field.
 func TestAcceptedEditsKeepAddresses(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	hc := applyEditPools(t, l, h)
-	_, oldIPs := service(t, l, "edit-old", dualFrom("edit-old"), "node1", "node2", "node3")
-	_, newIPs := service(t, l, "edit-new", dualFrom("edit-new"), "node1", "node2", "node3")
+	_, oldIPs := suite.Service(t, "edit-old", poolL2, dualFrom("edit-old"), "node1", "node2", "node3")
+	_, newIPs := suite.Service(t, "edit-new", poolL2, dualFrom("edit-new"), "node1", "node2", "node3")
 	vips := append(slices.Clone(oldIPs), newIPs...)
 
 	edits := []struct {
@@ -112,7 +113,7 @@ spec:
 		}
 	}
 	for _, vip := range vips {
-		if got := owner(t, l, vip); got == "" {
+		if got := harness.Owner(t, l, vip); got == "" {
 			t.Errorf("%s unanswered after the refused edits", vip)
 		}
 	}

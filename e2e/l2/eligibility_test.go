@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -18,7 +19,7 @@ const excludeLabel = corev1.LabelNodeExcludeBalancers
 // takes the address over with a gratuitous ARP, then undoes the change.
 func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, undo func(node string) error) {
 	t.Helper()
-	before := owner(t, l, vip)
+	before := harness.Owner(t, l, vip)
 	watch, err := l.WatchGratuitous()
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	t.Cleanup(func() { _ = undo(before) })
 	var after string
 	lab.Poll(t, what+": another node answering", 30*time.Second, func() bool {
-		a := probe(t, l, vip)
+		a := harness.Probe(t, l, vip)
 		if len(a) == 1 && a[0].Node != before {
 			after = a[0].Node
 		}
@@ -52,15 +53,15 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	// undoing the change gives the address back to its first owner (the
 	// rendezvous order did not change): wait for that hand-back to finish
 	lab.Poll(t, what+" undone: "+before+" answering again", 30*time.Second, func() bool {
-		a := probe(t, l, vip)
+		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == before
 	})
 }
 
 func TestEligibilityMovesTheAddress(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
-	_, ips := service(t, l, "eligible", nil, "node1", "node2", "node3")
+	_, ips := suite.Service(t, "eligible", poolL2, nil, "node1", "node2", "node3")
 	vip := ips[0]
 	moveOwner(t, l, vip, "exclusion label", func(n string) error { return l.SetNodeLabel(ctx, n, excludeLabel, "") },
 		func(n string) error { return l.RemoveNodeLabel(ctx, n, excludeLabel) })
@@ -69,7 +70,7 @@ func TestEligibilityMovesTheAddress(t *testing.T) {
 	}, func(n string) error { return l.RemoveNodeTaint(ctx, n, "ToBeDeletedByClusterAutoscaler") })
 
 	// "false" does not exclude
-	first := owner(t, l, vip)
+	first := harness.Owner(t, l, vip)
 	if err := l.SetNodeLabel(ctx, first, excludeLabel, "false"); err != nil {
 		t.Fatal(err)
 	}
@@ -84,25 +85,25 @@ func TestEligibilityMovesTheAddress(t *testing.T) {
 		name := n.Name
 		t.Cleanup(func() { _ = l.RemoveNodeLabel(ctx, name, excludeLabel) })
 	}
-	nobody(t, l, vip)
+	harness.Nobody(t, l, vip)
 	waitCondition(t, l, "eligible", v1beta1.ConditionAnnounced, metav1.ConditionFalse, "NoEligibleNode")
 	waitEvent(t, l, "eligible", "UnAvailableLoadBalancer")
 }
 
 func TestLocalTrafficPolicyFollowsEndpoints(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
-	svc, ips := service(t, l, "local", func(s *corev1.Service) {
+	svc, ips := suite.Service(t, "local", poolL2, func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 	}, "node3")
-	if got := owner(t, l, ips[0]); got != "node3" {
+	if got := harness.Owner(t, l, ips[0]); got != "node3" {
 		t.Fatalf("endpoints on node3, answered by %s", got)
 	}
 	if err := l.SetEndpoints(ctx, svc, "node1"); err != nil {
 		t.Fatal(err)
 	}
 	lab.Poll(t, "ownership follows the endpoints to node1", 30*time.Second, func() bool {
-		a := probe(t, l, ips[0])
+		a := harness.Probe(t, l, ips[0])
 		return len(a) == 1 && a[0].Node == "node1"
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -39,7 +40,7 @@ func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr,
 	t.Helper()
 	ctx := context.Background()
 	var f failover
-	f.oldOwner = owner(t, l, vip)
+	f.oldOwner = harness.Owner(t, l, vip)
 	watch, err := l.WatchGratuitous()
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +90,7 @@ func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr,
 	// the old owner still ranks first for the address: wait until it has
 	// taken it back, so the next measurement starts from a settled state
 	lab.Poll(t, f.oldOwner+" answering again", 30*time.Second, func() bool {
-		a := probe(t, l, vip)
+		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == f.oldOwner
 	})
 	return f
@@ -107,8 +108,8 @@ func restore(t testing.TB, l *lab.Lab, h *deploy.Herald, node string) {
 }
 
 func TestAbruptFailover(t *testing.T) {
-	l, h := herald(t)
-	_, ips := service(t, l, "abrupt", nil, "node1", "node2", "node3")
+	l, h := suite.Herald(t)
+	_, ips := suite.Service(t, "abrupt", poolL2, nil, "node1", "node2", "node3")
 	f := abruptFailover(t, l, h, ips[0])
 	t.Logf("%s killed + link down: %s sent gratuitous ARP after %v, first answer after %v, %d probes unanswered",
 		f.oldOwner, f.newOwner, f.gratuitous.Round(time.Millisecond), f.answer.Round(time.Millisecond), f.unanswered)
@@ -121,8 +122,8 @@ func TestAbruptFailover(t *testing.T) {
 }
 
 func TestGracefulHandOverNoGapNoDoubleAnswer(t *testing.T) {
-	l, h := herald(t)
-	_, ips := service(t, l, "graceful", nil, "node1", "node2", "node3")
+	l, h := suite.Herald(t)
+	_, ips := suite.Service(t, "graceful", poolL2, nil, "node1", "node2", "node3")
 	for i := 0; i < 3; i++ {
 		f := gracefulFailover(t, l, h, ips[0])
 		t.Logf("SIGTERM %s: %s took over (gratuitous ARP after %v); %d unanswered, %d answered twice",

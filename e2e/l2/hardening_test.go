@@ -21,7 +21,7 @@ const capNetRaw = 1 << 13
 // other end-to-end tests, run from the same manifests, show it still
 // answers ARP/NDP and speaks BGP (with TCP MD5) that way.
 func TestSpeakerRunsWithOnlyNetRaw(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	for _, n := range l.Nodes() {
 		s, err := h.StartSpeaker(n.Name)
 		if err != nil {
@@ -72,7 +72,7 @@ func procStatus(text string) map[string]string {
 // on the node's other local addresses, its loopback and its IPv6 address:
 // in kube-proxy's IPVS mode every LoadBalancer address is local too.
 func TestSpeakerEndpointsOnTheNodeAddressOnly(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	if err := h.StartSpeakers(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -67,7 +68,7 @@ func waitAnnouncedByNewOwner(t testing.TB, l *lab.Lab, vip netip.Addr, newOwner,
 		if announcedBy(t, l, vip, newOwner) {
 			return true
 		}
-		a := probe(t, l, vip)
+		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == oldOwner && announcedBy(t, l, vip, oldOwner)
 	})
 }

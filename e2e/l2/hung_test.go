@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -40,11 +41,11 @@ var hungAddrs = []string{"198.51.100.110", "198.51.100.111", "198.51.100.112",
 // its start waited for every join, four at a time, it settled two
 // stream timeouts later, past the grace.
 func TestRestartBesideHungMemberAddresses(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "hung", 6)
 	accepted := hangMemberAddresses(t, l, hungAddrs)
-	restarted := owner(t, l, vips[0])
+	restarted := harness.Owner(t, l, vips[0])
 	node, err := l.Node(restarted)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +56,7 @@ func TestRestartBesideHungMemberAddresses(t *testing.T) {
 	t.Cleanup(func() { _ = h.ReleaseSpeaker(context.Background(), restarted) })
 	for _, vip := range vips {
 		lab.Poll(t, fmt.Sprintf("%s answered while %s has no speaker", vip, restarted), 30*time.Second, func() bool {
-			a := probe(t, l, vip)
+			a := harness.Probe(t, l, vip)
 			return len(a) == 1 && a[0].Node != restarted
 		})
 	}
@@ -75,7 +76,7 @@ func TestRestartBesideHungMemberAddresses(t *testing.T) {
 	}
 	var taken int
 	for _, vip := range vips {
-		if a := probe(t, l, vip); len(a) == 1 && a[0].Node == restarted {
+		if a := harness.Probe(t, l, vip); len(a) == 1 && a[0].Node == restarted {
 			taken++
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/labkit"
 )
@@ -26,7 +27,7 @@ import (
 // cost CPU, not answers (before, each one paused the ARP responder 10 ms
 // to 1 s).
 func TestMalformedARPBurstFromClient(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	var vips []netip.Addr
 	for _, vip := range services(t, l, "malformed", 2) {
 		if vip.Is4() {
@@ -36,7 +37,7 @@ func TestMalformedARPBurstFromClient(t *testing.T) {
 	// only the owners of IPv4 addresses have an ARP responder to count with
 	owners := map[string]bool{}
 	for _, vip := range vips {
-		owners[owner(t, l, vip)] = true
+		owners[harness.Owner(t, l, vip)] = true
 	}
 	before := nodeMetric(l, "herald_l2_malformed_frames_total", `protocol="arp"`)
 	mons := monitorAll(t, l, vips)
@@ -86,7 +87,7 @@ const partitionTable = "herald_e2e_partition"
 // owner within 10 s. No address goes unanswered for longer than lab.MaxGap,
 // neither when the partition starts nor when it heals.
 func TestMemberListPartition(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "partition", 3)
 	cut := "node1"
@@ -243,7 +244,7 @@ func sum(m map[string]float64) float64 {
 // speaker would have just before dying, and fails if the Lease was not
 // fresh for all of that time.
 func TestCrashloopingSpeakerThenAnotherRestarts(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "crashloop", 3)
 	const crashing, restarting = "node3", "node1"
@@ -262,7 +263,7 @@ func TestCrashloopingSpeakerThenAnotherRestarts(t *testing.T) {
 		labkit.EventuallyWhy(t, 10*time.Second, fmt.Sprintf("%s answered by another node than %s", vip, crashing), func() (bool, string) {
 			// the monitors' answers are read too
 			var nodes []string
-			for _, a := range probe(t, l, vip) {
+			for _, a := range harness.Probe(t, l, vip) {
 				nodes = append(nodes, a.Node)
 			}
 			return len(nodes) > 0 && !slices.Contains(nodes, crashing), fmt.Sprintf("answered by %v", slices.Compact(slices.Sorted(slices.Values(nodes))))

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -44,13 +45,13 @@ const loadProbeInterval = 100 * time.Millisecond
 // since: docs/failover.md). BenchmarkL2CPUSaturatedEveryNode
 // loads every node at once.
 func TestCPUSaturatedOwnerNode(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	seconds := loadSeconds(t, "20")
 	if timing := envOr("HERALD_E2E_CPU_TIMING", "large"); timing != "default" {
 		speakerArg(t, h, "--memberlist-timing="+timing)
 	}
 	vips := services(t, l, "cpu-owner", 3)
-	r := cpuSaturation(t, l, h, vips, seconds, owner(t, l, vips[0]))
+	r := cpuSaturation(t, l, h, vips, seconds, harness.Owner(t, l, vips[0]))
 	if r.moved > 0 || r.unanswered > 0 {
 		t.Errorf("%s: %d of %d probes unanswered, %d answered by another node than the owner; want none", r.what, r.unanswered, r.probes, r.moved)
 	}
@@ -64,7 +65,7 @@ func TestCPUSaturatedOwnerNode(t *testing.T) {
 // member list), and late answers. HERALD_BENCH_MEMBERLIST_TIMING=large
 // runs the speakers with --memberlist-timing=large.
 func BenchmarkL2CPUSaturatedEveryNode(b *testing.B) {
-	l, h := herald(b)
+	l, h := suite.Herald(b)
 	seconds := loadSeconds(b, "120")
 	if timing := envOr("HERALD_BENCH_MEMBERLIST_TIMING", ""); timing != "" {
 		speakerArg(b, h, "--memberlist-timing="+timing)
@@ -104,7 +105,7 @@ func cpuSaturation(t testing.TB, l *lab.Lab, h *deploy.Herald, vips []netip.Addr
 	ctx := context.Background()
 	owners := make([]string, len(vips))
 	for i, vip := range vips {
-		owners[i] = owner(t, l, vip)
+		owners[i] = harness.Owner(t, l, vip)
 	}
 	cpu0, t0 := speakerCPU(t, h), time.Now()
 	lab.Poll(t, "3 idle seconds", 10*time.Second, func() bool { return time.Since(t0) > 3*time.Second })

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -46,7 +47,7 @@ func localOn(t *testing.T, l *lab.Lab, name, node string) netip.Addr {
 			t.Fatal(err)
 		}
 	}
-	_, ips := service(t, l, name, func(s *corev1.Service) {
+	_, ips := suite.Service(t, name, poolL2, func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Selector = map[string]string{"app": name}
 	})
@@ -59,7 +60,7 @@ func localOn(t *testing.T, l *lab.Lab, name, node string) netip.Addr {
 func servedLocally(t *testing.T, l *lab.Lab, vip netip.Addr, node string) {
 	t.Helper()
 	lab.Poll(t, node+" alone answering for "+vip.String(), time.Minute, func() bool {
-		a := probe(t, l, vip)
+		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == node
 	})
 	var a lab.PodAnswer

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -80,7 +81,7 @@ func healthURL(n lab.Node, path string) string {
 // simulated time by speaker's TestStartNeverGivesUp; the hold here is
 // short.)
 func TestSpeakersWaitForTheController(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	kube := l.Client()
 	hold, err := time.ParseDuration(envOr("HERALD_E2E_CONTROLLER_HOLD", "20s"))
@@ -173,7 +174,7 @@ func TestSpeakersWaitForTheController(t *testing.T) {
 // backoff (CrashLoopBackOff, the reason in the last termination message);
 // once the key is fixed in the Secret the same Pod becomes Ready.
 func TestMalformedKeyCrashLoops(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	secrets := l.Client().CoreV1().Secrets(deploy.Namespace)
 	const node = "node3"
@@ -255,10 +256,10 @@ func nftARPDrop(t testing.TB, l *lab.Lab, node string, vip netip.Addr) func() {
 // an owner (another node answers for the address) and the kubelet
 // restarts its container, the reason in the last termination message.
 func TestFailedL2AnnouncerRestarts(t *testing.T) {
-	l, h := herald(t)
-	_, ips := service(t, l, "l2-announcer-fails", nil, "node1", "node2", "node3")
+	l, h := suite.Herald(t)
+	_, ips := suite.Service(t, "l2-announcer-fails", poolL2, nil, "node1", "node2", "node3")
 	vip := ips[0]
-	own := owner(t, l, vip)
+	own := harness.Owner(t, l, vip)
 	n, err := l.Node(own)
 	if err != nil {
 		t.Fatal(err)
@@ -280,7 +281,7 @@ func TestFailedL2AnnouncerRestarts(t *testing.T) {
 	}
 	var other string
 	lab.Poll(t, "another node answering for "+vip.String(), 30*time.Second, func() bool {
-		a := probe(t, l, vip)
+		a := harness.Probe(t, l, vip)
 		if len(a) == 1 && a[0].Node != own {
 			other = a[0].Node
 		}
@@ -303,7 +304,7 @@ func TestFailedL2AnnouncerRestarts(t *testing.T) {
 	if _, err := h.StartSpeaker(own); err != nil {
 		t.Fatal(err)
 	}
-	if a := owner(t, l, vip); a == "" {
+	if a := harness.Owner(t, l, vip); a == "" {
 		t.Errorf("nobody answers for %s once the block is lifted", vip)
 	}
 }

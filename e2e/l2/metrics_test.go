@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -32,7 +33,7 @@ func scrapeOK(addr string) map[string]float64 {
 // TestMetricsFollowTheSystem scrapes the controller and the speakers and
 // checks the figures move as Herald works.
 func TestMetricsFollowTheSystem(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	scrapeController := func() map[string]float64 {
 		m, err := h.ControllerMetrics(ctx)
@@ -42,9 +43,9 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 		return m
 	}
 	before := scrapeController()
-	_, ips := service(t, l, "metrics", nil, "node1")
+	_, ips := suite.Service(t, "metrics", poolL2, nil, "node1")
 	vip := ips[0]
-	node := owner(t, l, vip)
+	node := harness.Owner(t, l, vip)
 	n, _ := l.Node(node)
 	speaker := fmt.Sprintf("%s:7472", n.IPv4)
 

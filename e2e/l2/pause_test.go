@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -30,13 +31,13 @@ const pauseProbeInterval = 20 * time.Millisecond
 // answered by two MACs after the resume, and at most one change of owner
 // per address (the hand-back, make-before-break).
 func TestPausedOwnerResumesSilently(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "paused", 6)
 	owners := map[netip.Addr]string{}
 	count := map[string]int{}
 	for _, vip := range vips {
-		owners[vip] = owner(t, l, vip)
+		owners[vip] = harness.Owner(t, l, vip)
 		count[owners[vip]]++
 	}
 	paused := ""

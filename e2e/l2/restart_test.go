@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -17,11 +18,11 @@ import (
 // others settles (MetalLB's restarting speaker claimed the VIP in 4 of 13
 // restarts here).
 func TestRestartedNonOwnerNeverClaims(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
-	_, ips := service(t, l, "restart-non-owner", nil, "node1", "node2", "node3")
+	_, ips := suite.Service(t, "restart-non-owner", poolL2, nil, "node1", "node2", "node3")
 	vip := ips[0]
-	own := owner(t, l, vip)
+	own := harness.Owner(t, l, vip)
 	var other string
 	for _, n := range l.Nodes() {
 		if n.Name != own {
@@ -74,12 +75,12 @@ func TestRestartedNonOwnerNeverClaims(t *testing.T) {
 // restarted speaker is back on before anyone took it over was never
 // handed over: its gap is the failure's, and only logged.
 func TestRestartedOwnerTakesBackWithoutGap(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	vips := services(t, l, "restart-owner", 6)
-	own := owner(t, l, vips[0])
+	own := harness.Owner(t, l, vips[0])
 	for _, vip := range vips {
-		owner(t, l, vip)
+		harness.Owner(t, l, vip)
 	}
 	mons := monitorEvery(t, l, vips, probeRound)
 	controls, cmons := startControls(t, l)

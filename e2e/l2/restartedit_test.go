@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -25,11 +26,11 @@ import (
 // processes would build from the edit: the older pool grown, the newer
 // one left out and its addresses dark.
 func TestRestartsDuringRefusedEditChangeNothing(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	hc := applyEditPools(t, l, h)
-	_, oldIPs := service(t, l, "restart-old", dualFrom("edit-old"), "node1", "node2", "node3")
-	_, newIPs := service(t, l, "restart-new", dualFrom("edit-new"), "node1", "node2", "node3")
+	_, oldIPs := suite.Service(t, "restart-old", poolL2, dualFrom("edit-old"), "node1", "node2", "node3")
+	_, newIPs := suite.Service(t, "restart-new", poolL2, dualFrom("edit-new"), "node1", "node2", "node3")
 	vips := append(slices.Clone(oldIPs), newIPs...)
 	lab.Poll(t, "both pools' records in force", 30*time.Second, func() bool {
 		for _, name := range []string{"edit-old", "edit-new"} {
@@ -47,7 +48,7 @@ func TestRestartsDuringRefusedEditChangeNothing(t *testing.T) {
 	waitPoolInvalid(t, hc, "edit-old", "OverlapsPoolInUse", "spec.addresses")
 	owners := map[netip.Addr]string{}
 	for _, vip := range vips {
-		owners[vip] = owner(t, l, vip)
+		owners[vip] = harness.Owner(t, l, vip)
 	}
 	waitAvailable(t, h)
 
@@ -77,7 +78,7 @@ func TestRestartsDuringRefusedEditChangeNothing(t *testing.T) {
 	}
 	changed := 0
 	for _, vip := range vips {
-		if got := owner(t, l, vip); got != owners[vip] {
+		if got := harness.Owner(t, l, vip); got != owners[vip] {
 			changed++
 			t.Errorf("%s answered by %s after the restarts, was %s", vip, got, owners[vip])
 		}

@@ -27,7 +27,7 @@ import (
 // leading controller's token, no speaker's Lease or SpeakerStatus and no
 // hold can be written; its leader Lease can.
 func TestNodeCredentialsWriteOnlyTheirOwn(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	token, err := h.SpeakerToken(ctx, "node1")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -26,12 +27,12 @@ const tenantNS = "l2-tenant"
 // namespace, and the first Service keeps its address. On the wire, each
 // address is answered by its own namespace's pods only.
 func TestSharingKeyStaysInItsNamespace(t *testing.T) {
-	l, h := herald(t)
+	l, h := suite.Herald(t)
 	ctx := context.Background()
 	shareKey := func(key string) func(*corev1.Service) {
 		return func(s *corev1.Service) { s.Annotations[v1beta1.AnnotationAllowSharedIP] = key }
 	}
-	_, firstIPs := service(t, l, "share-first", shareKey("tenant-key"), "node1")
+	_, firstIPs := suite.Service(t, "share-first", poolL2, shareKey("tenant-key"), "node1")
 	first := firstIPs[0]
 
 	since := time.Now()
@@ -59,7 +60,7 @@ func TestSharingKeyStaysInItsNamespace(t *testing.T) {
 		addr netip.Addr
 		port int
 	}{{testNS, first, 80}, {tenantNS, other, 8080}} {
-		owner(t, l, c.addr)
+		harness.Owner(t, l, c.addr)
 		a, err := l.HTTPGet(ctx, "client", c.addr, c.port)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 )
 
@@ -21,15 +22,15 @@ import (
 // behind the router is refused; with the external host's addresses added
 // to the ranges, it connects too (so it was the ranges that refused it).
 func TestLoadBalancerSourceRanges(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	ctx := context.Background()
 	client := []string{lab.ClientIPv4 + "/32", lab.ClientIPv6 + "/128"}
-	_, ips := service(t, l, "source-ranges", func(s *corev1.Service) {
+	_, ips := suite.Service(t, "source-ranges", poolL2, func(s *corev1.Service) {
 		dualStack(s)
 		s.Spec.LoadBalancerSourceRanges = client
 	}, "node1", "node2", "node3")
 	for _, vip := range ips {
-		owner(t, l, vip)
+		harness.Owner(t, l, vip)
 		reaches(t, l, lab.Client, vip)
 	}
 	for _, vip := range ips {

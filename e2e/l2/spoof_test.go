@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/layer2"
 )
@@ -26,7 +27,7 @@ import (
 // (herald_l2_foreign_claims_total) and reports it (Warning event
 // ForeignAddressClaim on the Service).
 func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
-	l, _ := herald(t)
+	l, _ := suite.Herald(t)
 	const name = "spoof-0"
 	var vip netip.Addr
 	for _, a := range services(t, l, "spoof", 1) {
@@ -34,7 +35,7 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 			vip = a
 		}
 	}
-	node := owner(t, l, vip)
+	node := harness.Owner(t, l, vip)
 	var ownerMAC net.HardwareAddr
 	for _, n := range l.Nodes() {
 		if n.Name == node {
@@ -88,7 +89,7 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 	}
 	t.Logf("%d of %d probes in %v answered by the owner %s", byOwner, len(during), end.Sub(start).Round(time.Millisecond), node)
 	checkReasserted(t, w, vip, node, fake, start)
-	if got := owner(t, l, vip); got != node {
+	if got := harness.Owner(t, l, vip); got != node {
 		t.Errorf("%s answered by %s after the claim, want %s", vip, got, node)
 	}
 	lab.Poll(t, "the owner counting the foreign claim", 30*time.Second, func() bool {
