@@ -12,6 +12,7 @@ import (
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // otherExternalASN is a second external AS for the router.
@@ -70,10 +71,9 @@ spec:
 func waitPeerASN(t *testing.T, l *lab.Lab, asn int64, fragment string) string {
 	t.Helper()
 	hc := heraldClient(t, l)
-	var got []string
 	var msg string
-	err := pollErr(60*time.Second, func() bool {
-		got = got[:0]
+	labkit.EventuallyWhy(t, 60*time.Second, "SpeakerStatus of "+peerV4, func() (bool, string) {
+		var got []string
 		ok := true
 		for _, n := range allNodes(l) {
 			s := sessionStatus(hc, n, peerV4)
@@ -85,11 +85,8 @@ func waitPeerASN(t *testing.T, l *lab.Lab, asn int64, fragment string) string {
 				msg = s.Message
 			}
 		}
-		return ok
+		return ok, fmt.Sprintf("%v, want AS %d %q", got, asn, fragment)
 	})
-	if err != nil {
-		t.Fatalf("SpeakerStatus of %s: %v, want AS %d %q", peerV4, got, asn, fragment)
-	}
 	return msg
 }
 

@@ -10,12 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // dualStack makes a Service require both families.
@@ -150,19 +150,9 @@ func established(t testing.TB, l *lab.Lab) []netip.Addr {
 func waitSessions(t testing.TB, l *lab.Lab, timeout time.Duration, want ...netip.Addr) {
 	t.Helper()
 	slices.SortFunc(want, func(a, b netip.Addr) int { return a.Compare(b) })
-	var up []netip.Addr
-	err := pollErr(timeout, func() bool {
-		up = established(t, l)
-		return slices.Equal(up, want)
-	})
-	if err != nil {
-		t.Fatalf("router sessions: established %v, want %v after %s", up, want, timeout)
-	}
-}
-
-func pollErr(timeout time.Duration, ok func() bool) error {
-	return wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return ok(), nil
+	labkit.EventuallyWhy(t, timeout, "the router's established sessions", func() (bool, string) {
+		up := established(t, l)
+		return slices.Equal(up, want), fmt.Sprintf("established %v, want %v", up, want)
 	})
 }
 

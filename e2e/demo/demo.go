@@ -19,11 +19,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -135,7 +135,7 @@ func gather(ctx context.Context, l *lab.Lab, name string, viaRouter bool) (Servi
 		}},
 	}
 	for _, s := range steps {
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := labkit.Poll(ctx, 90*time.Second, s.what, func() (bool, error) {
 			return s.ok(ctx), nil
 		}); err != nil {
 			return sr, fmt.Errorf("Service %s/%s: no %s within 90 s", Namespace, name, s.what)

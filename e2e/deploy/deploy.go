@@ -11,10 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -261,7 +261,7 @@ func (h *Herald) ServeService(ctx context.Context, svc *corev1.Service, nodes ..
 	}
 	var ips []netip.Addr
 	want := len(svc.Spec.IPFamilies)
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := labkit.Poll(ctx, 30*time.Second, "the Service's addresses", func() (bool, error) {
 		s, err := h.Lab.Client().CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
