@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestCommunities: standard, large and aliased (standard and large)
@@ -112,7 +113,7 @@ spec:
 		t.Fatal(err)
 	}
 	// the controller releases a's address; b's keeps the aggregate up
-	lab.Poll(t, "agg-a gone", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "agg-a gone", func() bool {
 		_, err := l.Client().CoreV1().Services(testNS).Get(ctx, "agg-a", metav1.GetOptions{})
 		return err != nil
 	})

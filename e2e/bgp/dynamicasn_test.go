@@ -50,7 +50,7 @@ spec:
 	waitFIB(t, l, host(ips[0]), all...)
 	t.Logf("router AS %d → %d: sessions and route back in %s", lab.RouterASN, otherExternalASN, time.Since(start).Round(time.Millisecond))
 	var answer lab.PodAnswer
-	lab.Poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
 		var err error
 		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
 		return err == nil

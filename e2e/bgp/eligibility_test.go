@@ -40,7 +40,7 @@ func TestLocalTrafficPolicyNextHops(t *testing.T) {
 		return slices.Equal(got, want), fmt.Sprintf("paths from %v", got)
 	})
 	var answer lab.PodAnswer
-	lab.Poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
 		var err error
 		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
 		return err == nil
@@ -112,7 +112,7 @@ func TestIneligibleNodeLosesNextHop(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.EnsureKubelet(context.Background(), "node3") })
-	lab.Poll(t, "node3 NotReady", lab.NodeMonitorGracePeriod+time.Minute, func() bool {
+	labkit.Eventually(t, lab.NodeMonitorGracePeriod+time.Minute, "node3 NotReady", func() bool {
 		n, err := l.Client().CoreV1().Nodes().Get(ctx, "node3", metav1.GetOptions{})
 		return err == nil && !lab.NodeIsReady(n)
 	})

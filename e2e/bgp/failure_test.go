@@ -11,6 +11,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // peerBFD is the base BGPPeer with the 100 ms x 3 BFD profile.
@@ -103,7 +104,7 @@ func TestLinkLossWithdrawsNextHop(t *testing.T) {
 			// keepalive), the link once came back before the speaker's
 			// hold timer expired, and the router's reset ended the session
 			// as "read-failed" instead (seen in CI).
-			lab.Poll(t, fmt.Sprintf("%v of link loss (node3's own detection and a second)", s.speakerDetects+time.Second), s.speakerDetects+5*time.Second,
+			labkit.Eventually(t, s.speakerDetects+5*time.Second, fmt.Sprintf("%v of link loss (node3's own detection and a second)", s.speakerDetects+time.Second),
 				func() bool { return time.Since(start) >= s.speakerDetects+time.Second })
 			recoverLink(t, l, s, prefix, "node3")
 			// node3's speaker saw it too, and says why on the BGPPeer (the
@@ -153,7 +154,7 @@ func waitHealthy(t testing.TB, l *lab.Lab, s failureSetup, prefix netip.Prefix) 
 		return !s.bfd || speakersBFDUp(l, all)
 	}
 	var since time.Time
-	lab.Poll(t, fmt.Sprintf("%s: every node a next hop of %s, sessions (and BFD) up for a second", s.name, prefix), 60*time.Second, func() bool {
+	labkit.Eventually(t, 60*time.Second, fmt.Sprintf("%s: every node a next hop of %s, sessions (and BFD) up for a second", s.name, prefix), func() bool {
 		if !healthy() {
 			since = time.Time{}
 			return false

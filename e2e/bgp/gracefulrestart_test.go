@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/e2e/lab/probe"
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // grPeerConfig is the base BGPPeer with graceful restart.
@@ -138,7 +139,7 @@ func holdFIB(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, d t
 // answered by a pod on node (kube-proxy there has the Service).
 func waitAnswer(t testing.TB, l *lab.Lab, vip netip.Addr, node string) {
 	t.Helper()
-	lab.Poll(t, "an answer through "+vip.String()+" from "+node, 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an answer through "+vip.String()+" from "+node, func() bool {
 		a, err := l.HTTPGet(context.Background(), lab.External, vip, 80)
 		return err == nil && a.Node == node
 	})
@@ -148,7 +149,7 @@ func waitAnswer(t testing.TB, l *lab.Lab, vip netip.Addr, node string) {
 // established with the graceful-restart capability on both sides.
 func waitGracefulRestart(t testing.TB, l *lab.Lab, peers ...netip.Addr) {
 	t.Helper()
-	lab.Poll(t, fmt.Sprintf("sessions with %v established with graceful restart", peers), 60*time.Second, func() bool {
+	labkit.Eventually(t, 60*time.Second, fmt.Sprintf("sessions with %v established with graceful restart", peers), func() bool {
 		n := neighbors(t, l)
 		for _, a := range peers {
 			if p := n[a]; !p.Up() || !p.GracefulRestart {
@@ -186,7 +187,7 @@ func deleteSpeakerPod(t testing.TB, h *deploy.Herald, node string) string {
 // as next hop.
 func waitPathsFrom(t testing.TB, l *lab.Lab, prefixes []netip.Prefix, node string, peer netip.Addr, what string, done func(stale bool, n routerconf.Peer) bool) {
 	t.Helper()
-	lab.Poll(t, fmt.Sprintf("paths of %v from %s %s", prefixes, node, what), 60*time.Second, func() bool {
+	labkit.Eventually(t, 60*time.Second, fmt.Sprintf("paths of %v from %s %s", prefixes, node, what), func() bool {
 		n := neighbors(t, l)[peer]
 		all := true
 		for _, p := range prefixes {

@@ -70,7 +70,7 @@ func waitFIB(t testing.TB, l *lab.Lab, prefix netip.Prefix, nodes ...string) lab
 	t.Helper()
 	slices.Sort(nodes)
 	var r lab.Route
-	lab.Poll(t, fmt.Sprintf("router FIB for %s via %v", prefix, nodes), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, fmt.Sprintf("router FIB for %s via %v", prefix, nodes), func() bool {
 		r = route(t, l, prefix)
 		if len(nodes) == 0 {
 			return len(r.Paths) == 0 && len(r.FIB) == 0
@@ -104,7 +104,7 @@ func pathPeers(r lab.Route) []netip.Addr {
 func fibStays(t testing.TB, l *lab.Lab, prefix netip.Prefix, keep []string, what string, done func(lab.Route) bool) lab.Route {
 	t.Helper()
 	var r lab.Route
-	lab.Poll(t, what, 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, what, func() bool {
 		r = route(t, l, prefix)
 		for _, k := range keep {
 			if !slices.Contains(r.FIBNodes(), k) {

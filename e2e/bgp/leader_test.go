@@ -14,6 +14,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/lab"
 	svcutil "github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // addressWatch records, from a watch on Services, every address every
@@ -124,7 +125,7 @@ spec:
 		}()
 	}
 	// delete the leader once a quarter of the Services exist
-	lab.Poll(t, "50 Services created", time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, "50 Services created", func() bool {
 		list, err := l.Client().CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 		return err == nil && len(list.Items) >= 50
 	})
@@ -142,7 +143,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "every Service with an address", 2*time.Minute, func() bool {
+	labkit.Eventually(t, 2*time.Minute, "every Service with an address", func() bool {
 		list, err := l.Client().CoreV1().Services(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false

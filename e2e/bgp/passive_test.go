@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestPassivePeer: the router dials the nodes (static neighbors that
@@ -63,7 +64,7 @@ spec:
 	_, ips := suite.Service(t, "passive", poolMain, nil, all...)
 	waitFIB(t, l, host(ips[0]), all...)
 	var answer lab.PodAnswer
-	lab.Poll(t, "an HTTP answer through "+ips[0].String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
 		var err error
 		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
 		return err == nil
@@ -74,7 +75,7 @@ spec:
 	if err := h.Apply(ctx, baseConfig); err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "no BGP listener left", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "no BGP listener left", func() bool {
 		for _, n := range l.Nodes() {
 			if bgpListeners(t, l, n.Name) != "" {
 				return false

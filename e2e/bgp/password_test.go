@@ -14,6 +14,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 const routerPassword = "herald-md5"
@@ -157,7 +158,7 @@ func waitPeerCondition(t *testing.T, l *lab.Lab, name string, status metav1.Cond
 	t.Helper()
 	hc := heraldClient(t, l)
 	var c metav1.Condition
-	lab.Poll(t, "BGPPeer "+name+" Valid="+string(status)+" "+reason, 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "BGPPeer "+name+" Valid="+string(status)+" "+reason, func() bool {
 		p, err := hc.HeraldV1beta1().BGPPeers().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false

@@ -135,7 +135,7 @@ func waitLocalNextHop(t testing.TB, l *lab.Lab, prefix netip.Prefix, vip netip.A
 		return slices.Equal(got, want), fmt.Sprintf("paths from %v", got)
 	})
 	var answer lab.PodAnswer
-	lab.Poll(t, "an answer from the pod on "+node, 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an answer from the pod on "+node, func() bool {
 		var err error
 		answer, err = l.HTTPGet(context.Background(), lab.External, vip, 80)
 		return err == nil && answer.Node == node

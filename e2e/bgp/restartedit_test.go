@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/api/generated/clientset/versioned"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // restartConfig: two pools, restart-old created a second before
@@ -76,7 +77,7 @@ func TestRestartsDuringRefusedEditKeepRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "a second past restart-old's creation", 5*time.Second, func() bool {
+	labkit.Eventually(t, 5*time.Second, "a second past restart-old's creation", func() bool {
 		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
 	})
 	if err := h.Apply(ctx, restartConfig); err != nil {
@@ -95,7 +96,7 @@ func TestRestartsDuringRefusedEditKeepRoutes(t *testing.T) {
 	if err := h.Apply(ctx, fmt.Sprintf(restartOld, `198.51.100.160/30, "2001:db8:ff::1:0/127"`)); err != nil {
 		t.Fatalf("the API server refused the edit: %v", err)
 	}
-	lab.Poll(t, "restart-old Valid=False OverlapsPoolInUse", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "restart-old Valid=False OverlapsPoolInUse", func() bool {
 		return poolKept(ctx, hc, "restart-old")
 	})
 	if err := h.WaitRollout(ctx, 2*time.Minute); err != nil {
@@ -223,7 +224,7 @@ func (m *routeMonitor) waitRounds(t testing.TB, n int) {
 	m.mu.Lock()
 	want := m.rounds + n
 	m.mu.Unlock()
-	lab.Poll(t, fmt.Sprintf("%d more reads of the router's routes", n), time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, fmt.Sprintf("%d more reads of the router's routes", n), func() bool {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		return m.rounds >= want

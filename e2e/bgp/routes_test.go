@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // peerV6Config is a second BGPPeer: the router's IPv6 address, from every
@@ -50,7 +51,7 @@ func TestRoutesECMPAndDataPath(t *testing.T) {
 
 	for _, vip := range ips {
 		var answer lab.PodAnswer
-		lab.Poll(t, "an HTTP answer through "+vip.String(), 30*time.Second, func() bool {
+		labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+vip.String(), func() bool {
 			var err error
 			answer, err = l.HTTPGet(ctx, lab.External, vip, 80)
 			return err == nil
@@ -72,7 +73,7 @@ func TestRoutesECMPAndDataPath(t *testing.T) {
 	apply(t, h, peerV6Config, "bgppeer/"+peerV6)
 	waitSessions(t, l, 60*time.Second, append(nodeAddrs(l, false), nodeAddrs(l, true)...)...)
 	both := append(nodeAddrs(l, false), nodeAddrs(l, true)...)
-	lab.Poll(t, "paths over both sessions of every node", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "paths over both sessions of every node", func() bool {
 		r4, r6 = route(t, l, host(v4)), route(t, l, host(v6))
 		return len(r4.Paths) == 6 && len(r6.Paths) == 6
 	})

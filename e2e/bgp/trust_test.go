@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // trustConfig is an L2 pool beside the BGP pools, announced by ARP/NDP
@@ -61,7 +62,7 @@ func TestPoolAnnotationNeverMisroutes(t *testing.T) {
 	phase("controller running", 4*time.Second)
 	replicas := scaleController(t, h, 0)
 	t.Cleanup(func() { scaleController(t, h, replicas) })
-	lab.Poll(t, "no controller pod", 60*time.Second, func() bool {
+	labkit.Eventually(t, 60*time.Second, "no controller pod", func() bool {
 		pods, err := h.Pods(ctx, "controller")
 		return err == nil && len(pods) == 0
 	})
@@ -76,7 +77,7 @@ func TestPoolAnnotationNeverMisroutes(t *testing.T) {
 	if edits < 20 {
 		t.Fatalf("only %d edits of the record: the loop did not run", edits)
 	}
-	lab.Poll(t, "the record names the L2 pool again", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "the record names the L2 pool again", func() bool {
 		s, err := l.Client().CoreV1().Services(testNS).Get(ctx, "l2-liar", metav1.GetOptions{})
 		return err == nil && s.Annotations[v1beta1.AnnotationAllocatedFromPool] == "l2-trust"
 	})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestServiceDeletionWithdraws: deleting a Service withdraws its routes
@@ -62,7 +63,7 @@ func TestServiceDeletionWithdraws(t *testing.T) {
 	for _, ip := range ips {
 		waitFIB(t, l, host(ip))
 	}
-	lab.Poll(t, "every speaker handed over the deletion as a change of its prefixes", 10*time.Second, func() bool {
+	labkit.Eventually(t, 10*time.Second, "every speaker handed over the deletion as a change of its prefixes", func() bool {
 		for _, n := range all {
 			if changed(n) <= before[n] {
 				return false
@@ -94,7 +95,7 @@ func TestSIGTERMWithdrawsBeforeClosing(t *testing.T) {
 	}
 	t.Logf("speaker on %s stopped (SIGTERM) in %v", victim, time.Since(start).Round(time.Millisecond))
 	var down time.Time
-	lab.Poll(t, "FRR logging the session with "+peer.String()+" closing", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "FRR logging the session with "+peer.String()+" closing", func() bool {
 		var ok bool
 		down, _, ok = log.first(start, sessionClosing(peer))
 		return ok

@@ -2,7 +2,7 @@
 // installed once per test package (Suite.Herald), a LoadBalancer Service
 // with its pods (Suite.Service), and the node answering for an address
 // (Owner, Nobody, Probe). What "served" means for a probe log is
-// lab.ProbeLog.Served; waiting is labkit.Eventually (lab.Poll).
+// lab.ProbeLog.Served; waiting is labkit.Eventually.
 package harness
 
 import (
@@ -19,6 +19,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // Suite is Herald installed once in a test package's shared lab, with
@@ -100,7 +101,7 @@ const ownerTimeout = 30 * time.Second
 func Owner(t testing.TB, l *lab.Lab, vip netip.Addr) string {
 	t.Helper()
 	var node string
-	lab.Poll(t, fmt.Sprintf("exactly one node answering for %s", vip), ownerTimeout, func() bool {
+	labkit.Eventually(t, ownerTimeout, fmt.Sprintf("exactly one node answering for %s", vip), func() bool {
 		answers := Probe(t, l, vip)
 		if len(answers) == 1 {
 			node = answers[0].Node
@@ -113,7 +114,7 @@ func Owner(t testing.TB, l *lab.Lab, vip netip.Addr) string {
 // Nobody waits until no node answers for vip.
 func Nobody(t testing.TB, l *lab.Lab, vip netip.Addr) {
 	t.Helper()
-	lab.Poll(t, fmt.Sprintf("nobody answering for %s", vip), ownerTimeout, func() bool { return len(Probe(t, l, vip)) == 0 })
+	labkit.Eventually(t, ownerTimeout, fmt.Sprintf("nobody answering for %s", vip), func() bool { return len(Probe(t, l, vip)) == 0 })
 }
 
 // Probe sends one ARP who-has (IPv4) or multicast neighbour solicitation

@@ -17,6 +17,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -78,7 +79,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	for _, vip := range vips {
 		t.Logf("%s announced by %s", vip, harness.Owner(t, l, vip))
 	}
-	lab.Poll(t, "an HTTP answer through "+vips[0].String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+vips[0].String(), func() bool {
 		a, err := l.HTTPGet(ctx, lab.Client, vips[0], 80)
 		if err == nil {
 			t.Logf("%s:80 answered by %s on %s", vips[0], a.Pod, a.Node)

@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // customClass is the load balancer class of TestHelmCustomLBClass's
@@ -135,7 +136,7 @@ func touched(t *testing.T, l *lab.Lab, ns, name string) string {
 // reachable waits until HTTP from the client through vip reaches a pod.
 func reachable(t *testing.T, l *lab.Lab, vip netip.Addr) {
 	t.Helper()
-	lab.Poll(t, "an HTTP answer through "+vip.String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+vip.String(), func() bool {
 		a, err := l.HTTPGet(context.Background(), lab.Client, vip, 80)
 		if err == nil {
 			t.Logf("%s:80 answered by %s on %s", vip, a.Pod, a.Node)
@@ -147,7 +148,7 @@ func reachable(t *testing.T, l *lab.Lab, vip netip.Addr) {
 // waitNamespaceGone waits until namespace ns no longer exists.
 func waitNamespaceGone(t *testing.T, l *lab.Lab, ns string) {
 	t.Helper()
-	lab.Poll(t, "namespace "+ns+" gone", 3*time.Minute, func() bool {
+	labkit.Eventually(t, 3*time.Minute, "namespace "+ns+" gone", func() bool {
 		_, err := l.Client().CoreV1().Namespaces().Get(context.Background(), ns, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})

@@ -50,7 +50,7 @@ func checkWindowsNodeGetsNoSpeaker(t *testing.T, h *deploy.Herald, vips []netip.
 	// The Linux node counted shows the DaemonSet controller has seen both.
 	want := int32(len(l.Nodes()) + 1)
 	var desired int32
-	lab.Poll(t, "the speaker DaemonSet counting fake-linux", 60*time.Second, func() bool {
+	labkit.Eventually(t, 60*time.Second, "the speaker DaemonSet counting fake-linux", func() bool {
 		ds, err := kube.AppsV1().DaemonSets(deploy.Namespace).Get(ctx, deploy.SpeakerDaemonSet, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -116,7 +117,7 @@ func BenchmarkL2IdleSpeakerMemory(b *testing.B) {
 	}
 	for _, n := range l.Nodes() {
 		addr := fmt.Sprintf("%s:7472", n.IPv4)
-		lab.Poll(b, "speaker on "+n.Name+" to see 3 members", 30*time.Second, func() bool {
+		labkit.Eventually(b, 30*time.Second, "speaker on "+n.Name+" to see 3 members", func() bool {
 			return scrapeOK(addr)[`herald_speaker_members{state="alive"}`] == float64(len(l.Nodes()))
 		})
 	}

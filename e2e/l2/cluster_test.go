@@ -15,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // What a real cluster does to Herald every day, with a client probing the
@@ -130,7 +131,7 @@ func TestDrainOwnerNode(t *testing.T) {
 	lab.CheckServed(t, what, probes, lab.Steady().WithOverlap(lab.HandOverOverlap+stall))
 	logLateAnswers(t, l, "drain of the owner "+own)
 	var moved string
-	lab.Poll(t, "drain-local's pod Ready on another node", time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, "drain-local's pod Ready on another node", func() bool {
 		moved, _ = l.ReadyPodNode(ctx, testNS, "drain-local")
 		return moved != "" && moved != own
 	})
@@ -170,7 +171,7 @@ func TestSpeakerHeldBackOnReadyNode(t *testing.T) {
 		}
 	}
 	for _, vip := range vips {
-		lab.Poll(t, fmt.Sprintf("%s answered while %s has no speaker", vip, held), 30*time.Second, func() bool {
+		labkit.Eventually(t, 30*time.Second, fmt.Sprintf("%s answered while %s has no speaker", vip, held), func() bool {
 			a := harness.Probe(t, l, vip)
 			return len(a) == 1 && a[0].Node != held
 		})
@@ -208,7 +209,7 @@ func TestKubeletStoppedOwnerKeepsAnnouncing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.Heal(context.Background()) })
-	lab.Poll(t, own+" NotReady", lab.NodeMonitorGracePeriod+time.Minute, func() bool {
+	labkit.Eventually(t, lab.NodeMonitorGracePeriod+time.Minute, own+" NotReady", func() bool {
 		n, err := l.Client().CoreV1().Nodes().Get(ctx, own, metav1.GetOptions{})
 		return err == nil && !lab.NodeIsReady(n)
 	})
@@ -328,7 +329,7 @@ func TestSpeakerRollingUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stuck corev1.Pod
-	lab.Poll(t, "a new speaker Pod running but not Ready", 2*time.Minute, func() bool {
+	labkit.Eventually(t, 2*time.Minute, "a new speaker Pod running but not Ready", func() bool {
 		pods, err := h.Pods(ctx, "speaker")
 		if err != nil {
 			return false

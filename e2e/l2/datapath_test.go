@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestTrafficReachesPodThroughKubeProxy: a Service with
@@ -27,7 +28,7 @@ func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
 	}
 	harness.Owner(t, l, ips[0])
 	var answer lab.PodAnswer
-	lab.Poll(t, "an HTTP answer through the VIP", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through the VIP", func() bool {
 		var err error
 		answer, err = l.HTTPGet(context.Background(), lab.Client, ips[0], 80)
 		return err == nil

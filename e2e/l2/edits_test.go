@@ -137,7 +137,7 @@ func applyEditPools(t *testing.T, l *lab.Lab, h *deploy.Herald) versioned.Interf
 	if err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "a second past edit-old's creation", 5*time.Second, func() bool {
+	labkit.Eventually(t, 5*time.Second, "a second past edit-old's creation", func() bool {
 		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
 	})
 	if err := h.Apply(ctx, editsConfig); err != nil {
@@ -182,7 +182,7 @@ func waitPoolInvalid(t *testing.T, hc versioned.Interface, pool, reason, field s
 
 func waitPoolValid(t *testing.T, hc versioned.Interface, pool string) {
 	t.Helper()
-	lab.Poll(t, "pool "+pool+" Valid again", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "pool "+pool+" Valid again", func() bool {
 		c := poolValid(t, hc, pool)
 		return c != nil && c.Status == metav1.ConditionTrue
 	})

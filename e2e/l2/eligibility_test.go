@@ -11,6 +11,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 const excludeLabel = corev1.LabelNodeExcludeBalancers
@@ -30,7 +31,7 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	}
 	t.Cleanup(func() { _ = undo(before) })
 	var after string
-	lab.Poll(t, what+": another node answering", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, what+": another node answering", func() bool {
 		a := harness.Probe(t, l, vip)
 		if len(a) == 1 && a[0].Node != before {
 			after = a[0].Node
@@ -52,7 +53,7 @@ func moveOwner(t *testing.T, l *lab.Lab, vip netipAddr, what string, change, und
 	}
 	// undoing the change gives the address back to its first owner (the
 	// rendezvous order did not change): wait for that hand-back to finish
-	lab.Poll(t, what+" undone: "+before+" answering again", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, what+" undone: "+before+" answering again", func() bool {
 		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == before
 	})
@@ -102,7 +103,7 @@ func TestLocalTrafficPolicyFollowsEndpoints(t *testing.T) {
 	if err := l.SetEndpoints(ctx, svc, "node1"); err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "ownership follows the endpoints to node1", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "ownership follows the endpoints to node1", func() bool {
 		a := harness.Probe(t, l, ips[0])
 		return len(a) == 1 && a[0].Node == "node1"
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // failover is what one owner loss looked like from the client.
@@ -89,7 +90,7 @@ func measureFailover(t testing.TB, l *lab.Lab, h *deploy.Herald, vip netip.Addr,
 	restore(t, l, h, f.oldOwner)
 	// the old owner still ranks first for the address: wait until it has
 	// taken it back, so the next measurement starts from a settled state
-	lab.Poll(t, f.oldOwner+" answering again", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, f.oldOwner+" answering again", func() bool {
 		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == f.oldOwner
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 type netipAddr = netip.Addr
@@ -64,7 +65,7 @@ func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
 // restarted a SIGTERMed speaker within 0.4 s).
 func waitAnnouncedByNewOwner(t testing.TB, l *lab.Lab, vip netip.Addr, newOwner, oldOwner string) {
 	t.Helper()
-	lab.Poll(t, "Announced names "+newOwner+" (or "+oldOwner+", answering again) for "+vip.String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "Announced names "+newOwner+" (or "+oldOwner+", answering again) for "+vip.String(), func() bool {
 		if announcedBy(t, l, vip, newOwner) {
 			return true
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // hungAddrs are the addresses of the Node objects whose member list
@@ -55,7 +56,7 @@ func TestRestartBesideHungMemberAddresses(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = h.ReleaseSpeaker(context.Background(), restarted) })
 	for _, vip := range vips {
-		lab.Poll(t, fmt.Sprintf("%s answered while %s has no speaker", vip, restarted), 30*time.Second, func() bool {
+		labkit.Eventually(t, 30*time.Second, fmt.Sprintf("%s answered while %s has no speaker", vip, restarted), func() bool {
 			a := harness.Probe(t, l, vip)
 			return len(a) == 1 && a[0].Node != restarted
 		})

@@ -47,7 +47,7 @@ func TestMalformedARPBurstFromClient(t *testing.T) {
 		stopAll(t, vips, mons, start, "malformed ARP", 0)
 		t.Fatal(err)
 	}
-	lab.Poll(t, fmt.Sprintf("the owners %v counting 2,000 malformed ARP frames each", owners), time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, fmt.Sprintf("the owners %v counting 2,000 malformed ARP frames each", owners), func() bool {
 		now := nodeMetric(l, "herald_l2_malformed_frames_total", `protocol="arp"`)
 		for n := range owners {
 			if now[n]-before[n] < 2000 {
@@ -148,7 +148,7 @@ func TestMemberListPartition(t *testing.T) {
 	conflicts := sum(nodeMetric(l, "herald_l2_conflicts_total", "")) - conflictsBefore
 	t.Logf("partition of %s: herald_l2_conflicts_total +%.0f; any address answered by two MACs: %v", cut, conflicts, conflicted)
 	if conflicts > 0 {
-		lab.Poll(t, "a Warning AddressConflict event in "+testNS, 30*time.Second, func() bool {
+		labkit.Eventually(t, 30*time.Second, "a Warning AddressConflict event in "+testNS, func() bool {
 			return conflictEvents(ctx, l, start) > 0
 		})
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // loadProbeInterval is how often the CPU-load scenarios probe each
@@ -108,7 +109,7 @@ func cpuSaturation(t testing.TB, l *lab.Lab, h *deploy.Herald, vips []netip.Addr
 		owners[i] = harness.Owner(t, l, vip)
 	}
 	cpu0, t0 := speakerCPU(t, h), time.Now()
-	lab.Poll(t, "3 idle seconds", 10*time.Second, func() bool { return time.Since(t0) > 3*time.Second })
+	labkit.Eventually(t, 10*time.Second, "3 idle seconds", func() bool { return time.Since(t0) > 3*time.Second })
 	cpu1, t1 := speakerCPU(t, h), time.Now()
 	logCPU(t, "speakers' CPU, idle", cpu0, cpu1, t1.Sub(t0))
 	mons := monitorEvery(t, l, vips, loadProbeInterval)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // localOn creates an externalTrafficPolicy Local Service name whose one
@@ -35,7 +36,7 @@ func localOn(t *testing.T, l *lab.Lab, name, node string) netip.Addr {
 	}
 	t.Cleanup(func() { _ = deployments.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	var on string
-	lab.Poll(t, name+"'s pod Ready on "+node, time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, name+"'s pod Ready on "+node, func() bool {
 		on, _ = l.ReadyPodNode(ctx, testNS, name)
 		return on == node
 	})
@@ -59,12 +60,12 @@ func localOn(t *testing.T, l *lab.Lab, name, node string) netip.Addr {
 // own address (ETP Local: no masquerade).
 func servedLocally(t *testing.T, l *lab.Lab, vip netip.Addr, node string) {
 	t.Helper()
-	lab.Poll(t, node+" alone answering for "+vip.String(), time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, node+" alone answering for "+vip.String(), func() bool {
 		a := harness.Probe(t, l, vip)
 		return len(a) == 1 && a[0].Node == node
 	})
 	var a lab.PodAnswer
-	lab.Poll(t, "an HTTP answer through "+vip.String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+vip.String(), func() bool {
 		var err error
 		a, err = l.HTTPGet(context.Background(), lab.Client, vip, 80)
 		return err == nil

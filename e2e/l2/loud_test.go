@@ -16,6 +16,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // The tests of issue 41's "fail loudly": a start condition that resolves
@@ -98,7 +99,7 @@ func TestSpeakersWaitForTheController(t *testing.T) {
 	// Every controller pod gone, terminating ones included: a controller
 	// still shutting down writes a deleted member-list Secret back with
 	// the key it saw.
-	lab.Poll(t, "no controller pod, not even a terminating one", time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, "no controller pod, not even a terminating one", func() bool {
 		pods, err := kube.CoreV1().Pods(deploy.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=herald,app.kubernetes.io/component=controller"})
 		return err == nil && len(pods.Items) == 0
 	})
@@ -113,7 +114,7 @@ func TestSpeakersWaitForTheController(t *testing.T) {
 		}
 	}
 	var waiting map[string]corev1.Pod
-	lab.Poll(t, "a new speaker Running and not Ready on every node", 2*time.Minute, func() bool {
+	labkit.Eventually(t, 2*time.Minute, "a new speaker Running and not Ready on every node", func() bool {
 		waiting = speakerPods(t, h)
 		if len(waiting) != len(l.Nodes()) {
 			return false
@@ -131,7 +132,7 @@ func TestSpeakersWaitForTheController(t *testing.T) {
 		l.WaitEvent(t, start, "Pod", p.Name, "MemberListWaiting", "the member list waits", deploy.Namespace+"/"+memberlistSecret+" not found")
 		var code int
 		var body string
-		lab.Poll(t, n.Name+"'s /readyz naming the wait", 30*time.Second, func() bool {
+		labkit.Eventually(t, 30*time.Second, n.Name+"'s /readyz naming the wait", func() bool {
 			code, body, _ = httpGet(healthURL(n, "/readyz"))
 			return code == http.StatusServiceUnavailable && strings.Contains(body, "waiting: member list: ")
 		})
@@ -201,7 +202,7 @@ func TestMalformedKeyCrashLoops(t *testing.T) {
 	}
 	var pod corev1.Pod
 	var cs corev1.ContainerStatus
-	lab.Poll(t, node+"'s new speaker in CrashLoopBackOff naming the key", 2*time.Minute, func() bool {
+	labkit.Eventually(t, 2*time.Minute, node+"'s new speaker in CrashLoopBackOff naming the key", func() bool {
 		p, ok := speakerPods(t, h)[node]
 		if !ok || p.UID == old.UID {
 			return false
@@ -217,7 +218,7 @@ func TestMalformedKeyCrashLoops(t *testing.T) {
 	}
 	setKey(good)
 	fixed := time.Now()
-	lab.Poll(t, node+"'s speaker Ready once the key is fixed", 4*time.Minute, func() bool {
+	labkit.Eventually(t, 4*time.Minute, node+"'s speaker Ready once the key is fixed", func() bool {
 		p, ok := speakerPods(t, h)[node]
 		return ok && speakerContainerStatus(p).Ready
 	})
@@ -270,7 +271,7 @@ func TestFailedL2AnnouncerRestarts(t *testing.T) {
 	blocked := time.Now()
 	defer func() { undo() }()
 	var body string
-	lab.Poll(t, own+"'s /healthz red", time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, own+"'s /healthz red", func() bool {
 		var code int
 		code, body, _ = httpGet(healthURL(n, "/healthz"))
 		return code == http.StatusInternalServerError
@@ -280,7 +281,7 @@ func TestFailedL2AnnouncerRestarts(t *testing.T) {
 		t.Errorf("/healthz body %q, want it to name the L2 announcer's failing ARP sends on eth0", body)
 	}
 	var other string
-	lab.Poll(t, "another node answering for "+vip.String(), 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "another node answering for "+vip.String(), func() bool {
 		a := harness.Probe(t, l, vip)
 		if len(a) == 1 && a[0].Node != own {
 			other = a[0].Node
@@ -289,7 +290,7 @@ func TestFailedL2AnnouncerRestarts(t *testing.T) {
 	})
 	t.Logf("%s answers for %s %s after the block", other, vip, time.Since(blocked).Round(100*time.Millisecond))
 	var cs corev1.ContainerStatus
-	lab.Poll(t, own+"'s speaker restarted", time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, own+"'s speaker restarted", func() bool {
 		p, ok := speakerPods(t, h)[own]
 		cs = speakerContainerStatus(p)
 		return ok && p.UID == before.UID && cs.RestartCount > restarts && cs.LastTerminationState.Terminated != nil

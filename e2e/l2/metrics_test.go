@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // scrape reads a Prometheus text endpoint into "name{labels}" -> value.
@@ -49,7 +50,7 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 	n, _ := l.Node(node)
 	speaker := fmt.Sprintf("%s:7472", n.IPv4)
 
-	lab.Poll(t, "controller metrics to move", 20*time.Second, func() bool {
+	labkit.Eventually(t, 20*time.Second, "controller metrics to move", func() bool {
 		after := scrapeController()
 		return after["herald_controller_allocations_total"] > before["herald_controller_allocations_total"] &&
 			after[`herald_controller_pool_addresses_in_use{family="IPv4",pool="l2"}`] >= 1 &&
@@ -69,7 +70,7 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lab.Poll(t, "ARP request and reply counters to move", 10*time.Second, func() bool {
+	labkit.Eventually(t, 10*time.Second, "ARP request and reply counters to move", func() bool {
 		s2 := scrape(t, speaker)
 		return s2[key] >= s1[key]+3 &&
 			s2[`herald_l2_responses_sent_total{interface="eth0",protocol="arp"}`] >= s1[`herald_l2_responses_sent_total{interface="eth0",protocol="arp"}`]+3
@@ -89,7 +90,7 @@ func TestMetricsFollowTheSystem(t *testing.T) {
 		return m[fmt.Sprintf("herald_speaker_l2_plans_total{kind=%q}", kind)]
 	}
 	round := 0
-	lab.Poll(t, "an incremental L2 plan on the owner", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "an incremental L2 plan on the owner", func() bool {
 		m := scrape(t, speaker)
 		if plans(m, "full") >= 1 && plans(m, "changed") > plans(s1, "changed") {
 			return true

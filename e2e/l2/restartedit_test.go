@@ -13,6 +13,7 @@ import (
 	"github.com/herald-lb/herald/e2e/deploy"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestRestartsDuringRefusedEditChangeNothing accepts a bad edit (the older
@@ -32,7 +33,7 @@ func TestRestartsDuringRefusedEditChangeNothing(t *testing.T) {
 	_, oldIPs := suite.Service(t, "restart-old", poolL2, dualFrom("edit-old"), "node1", "node2", "node3")
 	_, newIPs := suite.Service(t, "restart-new", poolL2, dualFrom("edit-new"), "node1", "node2", "node3")
 	vips := append(slices.Clone(oldIPs), newIPs...)
-	lab.Poll(t, "both pools' records in force", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "both pools' records in force", func() bool {
 		for _, name := range []string{"edit-old", "edit-new"} {
 			p, err := hc.HeraldV1beta1().IPAddressPools().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || p.Status.InForce == nil || p.Status.InForce.Generation != p.Generation {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestLoadBalancerSourceRanges: a Herald address is filtered by its
@@ -63,7 +64,7 @@ func TestLoadBalancerSourceRanges(t *testing.T) {
 func reaches(t *testing.T, l *lab.Lab, host string, vip netip.Addr) {
 	t.Helper()
 	var a lab.PodAnswer
-	lab.Poll(t, host+" reaching "+vip.String()+":80", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, host+" reaching "+vip.String()+":80", func() bool {
 		var err error
 		a, err = l.HTTPGet(context.Background(), host, vip, 80)
 		return err == nil

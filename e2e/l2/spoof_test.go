@@ -13,6 +13,7 @@ import (
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/layer2"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestForeignHostCannotSilenceTheOwner: a host on the segment that runs
@@ -92,7 +93,7 @@ func TestForeignHostCannotSilenceTheOwner(t *testing.T) {
 	if got := harness.Owner(t, l, vip); got != node {
 		t.Errorf("%s answered by %s after the claim, want %s", vip, got, node)
 	}
-	lab.Poll(t, "the owner counting the foreign claim", 30*time.Second, func() bool {
+	labkit.Eventually(t, 30*time.Second, "the owner counting the foreign claim", func() bool {
 		return nodeMetric(l, "herald_l2_foreign_claims_total", "")[node] > before[node]
 	})
 	waitEvent(t, l, name, "ForeignAddressClaim", fake.String(), vip.String())

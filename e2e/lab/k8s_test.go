@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // The nodes are real: registered by their kubelets with containerd as the
@@ -51,7 +52,7 @@ func TestNodesAreReal(t *testing.T) {
 	if err := l.StopKubelet("node3"); err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "node3 NotReady after its kubelet stopped", lab.NodeMonitorGracePeriod+time.Minute, func() bool { return !lab.NodeIsReady(get()) })
+	labkit.Eventually(t, lab.NodeMonitorGracePeriod+time.Minute, "node3 NotReady after its kubelet stopped", func() bool { return !lab.NodeIsReady(get()) })
 	t.Logf("node3 NotReady %v after its kubelet stopped (grace period %v)", time.Since(stopped).Round(100*time.Millisecond), lab.NodeMonitorGracePeriod)
 	if err := l.StartKubelet(ctx, "node3"); err != nil {
 		t.Fatal(err)
@@ -119,7 +120,7 @@ func TestEndpointSlices(t *testing.T) {
 	if err := l.DeleteService(ctx, "slices", "etp-local"); err != nil {
 		t.Fatal(err)
 	}
-	lab.Poll(t, "the Service's EndpointSlices gone", time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, "the Service's EndpointSlices gone", func() bool {
 		list, err := l.Client().DiscoveryV1().EndpointSlices("slices").List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=etp-local"})
 		return err == nil && len(list.Items) == 0
 	})

@@ -15,14 +15,6 @@ import (
 // waitTimeout bounds WaitEvent and WaitServiceCondition.
 const waitTimeout = 30 * time.Second
 
-// Poll is labkit.Eventually with the arguments in the e2e suites' order:
-// it checks ok every 20 ms until it holds, and fails t if timeout passes
-// first.
-func Poll(t testing.TB, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	labkit.Eventually(t, timeout, what, ok)
-}
-
 // WaitEvent waits for an event with reason on the object kind/name, in any
 // namespace (events of cluster-scoped objects go to "default"), last seen
 // at or after since (to the second, the events' resolution; zero: any
@@ -31,7 +23,7 @@ func (l *Lab) WaitEvent(t testing.TB, since time.Time, kind, name, reason string
 	t.Helper()
 	since = since.Truncate(time.Second)
 	var msg string
-	Poll(t, fmt.Sprintf("event %s on %s %s with %q", reason, kind, name, fragments), waitTimeout, func() bool {
+	labkit.Eventually(t, waitTimeout, fmt.Sprintf("event %s on %s %s with %q", reason, kind, name, fragments), func() bool {
 		evs, err := l.Client().CoreV1().Events("").List(context.Background(),
 			metav1.ListOptions{FieldSelector: "involvedObject.kind=" + kind + ",involvedObject.name=" + name})
 		if err != nil {
@@ -57,7 +49,7 @@ func (l *Lab) WaitEvent(t testing.TB, since time.Time, kind, name, reason string
 func (l *Lab) WaitServiceCondition(t testing.TB, ns, name, typ string, status metav1.ConditionStatus, match func(metav1.Condition) bool) metav1.Condition {
 	t.Helper()
 	var c metav1.Condition
-	Poll(t, fmt.Sprintf("Service %s/%s condition %s=%s", ns, name, typ, status), waitTimeout, func() bool {
+	labkit.Eventually(t, waitTimeout, fmt.Sprintf("Service %s/%s condition %s=%s", ns, name, typ, status), func() bool {
 		s, err := l.Client().CoreV1().Services(ns).Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false

@@ -11,6 +11,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/lab"
 	labprobe "github.com/herald-lb/herald/e2e/lab/probe"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // maxBGPTakeoverGap is the longest a BGP Service's route may be missing
@@ -38,7 +39,7 @@ func waitRouted(t *testing.T, ctx context.Context, l *lab.Lab, addrs []netip.Add
 	t.Helper()
 	out := map[netip.Addr][]string{}
 	for _, a := range addrs {
-		lab.Poll(t, who+"'s route to "+a.String()+" in the router's FIB", 2*time.Minute, func() bool {
+		labkit.Eventually(t, 2*time.Minute, who+"'s route to "+a.String()+" in the router's FIB", func() bool {
 			hops, err := l.RouterFIB(ctx, lab.HostPrefix(a))
 			if err != nil || len(hops) != want {
 				return false

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -108,7 +109,7 @@ func installMetalLB(t *testing.T, ctx context.Context, l *lab.Lab, b metallbBuil
 func applyWithRetry(t *testing.T, ctx context.Context, l *lab.Lab, file string) {
 	t.Helper()
 	var last error
-	lab.Poll(t, "kubectl apply -f "+filepath.Base(file), time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, "kubectl apply -f "+filepath.Base(file), func() bool {
 		_, last = l.Kubectl(ctx, "apply", "-f", file)
 		return last == nil
 	})

@@ -16,6 +16,7 @@ import (
 
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 const testNS = "mlb"
@@ -130,7 +131,7 @@ func createServices(t *testing.T, ctx context.Context, l *lab.Lab) map[string][]
 	}
 	out := map[string][]netip.Addr{}
 	for _, svc := range svcs {
-		lab.Poll(t, "MetalLB's addresses for "+svc.Name, 2*time.Minute, func() bool {
+		labkit.Eventually(t, 2*time.Minute, "MetalLB's addresses for "+svc.Name, func() bool {
 			s, err := l.Client().CoreV1().Services(testNS).Get(ctx, svc.Name, metav1.GetOptions{})
 			if err != nil {
 				return false
@@ -189,7 +190,7 @@ func probe(t *testing.T, ctx context.Context, l *lab.Lab, vip netip.Addr) []lab.
 func waitOneNode(t *testing.T, ctx context.Context, l *lab.Lab, vip netip.Addr, who string) string {
 	t.Helper()
 	var node string
-	lab.Poll(t, fmt.Sprintf("one node (%s) answering for %s", who, vip), time.Minute, func() bool {
+	labkit.Eventually(t, time.Minute, fmt.Sprintf("one node (%s) answering for %s", who, vip), func() bool {
 		a := probe(t, ctx, l, vip)
 		nodes := lab.Probe{Answers: a}.Nodes()
 		if len(nodes) == 1 && nodes[0] != "" {
