@@ -18,6 +18,7 @@ import (
 	heraldfake "github.com/herald-lb/herald/api/generated/clientset/versioned/fake"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestUnsyncedSpeakerNeverJoins: a speaker whose caches cannot sync (its
@@ -69,11 +70,5 @@ func TestUnsyncedSpeakerNeverJoins(t *testing.T) {
 // internal/controller's minWait).
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	labkit.Eventually(t, 60*time.Second, what, cond)
 }

@@ -18,20 +18,11 @@ import (
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m) }
-
-// eventually polls ok every 20 ms until it holds or the deadline passes.
-func eventually(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	for end := time.Now().Add(30 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
 
 // TestAgainstTheAPIServer drives every client of lean.API against a real
 // kube-apiserver: informers see objects created by the full clientset and
@@ -82,7 +73,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		}
 		return obj.(*corev1.Service)
 	}
-	eventually(t, "the informer to see the new Service", func() bool { return cached() != nil })
+	labkit.Eventually(t, 30*time.Second, "the informer to see the new Service", func() bool { return cached() != nil })
 	if c := cached(); c.ManagedFields != nil || c.Spec.Ports[0].Port != 80 {
 		t.Errorf("cached Service: managedFields %v, ports %v: want no managedFields, port 80", c.ManagedFields, c.Spec.Ports)
 	}
@@ -90,7 +81,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	if svc, err = kube.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the informer to see the Service's change", func() bool { return cached().Labels["changed"] == "yes" })
+	labkit.Eventually(t, 30*time.Second, "the informer to see the Service's change", func() bool { return cached().Labels["changed"] == "yes" })
 
 	for _, name := range []string{ns + "-a", poolName} {
 		pool := &heraldv1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: heraldv1.IPAddressPoolSpec{Addresses: []string{"198.51.100.0/28"}}}
@@ -99,7 +90,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		}
 		defer herald.HeraldV1beta1().IPAddressPools().Delete(context.Background(), name, metav1.DeleteOptions{})
 	}
-	eventually(t, "the pool informer to see its pool", func() bool { return len(poolInf.GetStore().ListKeys()) == 1 })
+	labkit.Eventually(t, 30*time.Second, "the pool informer to see its pool", func() bool { return len(poolInf.GetStore().ListKeys()) == 1 })
 	if keys := poolInf.GetStore().ListKeys(); len(keys) != 1 || keys[0] != poolName {
 		t.Errorf("pool informer with a field selector on %s holds %v", poolName, keys)
 	}
@@ -191,6 +182,6 @@ func checkEvents(ctx context.Context, t *testing.T, api *lean.API, kube kubernet
 		}
 		return false
 	}
-	eventually(t, "the Service's event counted twice", func() bool { return found(ns, "LeanTest", "Service", 2) })
-	eventually(t, "the BGPPeer's event in default", func() bool { return found("default", "LeanTestPeer", "BGPPeer", 1) })
+	labkit.Eventually(t, 30*time.Second, "the Service's event counted twice", func() bool { return found(ns, "LeanTest", "Service", 2) })
+	labkit.Eventually(t, 30*time.Second, "the BGPPeer's event in default", func() bool { return found("default", "LeanTestPeer", "BGPPeer", 1) })
 }
