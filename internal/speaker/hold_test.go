@@ -63,23 +63,23 @@ func TestPlanHeldAnswersNothing(t *testing.T) {
 	l := newL2State()
 	now := time.Unix(1_000_000, 0)
 	o := planOptions{settled: true, now: now, grace: 2 * time.Second}
-	if p := l.plan("node1", result("node1"), o); len(p.claimed) != 1 {
+	if p := planEvery(&l, "node1", result("node1"), o); len(p.claimed) != 1 {
 		t.Fatalf("claimed %v", p.claimed)
 	}
-	l.plan("node1", result("node2"), o) // now handing it over
+	planEvery(&l, "node1", result("node2"), o) // now handing it over
 	if len(l.releasing) != 1 {
 		t.Fatalf("releasing %v", l.releasing)
 	}
 	o.held = true
-	p := l.plan("node1", result("node2"), o)
+	p := planEvery(&l, "node1", result("node2"), o)
 	if len(p.want) != 0 || len(p.dropped) != 1 || l.announcedCount() != 0 {
 		t.Fatalf("held: want %v dropped %v, %d still announced", p.want, p.dropped, l.announcedCount())
 	}
-	if p := l.plan("node1", result("node1"), o); len(p.want) != 0 || len(p.claimed) != 0 {
+	if p := planEvery(&l, "node1", result("node1"), o); len(p.want) != 0 || len(p.claimed) != 0 {
 		t.Fatalf("held: owner claims %v, wants %v", p.claimed, p.want)
 	}
 	o.held = false
-	if p := l.plan("node1", result("node1"), o); len(p.claimed) != 1 || len(p.want) != 1 {
+	if p := planEvery(&l, "node1", result("node1"), o); len(p.claimed) != 1 || len(p.want) != 1 {
 		t.Fatalf("released: claimed %v want %v", p.claimed, p.want)
 	}
 }

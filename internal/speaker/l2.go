@@ -14,9 +14,8 @@ import (
 type l2State struct {
 	owned     map[netip.Addr]announce.L2Owner
 	releasing map[netip.Addr]*release
-	spare     map[netip.Addr]announce.L2Owner // the next plan's owned, reused
-	// incremental: the last plan looked at every address, with options
-	// under which planChanged may follow it (ungated).
+	// incremental: the last plan's options were ungated, so that the next
+	// plan may look at only the addresses whose decisions changed.
 	incremental bool
 }
 
@@ -62,10 +61,10 @@ type l2Plan struct {
 	want    []layer2.Announcement
 	claimed []announce.L2Owner // addresses this node starts announcing
 	dropped []netip.Addr       // addresses it stops announcing
-	// unchanged (planChanged only): want is what the last plan wanted,
-	// and is not built again.
+	// unchanged: want is what the last plan wanted, and is not built
+	// again (never after a plan of every address).
 	unchanged bool
-	left      []netip.Addr // (planChanged only) addresses no longer owned
+	left      []netip.Addr // addresses no longer owned
 	// recheck is when a release's grace period ends, or claims may be
 	// made again (zero: none pending).
 	recheck time.Time
@@ -89,55 +88,112 @@ type planOptions struct {
 	grace     time.Duration
 }
 
+// l2Owners are the decisions a plan reads (announce.L2Memo's).
+type l2Owners interface {
+	// Owner is ip's owner: false when no node owns it.
+	Owner(ip netip.Addr) (announce.L2Owner, bool)
+	// Result lists every address's decision, owners by address.
+	Result() announce.L2Result
+}
+
 // plan decides, from the owners everyone computes, what this node
 // announces: the addresses it owns (none before the member list has
 // settled; with keep, also those it owned before), plus the ones it is
-// still handing over.
-func (l *l2State) plan(me string, res announce.L2Result, o planOptions) l2Plan {
+// still handing over. ch is what changed since the last plan: every
+// address (ch.All), or only the decisions of ch.IPs (as
+// announce.L2Memo.Update applied them). The caller says All unless the
+// last plan and this one are ungated (l.incremental, o.ungated()). Each
+// address looked at goes through step; the ones being handed over are
+// looked at every time. want is built again only when what this node
+// announces may have changed (unchanged otherwise).
+func (l *l2State) plan(me string, ch announce.Changes, d l2Owners, o planOptions) l2Plan {
 	if o.held {
 		return l.dropAll()
 	}
 	l.incremental = o.ungated()
-	var p l2Plan
-	now, grace := o.now, o.grace
-	mine := l.spare
-	if mine == nil {
-		mine = make(map[netip.Addr]announce.L2Owner, len(l.owned))
-	}
-	clear(mine)
-	var owned []layer2.Announcement // in address order, as res.Owners
-	if o.settled {
-		for _, ow := range res.Owners {
-			ip := ow.IP
-			prev, had := l.owned[ip]
-			if ow.Node != me {
-				if !o.keep || !had {
-					continue
-				}
-				ow = announce.L2Owner{IP: ip, Node: me, Interfaces: prev.Interfaces, Services: ow.Services}
-			}
-			if !had && l.releasing[ip] == nil && now.Before(o.claimFrom) {
-				p.recheck = earliest(p.recheck, o.claimFrom)
-				continue
-			}
-			mine[ip] = ow
-			owned = append(owned, layer2.Announcement{IP: ip, Interfaces: ow.Interfaces})
-			if !had {
-				p.claimed = append(p.claimed, ow)
-			}
-			delete(l.releasing, ip)
+	p := l2Plan{unchanged: !ch.All}
+	var owned []layer2.Announcement // in address order
+	if ch.All {
+		owned = l.stepEvery(me, &p, d.Result().Owners, o)
+	} else {
+		for _, ip := range ch.IPs {
+			ow, ok := d.Owner(ip)
+			l.step(me, &p, ip, ow, ok, o)
 		}
 	}
-	for ip, ow := range l.owned {
-		if _, still := mine[ip]; !still {
-			l.releasing[ip] = &release{owner: ow, since: now}
+	releasing := l.handOvers(&p, d.Owner, o.now, o.grace)
+	if !p.unchanged {
+		if !ch.All {
+			owned = l.announcements()
 		}
+		p.want = mergeByAddress(owned, releasing)
 	}
-	releasing := l.handOvers(&p, func(ip netip.Addr) (announce.L2Owner, bool) { return ownerOf(res.Owners, ip) }, now, grace)
-	l.owned, l.spare = mine, l.owned
-	p.want = mergeByAddress(owned, releasing)
 	p.sort()
 	return p
+}
+
+// stepEvery steps every address: those with an owner (owners, by
+// address), then those this node announced that have none any more. It
+// returns what this node announces, in address order.
+func (l *l2State) stepEvery(me string, p *l2Plan, owners []announce.L2Owner, o planOptions) []layer2.Announcement {
+	var owned []layer2.Announcement
+	for _, ow := range owners {
+		if mine, ok := l.step(me, p, ow.IP, ow, true, o); ok {
+			owned = append(owned, layer2.Announcement{IP: mine.IP, Interfaces: mine.Interfaces})
+		}
+	}
+	if len(l.owned) == len(owned) {
+		return owned // every address owned here has an owner
+	}
+	for ip := range l.owned {
+		if _, ok := ownerOf(owners, ip); !ok {
+			l.step(me, p, ip, announce.L2Owner{}, false, o)
+		}
+	}
+	return owned
+}
+
+// step is the plan's one decision: whether this node announces ip, whose
+// owner is ow (ok: it has one). It claims ip, keeps it, or hands it
+// over, and returns what this node announces for it (ok: it does).
+func (l *l2State) step(me string, p *l2Plan, ip netip.Addr, ow announce.L2Owner, ok bool, o planOptions) (announce.L2Owner, bool) {
+	prev, had := l.owned[ip]
+	mine := ok && o.settled && (ow.Node == me || o.keep && had)
+	if mine && ow.Node != me { // kept while cut off
+		ow = announce.L2Owner{IP: ip, Node: me, Interfaces: prev.Interfaces, Services: ow.Services}
+	}
+	if mine && !had && l.releasing[ip] == nil && o.now.Before(o.claimFrom) {
+		p.recheck = earliest(p.recheck, o.claimFrom)
+		mine = false
+	}
+	if !mine {
+		if had {
+			delete(l.owned, ip)
+			l.releasing[ip] = &release{owner: prev, since: o.now}
+			p.left = append(p.left, ip)
+			p.unchanged = false
+		}
+		return announce.L2Owner{}, false
+	}
+	l.owned[ip] = ow
+	if !had {
+		p.claimed = append(p.claimed, ow)
+	}
+	_, wasReleasing := l.releasing[ip]
+	delete(l.releasing, ip)
+	p.unchanged = p.unchanged && had && !wasReleasing && slices.Equal(prev.Interfaces, ow.Interfaces)
+	return ow, true
+}
+
+// announcements is what this node announces as its own, in address
+// order.
+func (l *l2State) announcements() []layer2.Announcement {
+	owned := make([]layer2.Announcement, 0, len(l.owned))
+	for ip, ow := range l.owned {
+		owned = append(owned, layer2.Announcement{IP: ip, Interfaces: ow.Interfaces})
+	}
+	slices.SortFunc(owned, byAddress)
+	return owned
 }
 
 // handOvers ends the hand-overs whose new owner took over, whose address
@@ -170,51 +226,10 @@ func (p *l2Plan) sort() {
 
 // ungated: the member list has settled, nothing holds or keeps the
 // addresses, and claims are allowed: what this node announces then
-// follows from the decisions alone, so planChanged may follow a plan.
+// follows from the decisions alone, so that the next plan may look at
+// only the addresses whose decisions changed.
 func (o planOptions) ungated() bool {
 	return o.settled && !o.held && !o.keep && !o.now.Before(o.claimFrom)
-}
-
-// planChanged is plan when, since the last plan, only the decisions of
-// ips may have changed (announce.L2Memo.DecideChanged; owner reads them)
-// and the options were and are ungated (l.incremental). It looks at
-// those addresses and at the ones being handed over, not at every
-// address, and builds want again only when what this node announces
-// changed (unchanged otherwise). The caller falls back to plan when
-// l.incremental is false.
-func (l *l2State) planChanged(me string, ips []netip.Addr, owner func(netip.Addr) (announce.L2Owner, bool), o planOptions) l2Plan {
-	p := l2Plan{unchanged: true}
-	for _, ip := range ips {
-		ow, ok := owner(ip)
-		prev, had := l.owned[ip]
-		if ok && ow.Node == me {
-			l.owned[ip] = ow
-			if !had {
-				p.claimed = append(p.claimed, ow)
-			}
-			_, wasReleasing := l.releasing[ip]
-			delete(l.releasing, ip)
-			p.unchanged = p.unchanged && had && !wasReleasing && slices.Equal(prev.Interfaces, ow.Interfaces)
-			continue
-		}
-		if had {
-			delete(l.owned, ip)
-			l.releasing[ip] = &release{owner: prev, since: o.now}
-			p.left = append(p.left, ip)
-			p.unchanged = false
-		}
-	}
-	releasing := l.handOvers(&p, owner, o.now, o.grace)
-	if !p.unchanged {
-		owned := make([]layer2.Announcement, 0, len(l.owned))
-		for ip, ow := range l.owned {
-			owned = append(owned, layer2.Announcement{IP: ip, Interfaces: ow.Interfaces})
-		}
-		slices.SortFunc(owned, byAddress)
-		p.want = mergeByAddress(owned, releasing)
-	}
-	p.sort()
-	return p
 }
 
 func byAddress(a, b layer2.Announcement) int { return a.IP.Compare(b.IP) }

@@ -24,6 +24,17 @@ func result(owner string) announce.L2Result {
 	return announce.L2Result{Owners: []announce.L2Owner{{IP: vip, Node: owner, Services: []string{"ns/web"}}}}
 }
 
+// fixedOwners are the decisions of one L2Result, as a plan reads them.
+type fixedOwners announce.L2Result
+
+func (f fixedOwners) Owner(ip netip.Addr) (announce.L2Owner, bool) { return ownerOf(f.Owners, ip) }
+func (f fixedOwners) Result() announce.L2Result                    { return announce.L2Result(f) }
+
+// planEvery is l.plan of every address, owned as res says.
+func planEvery(l *l2State, me string, res announce.L2Result, o planOptions) l2Plan {
+	return l.plan(me, announce.Changes{All: true}, fixedOwners(res), o)
+}
+
 func wantAnnouncements(t *testing.T, got []layer2.Announcement, releasing ...bool) {
 	t.Helper()
 	if len(got) != len(releasing) {
@@ -39,14 +50,14 @@ func wantAnnouncements(t *testing.T, got []layer2.Announcement, releasing ...boo
 func TestPlanClaimsOnlyOnceSettled(t *testing.T) {
 	l := newL2State()
 	now := time.Unix(1000, 0)
-	p := l.plan("node1", result("node1"), planOptions{settled: false, now: now, grace: 2 * time.Second})
+	p := planEvery(&l, "node1", result("node1"), planOptions{settled: false, now: now, grace: 2 * time.Second})
 	wantAnnouncements(t, p.want)
-	p = l.plan("node1", result("node1"), planOptions{settled: true, now: now, grace: 2 * time.Second})
+	p = planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: now, grace: 2 * time.Second})
 	wantAnnouncements(t, p.want, false)
 	if len(p.claimed) != 1 {
 		t.Errorf("claimed %v", p.claimed)
 	}
-	p = l.plan("node1", result("node1"), planOptions{settled: true, now: now, grace: 2 * time.Second})
+	p = planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: now, grace: 2 * time.Second})
 	if len(p.claimed) != 0 {
 		t.Error("claimed twice")
 	}
@@ -55,16 +66,16 @@ func TestPlanClaimsOnlyOnceSettled(t *testing.T) {
 func TestPlanMakeBeforeBreak(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: 2 * time.Second})
+	planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: t0, grace: 2 * time.Second})
 	// node2 becomes the owner: keep answering, as releasing
-	p := l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(10 * time.Millisecond), grace: 2 * time.Second})
+	p := planEvery(&l, "node1", result("node2"), planOptions{settled: true, now: t0.Add(10 * time.Millisecond), grace: 2 * time.Second})
 	wantAnnouncements(t, p.want, true)
 	if p.recheck != t0.Add(10*time.Millisecond+2*time.Second) {
 		t.Errorf("recheck %v", p.recheck)
 	}
 	// node2's gratuitous ARP seen: stop at once
 	l.yielded(vip)
-	p = l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(20 * time.Millisecond), grace: 2 * time.Second})
+	p = planEvery(&l, "node1", result("node2"), planOptions{settled: true, now: t0.Add(20 * time.Millisecond), grace: 2 * time.Second})
 	wantAnnouncements(t, p.want)
 	if len(p.dropped) != 1 || l.announcedCount() != 0 {
 		t.Errorf("dropped %v, count %d", p.dropped, l.announcedCount())
@@ -74,28 +85,28 @@ func TestPlanMakeBeforeBreak(t *testing.T) {
 func TestPlanGraceEndsRelease(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
-	l.plan("node1", result("node2"), planOptions{settled: true, now: t0, grace: time.Second})
-	p := l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(999 * time.Millisecond), grace: time.Second})
+	planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
+	planEvery(&l, "node1", result("node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := planEvery(&l, "node1", result("node2"), planOptions{settled: true, now: t0.Add(999 * time.Millisecond), grace: time.Second})
 	wantAnnouncements(t, p.want, true)
-	p = l.plan("node1", result("node2"), planOptions{settled: true, now: t0.Add(time.Second), grace: time.Second})
+	p = planEvery(&l, "node1", result("node2"), planOptions{settled: true, now: t0.Add(time.Second), grace: time.Second})
 	wantAnnouncements(t, p.want)
 }
 
 func TestPlanNoNewOwnerStopsAtOnce(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
-	p := l.plan("node1", result(""), planOptions{settled: true, now: t0, grace: time.Second}) // Service deleted, or nobody eligible
+	planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := planEvery(&l, "node1", result(""), planOptions{settled: true, now: t0, grace: time.Second}) // Service deleted, or nobody eligible
 	wantAnnouncements(t, p.want)
 }
 
 func TestPlanOwnershipComesBackWhileReleasing(t *testing.T) {
 	l := newL2State()
 	t0 := time.Unix(1000, 0)
-	l.plan("node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
-	l.plan("node1", result("node2"), planOptions{settled: true, now: t0, grace: time.Second})
-	p := l.plan("node1", result("node1"), planOptions{settled: true, now: t0.Add(time.Millisecond), grace: time.Second})
+	planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: t0, grace: time.Second})
+	planEvery(&l, "node1", result("node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := planEvery(&l, "node1", result("node1"), planOptions{settled: true, now: t0.Add(time.Millisecond), grace: time.Second})
 	wantAnnouncements(t, p.want, false)
 	if len(p.claimed) != 1 {
 		t.Error("a returning address must be claimed again (gratuitous burst)")
@@ -114,14 +125,14 @@ func TestPlanKeepWhileIsolated(t *testing.T) {
 			{IP: vip, Node: a, Interfaces: []string{"eth" + a[len(a)-1:]}, Services: []string{"ns/web"}},
 			{IP: other, Node: b, Services: []string{"ns/api"}}}}
 	}
-	p := l.plan("node1", both("node1", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	p := planEvery(&l, "node1", both("node1", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
 	wantAnnouncements(t, p.want, false)
-	p = l.plan("node1", both("node2", "node2"), planOptions{settled: true, keep: true, now: t0, grace: time.Second})
+	p = planEvery(&l, "node1", both("node2", "node2"), planOptions{settled: true, keep: true, now: t0, grace: time.Second})
 	wantAnnouncements(t, p.want, false)
 	if p.want[0].IP != vip || !slices.Equal(p.want[0].Interfaces, []string{"eth1"}) || len(p.claimed) != 0 {
 		t.Errorf("isolated: %+v, claimed %v; want %s kept on its interfaces, nothing claimed", p.want, p.claimed, vip)
 	}
-	p = l.plan("node1", both("node2", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	p = planEvery(&l, "node1", both("node2", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
 	wantAnnouncements(t, p.want, true) // reachable again: handed over
 }
 
@@ -135,19 +146,19 @@ func TestPlanClaimFrom(t *testing.T) {
 	owners := func(a, b string) announce.L2Result {
 		return announce.L2Result{Owners: []announce.L2Owner{{IP: vip, Node: a}, {IP: other, Node: b}}}
 	}
-	l.plan("node1", owners("node1", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
+	planEvery(&l, "node1", owners("node1", "node2"), planOptions{settled: true, now: t0, grace: time.Second})
 	from := t0.Add(200 * time.Millisecond)
-	p := l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: t0, grace: time.Second})
+	p := planEvery(&l, "node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: t0, grace: time.Second})
 	if len(p.want) != 1 || p.want[0].IP != vip || len(p.claimed) != 0 || p.recheck != from {
 		t.Errorf("before claimFrom: want %+v, claimed %v, recheck %v; want %s kept, nothing claimed, recheck at %v", p.want, p.claimed, p.recheck, vip, from)
 	}
-	p = l.plan("node1", owners("node2", "node1"), planOptions{settled: true, claimFrom: from, now: t0, grace: time.Second})
+	p = planEvery(&l, "node1", owners("node2", "node1"), planOptions{settled: true, claimFrom: from, now: t0, grace: time.Second})
 	wantAnnouncements(t, p.want, true) // vip handed over at once, other not claimed yet
-	p = l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: t0.Add(time.Millisecond), grace: time.Second})
+	p = planEvery(&l, "node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: t0.Add(time.Millisecond), grace: time.Second})
 	if len(p.claimed) != 1 || p.claimed[0].IP != vip {
 		t.Errorf("an address being handed over must be claimed back at once: claimed %v", p.claimed)
 	}
-	p = l.plan("node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: from, grace: time.Second})
+	p = planEvery(&l, "node1", owners("node1", "node1"), planOptions{settled: true, claimFrom: from, now: from, grace: time.Second})
 	if len(p.claimed) != 1 || p.claimed[0].IP != other {
 		t.Errorf("from claimFrom on: claimed %v, want %s", p.claimed, other)
 	}
@@ -179,7 +190,7 @@ func TestPlanWantIsWhatTheNodeAnswers(t *testing.T) {
 				break
 			}
 		}
-		p := l.plan("node1", res, planOptions{settled: true, now: now, grace: 2 * time.Second})
+		p := planEvery(&l, "node1", res, planOptions{settled: true, now: now, grace: 2 * time.Second})
 		if !slices.IsSortedFunc(p.want, byAddress) {
 			t.Fatalf("step %d: want not in address order: %+v", step, p.want)
 		}

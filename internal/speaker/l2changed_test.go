@@ -2,6 +2,7 @@ package speaker
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
 	"reflect"
@@ -20,12 +21,18 @@ import (
 )
 
 // l2Pipeline is what reconcileL2 keeps between reconciles: the Service
-// cache, the memo, the plan's state and the last want handed over.
+// cache, the memo, the plan's state, the times since each address is
+// announced (in Speaker), and the last want handed over.
 type l2Pipeline struct {
+	Speaker
 	cache *serviceCache
 	memo  announce.L2Memo
-	l2    l2State
 	want  []layer2.Announcement
+}
+
+func newL2Pipeline(now func() time.Time) *l2Pipeline {
+	return &l2Pipeline{Speaker: Speaker{opts: Options{Now: now}, l2: newL2State(), l2Since: map[netip.Addr]time.Time{}},
+		cache: newServiceCache()}
 }
 
 // step runs one reconcile's L2 part as reconcileL2 does (incremental
@@ -45,19 +52,15 @@ func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o 
 	if !o.held {
 		c = p.memo.Update(st, c, p.cache.holdersIn(st.Services))
 	}
-	var plan l2Plan
-	if c.All {
-		var res announce.L2Result
-		if !o.held {
-			res = p.memo.Result()
-		}
-		plan = p.l2.plan("node1", res, o)
-	} else {
-		plan = p.l2.planChanged("node1", c.IPs, p.memo.Owner, o)
-	}
+	plan := p.l2.plan("node1", c, &p.memo, o)
 	if !plan.unchanged {
 		p.want = plan.want
 	}
+	claimed := make([]netip.Addr, 0, len(plan.claimed))
+	for _, o := range plan.claimed {
+		claimed = append(claimed, o.IP)
+	}
+	p.noteL2Since(claimed, announce.Changes{All: c.All, IPs: plan.left})
 	return plan
 }
 
@@ -65,15 +68,17 @@ func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o 
 // EndpointSlice changes, node liveness, labels and configuration changes,
 // the member list settling, the hold, isolation, claim delays and time
 // passing hand-over grace, the incremental reconcile (L2Memo.Update told
-// what changed, and planChanged when only Services changed) announces exactly what deciding
-// and planning every address does: the same owned and releasing
-// addresses, the same want, claims and drops.
+// what changed, and the plan and the announced-since times of those
+// addresses alone when only Services changed) announces exactly what
+// deciding and planning every address does: the same owned and releasing
+// addresses, the same want, claims, drops and announced-since times.
 func TestIncrementalL2EqualsFull(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	f := &fakeCluster{svcs: map[string]*corev1.Service{}, slices: map[string]*discoveryv1.EndpointSlice{}}
 	src := f.source()
-	inc := &l2Pipeline{cache: newServiceCache(), l2: newL2State()}
-	full := &l2Pipeline{cache: newServiceCache(), l2: newL2State()}
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	inc, full := newL2Pipeline(clock), newL2Pipeline(clock)
 	touch := func(obj any) { inc.cache.touchObject(obj); full.cache.touchObject(obj) }
 	configs := []config.Input{
 		{Pools: []*v1beta1.IPAddressPool{{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.64/28", "2001:db8:1::/124"}}}},
@@ -85,7 +90,6 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 	cfg := 0
 	zones := map[string]string{"node1": "a", "node2": "a", "node3": "b"}
 	dead := map[string]bool{}
-	now := time.Unix(1000, 0)
 	var claimFrom time.Time
 	fullPlans, changedPlans := 0, 0
 	for step := range 20000 {
@@ -172,6 +176,9 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 		if !reflect.DeepEqual(inc.want, full.want) && !(len(inc.want) == 0 && len(full.want) == 0) {
 			t.Fatalf("step %d: want\n incremental %+v\n full        %+v", step, inc.want, full.want)
 		}
+		if !maps.Equal(inc.l2Since, full.l2Since) {
+			t.Fatalf("step %d: announced since\n incremental %v\n full        %v", step, inc.l2Since, full.l2Since)
+		}
 		if !reflect.DeepEqual(pi.claimed, pf.claimed) || !reflect.DeepEqual(pi.dropped, pf.dropped) || pi.recheck != pf.recheck {
 			t.Fatalf("step %d: claimed %v / %v, dropped %v / %v, recheck %v / %v (incremental / full)", step, pi.claimed, pf.claimed, pi.dropped, pf.dropped, pi.recheck, pf.recheck)
 		}
@@ -182,32 +189,29 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 	}
 }
 
-// TestPlanChangedReclaimsAnAddressBeingHandedOver: an address this node
+// TestPlanOfSomeReclaimsAnAddressBeingHandedOver: an address this node
 // is handing over that comes back to it (its Service's endpoints moved
 // back) is announced again as its own, not as releasing.
-func TestPlanChangedReclaimsAnAddressBeingHandedOver(t *testing.T) {
+func TestPlanOfSomeReclaimsAnAddressBeingHandedOver(t *testing.T) {
 	l := newL2State()
 	now := time.Unix(1000, 0)
 	o := planOptions{settled: true, now: now, grace: 2 * time.Second}
-	l.plan("node1", result("node1"), o)
-	owners := map[string]announce.L2Owner{}
-	owner := func(ip netip.Addr) (announce.L2Owner, bool) { ow, ok := owners[ip.String()]; return ow, ok }
-	owners[vip.String()] = announce.L2Owner{IP: vip, Node: "node2"}
+	planEvery(&l, "node1", result("node1"), o)
+	some := announce.Changes{IPs: []netip.Addr{vip}}
 	o.now = now.Add(100 * time.Millisecond)
-	p := l.planChanged("node1", []netip.Addr{vip}, owner, o)
+	p := l.plan("node1", some, fixedOwners(result("node2")), o)
 	if p.unchanged || len(p.want) != 1 || !p.want[0].Releasing || len(p.left) != 1 {
 		t.Fatalf("lost to node2: %+v; want %s releasing", p, vip)
 	}
-	owners[vip.String()] = announce.L2Owner{IP: vip, Node: "node1"}
 	o.now = now.Add(200 * time.Millisecond)
-	p = l.planChanged("node1", []netip.Addr{vip}, owner, o)
+	p = l.plan("node1", some, fixedOwners(result("node1")), o)
 	if p.unchanged || len(p.want) != 1 || p.want[0].Releasing || len(p.claimed) != 1 {
 		t.Fatalf("back to node1: %+v; want %s announced as its own and claimed", p, vip)
 	}
 	if _, ok := l.releasing[vip]; ok {
 		t.Error("still releasing after it came back")
 	}
-	p = l.planChanged("node1", nil, owner, o)
+	p = l.plan("node1", announce.Changes{}, fixedOwners(result("node1")), o)
 	if !p.unchanged || p.want != nil {
 		t.Errorf("nothing changed: %+v; want unchanged", p)
 	}

@@ -57,9 +57,9 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 // reconcileL2 decides and plans what this node answers ARP/NDP for. The
 // memo and the plan are told what changed since the last reconcile
 // (changes): only some Services, when nothing else did and the plan
-// allows it (planChanged), else everything. The work is proportional to
-// the change, and what this node announces is handed to the backend
-// again only when it changed.
+// allows it (l2State.incremental, ungated options), else everything. The
+// work is proportional to the change, and what this node announces is
+// handed to the backend again only when it changed.
 func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now time.Time, isolated, held bool) {
 	if s.opts.L2 == nil {
 		return
@@ -74,18 +74,8 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	if !held { // held, nothing is announced: no decision to take
 		ch = s.l2Memo.Update(st, ch, s.svcCache.holdersIn(st.Services))
 	}
-	var p l2Plan
-	if ch.All {
-		var res announce.L2Result
-		if !held {
-			res = s.l2Memo.Result()
-		}
-		p = s.l2.plan(s.opts.NodeName, res, o)
-		s.metrics.l2Plans.WithLabelValues("full").Inc()
-	} else {
-		p = s.l2.planChanged(s.opts.NodeName, ch.IPs, s.l2Memo.Owner, o)
-		s.metrics.l2Plans.WithLabelValues("changed").Inc()
-	}
+	p := s.l2.plan(s.opts.NodeName, ch, &s.l2Memo, o)
+	s.metrics.l2Plans.WithLabelValues(planKind(ch)).Inc()
 	if !p.unchanged {
 		s.opts.L2.SetAnnouncements(p.want)
 	}
@@ -94,11 +84,7 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	for _, o := range p.claimed {
 		claimed = append(claimed, o.IP)
 	}
-	if ch.All {
-		s.noteL2Since(claimed, announce.Changes{All: true})
-	} else {
-		s.noteL2Since(claimed, announce.Changes{IPs: p.left})
-	}
+	s.noteL2Since(claimed, announce.Changes{All: ch.All, IPs: p.left})
 	s.metrics.announced.WithLabelValues("l2").Set(float64(len(s.l2.owned)))
 	s.metrics.releasing.Set(float64(len(s.l2.releasing)))
 	for _, o := range p.claimed {
@@ -226,6 +212,9 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 	}
 	return nil // refused sessions are reported, not retried in a loop
 }
+
+// planKind is the l2_plans_total kind of a plan given ch.
+func planKind(ch announce.Changes) string { return applyKind(!ch.All) }
 
 func applyKind(incremental bool) string {
 	if incremental {

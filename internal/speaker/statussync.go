@@ -62,8 +62,8 @@ func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
 // noteL2Since records when this node started answering for each address
 // it owns: claimed now, or owned without a time yet; an address it no
 // longer owns is forgotten. ch names the addresses whose ownership may
-// have changed besides claimed (all of them with ch.All; after
-// planChanged, those it left): the others' times stay as they are. Call
+// have changed besides claimed (all of them with ch.All; after a plan of
+// some addresses, those it left): the others' times stay as they are. Call
 // with s.mu held.
 func (s *Speaker) noteL2Since(claimed []netip.Addr, ch announce.Changes) {
 	now := s.opts.Now()
