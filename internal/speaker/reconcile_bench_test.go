@@ -25,7 +25,10 @@ import (
 // reconcile's own cost):
 //   - unchanged: nothing changed since the last reconcile (a member-list
 //     change or a resync);
-//   - one-changed: one Service's status changed (the common case under churn).
+//   - one-changed: one Service's status changed (the common case under churn);
+//   - every-address: nothing changed, but the memo and the plan are told
+//     that everything did (as after a change of the configuration, the
+//     nodes, their liveness, or while a gate holds).
 //
 // Run it with: go test -run XXX -bench Reconcile -benchmem ./internal/speaker/
 func BenchmarkReconcile(b *testing.B) {
@@ -52,6 +55,18 @@ func BenchmarkReconcile(b *testing.B) {
 				}
 				s.svcCache.touchObject(svc) // as the informer's handler does
 				b.StartTimer()
+				if err := s.reconcile(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("%d/every-address", n), func(b *testing.B) {
+			s, _ := benchSpeaker(b, n)
+			b.ResetTimer()
+			for range b.N {
+				s.mu.Lock()
+				s.l2.incremental = false // the next plan looks at every address
+				s.mu.Unlock()
 				if err := s.reconcile(context.Background()); err != nil {
 					b.Fatal(err)
 				}
