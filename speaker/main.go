@@ -12,10 +12,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,40 +86,19 @@ func run(f flags) error {
 	}
 	go ipvs.Run(sigCtx)
 
-	// The backends call back into the speaker, which needs them to exist.
-	var sp atomic.Pointer[speaker.Speaker]
-	trigger := func() {
-		if s := sp.Load(); s != nil {
-			s.Trigger()
-		}
-	}
+	// The backends report to the speaker, which needs them to exist,
+	// through events its loop consumes once it runs; publishing never
+	// blocks a backend.
+	events := speaker.NewEvents()
 	l2, err := layer2.New(layer2.Config{Logger: log.With("component", "layer2"), Registerer: reg, ExcludeInterfaces: f.excluded(),
 		Refresh: f.l2Refresh, PauseAfter: f.pauseAfter(),
-		OnConflict: func(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
-			if s := sp.Load(); s != nil {
-				s.Conflict(vip, iface, by, won)
-			}
-		},
-		OnForeignClaim: func(vip netip.Addr, iface string, by net.HardwareAddr) {
-			if s := sp.Load(); s != nil {
-				s.ForeignClaim(vip, iface, by)
-			}
-		},
-		OnYield: func(vip netip.Addr, _ string, _ net.HardwareAddr) {
-			if s := sp.Load(); s != nil {
-				s.Yielded(vip)
-			}
-		}})
+		OnConflict: events.Conflict, OnForeignClaim: events.ForeignClaim, OnYield: events.Yielded})
 	if err != nil {
 		return err
 	}
 	bgpSpeaker, err := bgp.New(bgp.Config{Logger: log.With("component", "bgp"), Registerer: reg,
 		ListenPort: uint16(f.bgpListenPort), ListenAddresses: f.bgpListen,
-		OnSessionChange: func(ev bgp.SessionEvent) {
-			if s := sp.Load(); s != nil {
-				s.SessionChanged(ev)
-			}
-		}})
+		OnSessionChange: events.SessionChanged})
 	if err != nil {
 		return err
 	}
@@ -131,14 +108,14 @@ func run(f flags) error {
 	opts := speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
 		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
-		L2:          l2, BGP: bgpSpeaker, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
+		L2:          l2, BGP: bgpSpeaker, Events: events, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
 		PodName: f.podName, StatusInterval: f.statusInterval,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {
 		opts.StartMembers = func(ctx context.Context, secrets corelisters.SecretNamespaceLister) (speaker.Liveness, error) {
 			var err error
-			ml, err = startMembers(ctx, api.Nodes, secrets, f, log, reg, health, rec, trigger)
+			ml, err = startMembers(ctx, api.Nodes, secrets, f, log, reg, health, rec, events.MembersChanged)
 			return ml, err
 		}
 		defer func() {
@@ -153,7 +130,6 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	sp.Store(s)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()

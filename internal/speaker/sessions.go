@@ -11,8 +11,8 @@ import (
 )
 
 // SessionChanged records a BGP session going up or down as an event on its
-// BGPPeer, naming this node and the reason. Wire it to the BGP backend's
-// OnSessionChange.
+// BGPPeer, naming this node and the reason. The event loop calls it for
+// Events.SessionChanged.
 func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
 	s.statusChanged()
 	peer, err := s.listers.Peers.Get(ev.Name)

@@ -49,6 +49,10 @@ type Options struct {
 	BGP          BGP
 	Members      Liveness
 	StartMembers func(ctx context.Context, secrets corelisters.SecretNamespaceLister) (Liveness, error)
+	// Events is where the backends publish what they report (wire their
+	// callbacks to it before New); Run consumes it. Nil: a queue of the
+	// speaker's own, which nothing publishes to.
+	Events *Events
 	// LeaseRenew is how often this speaker renews its liveness Lease
 	// (LeaseName) once synced; the Lease lasts three renewals (default
 	// DefaultLeaseRenew).
@@ -73,6 +77,7 @@ type Options struct {
 // Speaker announces the addresses this node should announce.
 type Speaker struct {
 	opts    Options
+	events  *Events // the backends' reports, consumed by consumeEvents
 	log     *slog.Logger
 	rec     record.EventRecorder
 	metrics *metrics
@@ -169,12 +174,15 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	if opts.Registerer == nil {
 		opts.Registerer = prometheus.NewRegistry()
 	}
+	if opts.Events == nil {
+		opts.Events = NewEvents()
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
 	}
 	s := &Speaker{
-		opts: opts, log: opts.Logger, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(), svcCache: newServiceCache(),
+		opts: opts, events: opts.Events, log: opts.Logger, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(), svcCache: newServiceCache(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
@@ -211,7 +219,8 @@ func (s *Speaker) syncCaches(ctx context.Context) bool {
 	return k8s.WaitForCacheSync(ctx, s.synced...)
 }
 
-// Trigger asks for a reconcile (member changes, hand-over confirmations).
+// Trigger asks for a reconcile (member changes, hand-over confirmations,
+// Lease changes).
 func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 
 // Yielded records that another node took over an address this node was
@@ -232,7 +241,7 @@ func (s *Speaker) Yielded(ip netip.Addr) {
 // Conflict records, as a Warning event on the Services holding vip, that
 // another host (MAC by) announced an address this node announces, and what
 // the L2 fence decided: won (this node keeps answering) or lost (it
-// stopped). Wire it to the L2 backend's OnConflict.
+// stopped). The event loop calls it for Events.Conflict.
 func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
 	s.mu.Lock()
 	o, ok := s.l2.owned[vip]
@@ -256,7 +265,7 @@ func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, wo
 // ForeignClaim records, as a Warning event on the Services holding vip,
 // that a host that is no other speaker's node (MAC by) announced an
 // address this node announces, and that this node kept answering and
-// announced it again. Wire it to the L2 backend's OnForeignClaim.
+// announced it again. The event loop calls it for Events.ForeignClaim.
 func (s *Speaker) ForeignClaim(vip netip.Addr, iface string, by net.HardwareAddr) {
 	s.mu.Lock()
 	o, ok := s.l2.owned[vip]
@@ -273,9 +282,11 @@ func (s *Speaker) ForeignClaim(vip netip.Addr, iface string, by net.HardwareAddr
 	}
 }
 
-// Run starts the informers and reconciles until ctx ends. It does not
-// hand over or withdraw anything: call Shutdown for that.
+// Run starts the informers and the event loop (consumeEvents) and
+// reconciles until ctx ends. It does not hand over or withdraw anything:
+// call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
+	go s.consumeEvents(ctx)
 	if !s.syncCaches(ctx) {
 		if ctx.Err() != nil {
 			return nil
