@@ -201,7 +201,7 @@ func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelister
 	// Right after an install the key may not be there yet (the controller
 	// creates the Secret); the file and the cache are local reads.
 	return memberStart{
-		Key:   keySource{File: f.memberlistKeyFile, Secret: f.memberlistSecret, Namespace: f.namespace, Secrets: secrets},
+		Key:   members.KeySource{File: f.memberlistKeyFile, Secret: f.memberlistSecret, Namespace: f.namespace, Secrets: secrets},
 		Nodes: nodes, NodeName: f.nodeName, BindAddr: f.memberlistBindAddr, Port: f.memberlistPort,
 		Log: log, Health: health, Recorder: rec, Pod: podRef(f),
 		Config: func(bind string, keys members.Keys) members.Config {

@@ -35,7 +35,7 @@ type nodeGetter interface {
 
 // memberStart is what starting the member list needs.
 type memberStart struct {
-	Key      keySource
+	Key      members.KeySource
 	Nodes    nodeGetter
 	NodeName string
 	// BindAddr is --memberlist-bind-addr (empty: the Node's InternalIP).
@@ -101,7 +101,7 @@ func (m memberStart) start(ctx context.Context) (*members.Members, error) {
 
 // attempt tries once; its errors are classified for start.
 func (m memberStart) attempt(ctx context.Context) (*members.Members, error) {
-	keys, from, err := m.Key.read()
+	keys, from, err := m.Key.Read()
 	if err != nil {
 		return nil, fmt.Errorf("member-list key (--memberlist-key-file=%s, mounted from the Secret --memberlist-secret=%q): %w", m.Key.File, m.Key.Secret, err)
 	}

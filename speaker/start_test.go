@@ -29,7 +29,7 @@ func testStart(t *testing.T, port int) (memberStart, cache.Indexer, *daemon.Heal
 	h := &daemon.Health{}
 	rec := record.NewFakeRecorder(100)
 	return memberStart{
-		Key:      keySource{File: filepath.Join(t.TempDir(), "key"), Secret: "herald-memberlist", Namespace: "herald-system", Secrets: secrets},
+		Key:      members.KeySource{File: filepath.Join(t.TempDir(), "key"), Secret: "herald-memberlist", Namespace: "herald-system", Secrets: secrets},
 		NodeName: "node1", BindAddr: "127.0.0.1", Port: port,
 		Config: func(bind string, keys members.Keys) members.Config {
 			return members.Config{NodeName: "node1", BindAddr: bind, BindPort: port, SecretKey: keys.Primary, OtherKeys: keys.Others, Logger: quiet, Timing: members.DefaultTiming()}

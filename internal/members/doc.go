@@ -14,9 +14,16 @@
 // addresses hang: welcome.go), and on SIGTERM
 // leaves gracefully so that the others hand over before this node goes quiet.
 //
+// It reads its key (keysource.go) from the file mounted from the key's
+// Secret and, while the kubelet has not filled that volume yet (right after
+// an install, up to a minute), from the same Secret in the speaker's synced
+// cache; KeySource.Read says whether a missing key resolves by itself
+// (ErrNoKeyYet) or needs an operator (daemon.Permanent).
+//
 // It never decides who announces what (internal/announce does, from these
-// states), never reads Kubernetes objects (the speaker passes node addresses
-// to Join, node names to Retain and the key to Config), and never runs unencrypted.
+// states), reads no other Kubernetes object (the speaker passes node
+// addresses to Join and node names to Retain) and writes none, and never
+// runs unencrypted.
 //
 // # Failure detection and its trade-off
 //

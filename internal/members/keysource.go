@@ -1,4 +1,4 @@
-package main
+package members
 
 import (
 	"errors"
@@ -10,10 +10,9 @@ import (
 
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/daemon"
-	"github.com/herald-lb/herald/internal/members"
 )
 
-// keySource is where the member-list key comes from: the file mounted
+// KeySource is where the member-list key comes from: the file mounted
 // from the Secret, and, while that file is not there yet, the same Secret
 // as the speaker's synced cache of Herald's namespace holds it.
 //
@@ -23,7 +22,7 @@ import (
 // period, a minute plus jitter), so a speaker would wait up to that long
 // for a key that is already in the API. The file wins once it exists: a
 // pod started after a key rotation mounts the Secret's new content.
-type keySource struct {
+type KeySource struct {
 	File string
 	// Secret names the Secret in Namespace; empty: the file only.
 	Secret, Namespace string
@@ -32,20 +31,21 @@ type keySource struct {
 	Secrets corelisters.SecretNamespaceLister
 }
 
-// errNoKeyYet: neither the file nor the Secret holds a key yet, a
+// ErrNoKeyYet: neither the file nor the Secret holds a key yet, a
 // condition that resolves by itself (the controller creates the Secret).
-var errNoKeyYet = errors.New("no key yet")
+var ErrNoKeyYet = errors.New("no key yet")
 
-// read returns the keys and where they came from. Its errors are
-// classified: errNoKeyYet (wrapped with why) while there is no key yet,
+// Read returns the keys and where they came from ("file", or a phrase
+// naming the Secret). Its errors are
+// classified: ErrNoKeyYet (wrapped with why) while there is no key yet,
 // which resolves by itself; any other error (a malformed key, an
 // unreadable file) is marked daemon.Permanent: only an operator fixes it.
 //
 // A malformed file with a well-formed key in the Secret takes the
 // Secret's: the operator fixed the Secret and the kubelet has not
 // refreshed the volume yet.
-func (k keySource) read() (members.Keys, string, error) {
-	keys, err := members.ReadKeyFile(k.File)
+func (k KeySource) Read() (Keys, string, error) {
+	keys, err := ReadKeyFile(k.File)
 	if err == nil {
 		return keys, "file", nil
 	}
@@ -60,31 +60,31 @@ func (k keySource) read() (members.Keys, string, error) {
 	switch {
 	case err == nil:
 		return keys, "Secret", nil
-	case errors.Is(err, errNoKeyYet):
+	case errors.Is(err, ErrNoKeyYet):
 		return keys, "", fmt.Errorf("%w; %w", fileErr, err)
 	}
 	return keys, "", err
 }
 
-// fromSecret reads the key from the Secret in the cache: errNoKeyYet while
+// fromSecret reads the key from the Secret in the cache: ErrNoKeyYet while
 // it is missing or empty, a Permanent error when it is malformed.
-func (k keySource) fromSecret() (members.Keys, error) {
+func (k KeySource) fromSecret() (Keys, error) {
 	if k.Secret == "" || k.Secrets == nil {
-		return members.Keys{}, fmt.Errorf("%w (no --memberlist-secret to read it from)", errNoKeyYet)
+		return Keys{}, fmt.Errorf("%w (no --memberlist-secret to read it from)", ErrNoKeyYet)
 	}
 	sec, err := k.Secrets.Get(k.Secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return members.Keys{}, fmt.Errorf("%w: Secret %s/%s not found", errNoKeyYet, k.Namespace, k.Secret)
+		return Keys{}, fmt.Errorf("%w: Secret %s/%s not found", ErrNoKeyYet, k.Namespace, k.Secret)
 	case err != nil:
-		return members.Keys{}, fmt.Errorf("%w: Secret %s/%s: %w", errNoKeyYet, k.Namespace, k.Secret, err)
+		return Keys{}, fmt.Errorf("%w: Secret %s/%s: %w", ErrNoKeyYet, k.Namespace, k.Secret, err)
 	}
 	data := sec.Data[heraldv1.MemberlistSecretKey]
 	if len(data) == 0 {
 		// The controller repairs an empty key; the file would be empty too.
-		return members.Keys{}, fmt.Errorf("%w: Secret %s/%s has no data under %q", errNoKeyYet, k.Namespace, k.Secret, heraldv1.MemberlistSecretKey)
+		return Keys{}, fmt.Errorf("%w: Secret %s/%s has no data under %q", ErrNoKeyYet, k.Namespace, k.Secret, heraldv1.MemberlistSecretKey)
 	}
-	keys, err := members.ParseKeys(data)
+	keys, err := ParseKeys(data)
 	if err != nil {
 		return keys, daemon.Permanent(fmt.Errorf("Secret %s/%s, key %q: %w", k.Namespace, k.Secret, heraldv1.MemberlistSecretKey, err))
 	}

@@ -1,9 +1,7 @@
-package main
+package members
 
 import (
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +14,6 @@ import (
 
 	"github.com/herald-lb/herald/internal/daemon"
 )
-
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // secretCache is a Secrets lister of namespace "herald-system" over an
 // indexer the test fills, as the speaker's informer fills its own.
@@ -38,7 +34,7 @@ func memberlistSecret(data string) *corev1.Secret {
 const goodKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
 
 // TestKeyReadClassified: every state of the file and the Secret, and
-// whether read calls it a wait (resolves by itself: the controller
+// whether Read calls it a wait (resolves by itself: the controller
 // creates the Secret, the kubelet fills the volume) or permanent (a
 // malformed key: only an operator fixes it), naming what is wrong.
 func TestKeyReadClassified(t *testing.T) {
@@ -73,21 +69,21 @@ func TestKeyReadClassified(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			src := keySource{File: path, Secret: "herald-memberlist", Namespace: "herald-system", Secrets: secrets}
+			src := KeySource{File: path, Secret: "herald-memberlist", Namespace: "herald-system", Secrets: secrets}
 			if c.noSecretName {
 				src.Secret = ""
 			}
-			_, from, err := src.read()
+			_, from, err := src.Read()
 			if c.wantErr == "" {
 				if err != nil || from != c.wantFrom {
-					t.Fatalf("read = from %q, %v; want from %q", from, err, c.wantFrom)
+					t.Fatalf("Read = from %q, %v; want from %q", from, err, c.wantFrom)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Fatalf("read err = %v, want it to say %q", err, c.wantErr)
+				t.Fatalf("Read err = %v, want it to say %q", err, c.wantErr)
 			}
-			if got := errors.Is(err, errNoKeyYet); got != c.wantWait {
+			if got := errors.Is(err, ErrNoKeyYet); got != c.wantWait {
 				t.Errorf("waits = %v, want %v (%v)", got, c.wantWait, err)
 			}
 			if daemon.IsPermanent(err) == c.wantWait {
