@@ -65,6 +65,7 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("route changes: %+v\nFRR's log about %s:\n%s", mon.Events(t), peer, log.lines(peer.String()))
+			logNeighbors(t, l, lab.External, lab.Router, victim)
 		}
 	})
 	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
@@ -222,5 +223,16 @@ func checkServed(t testing.TB, tries []probe.HTTPTry, start time.Time) {
 	t.Logf("client: %d requests through the router during the restart, %d failed", sent, failed)
 	if sent < 20 {
 		t.Errorf("only %d requests during the restart: the client did not run", sent)
+	}
+}
+
+// logNeighbors logs the neighbor tables of hosts: a request that failed
+// with "no route to host" while the router kept its routes is a neighbor
+// (ARP/NDP) resolution that failed on the way, which these show.
+func logNeighbors(t testing.TB, l *lab.Lab, hosts ...string) {
+	t.Helper()
+	for _, h := range hosts {
+		out, err := l.Exec(context.Background(), h, "ip", "-s", "neigh", "show")
+		t.Logf("neighbors of %s (%v):\n%s", h, err, out)
 	}
 }
