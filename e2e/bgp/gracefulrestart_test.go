@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -62,10 +63,14 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	}
 	log := frrDebugLog(t, l)
 	mon := lab.StartRouteMonitor(t, l)
+	nhs := startNexthopMonitor(t, l)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("route changes: %+v\nFRR's log about %s:\n%s", mon.Events(t), peer, log.lines(peer.String()))
 			logNeighbors(t, l, lab.External, lab.Router, victim)
+			if b, err := os.ReadFile(nhs.LogPath); err == nil {
+				t.Logf("the router's nexthop objects changed (ip monitor nexthop):\n%s", b)
+			}
 		}
 	})
 	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
@@ -235,4 +240,18 @@ func logNeighbors(t testing.TB, l *lab.Lab, hosts ...string) {
 		out, err := l.Exec(context.Background(), h, "ip", "-s", "neigh", "show")
 		t.Logf("neighbors of %s (%v):\n%s", h, err, out)
 	}
+}
+
+// startNexthopMonitor records the router's kernel nexthop objects' changes
+// for the rest of the test: FRR installs routes through nexthop groups
+// (nhid), so a next hop replaced under an unchanged route shows there and
+// not in the route monitor.
+func startNexthopMonitor(t testing.TB, l *lab.Lab) *lab.Process {
+	t.Helper()
+	p, err := l.Start(lab.Router, fmt.Sprintf("nexthop-monitor-%d", time.Now().UnixNano()), []string{"ip", "-ts", "-o", "monitor", "nexthop"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+	return p
 }
