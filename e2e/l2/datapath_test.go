@@ -39,7 +39,7 @@ func TestTrafficReachesPodThroughKubeProxy(t *testing.T) {
 	t.Logf("%s:80 answered by %s, which saw the client as %s", ips[0], answer.Pod, answer.Client)
 }
 
-// TestTrafficFromPodInsideCluster: a pod on a node that announces neither
+// TestTrafficFromPodInsideCluster: a pod (the backend) on a node that announces neither
 // of a dual-stack Service's addresses connects to each, and a backend
 // answers. Herald writes ipMode VIP, so the pod's own node's kube-proxy
 // takes the traffic to a backend: the backend sees it from that node (its
@@ -70,18 +70,26 @@ func TestTrafficFromPodInsideCluster(t *testing.T) {
 			break
 		}
 	}
-	addrs := append(slices.Clone(ips), dark[0])
-	got, err := l.GetFromPod(ctx, testNS, from.Name, 80, addrs...)
+	client, err := l.Backend(ctx, testNS, from.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, a := range got.Answers {
-		t.Logf("%s:80 from pod %s on %s (owners %v): answered by %s on %s, which saw %s", addrs[i], got.Pod, from.Name, owners, a.Pod, a.Node, a.Client)
+	for _, addr := range append(slices.Clone(ips), dark[0]) {
+		// kube-proxy on the client's node may not have the address yet
+		var a lab.PodAnswer
+		labkit.EventuallyWhy(t, 30*time.Second, "pod "+client.Name+" answered through "+addr.String(), func() (bool, string) {
+			a, err = l.HTTPGetFromPod(ctx, testNS, client.Name, addr, 80)
+			if err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
+		t.Logf("%s:80 from pod %s on %s (owners %v): answered by %s on %s, which saw %s", addr, client.Name, from.Name, owners, a.Pod, a.Node, a.Client)
 		if !strings.HasPrefix(a.Pod, lab.BackendName("")) {
-			t.Errorf("%s answered by %q, not a backend", addrs[i], a.Pod)
+			t.Errorf("%s answered by %q, not a backend", addr, a.Pod)
 		}
 		if src := a.ClientAddr.Addr(); !onNode(from, src) {
-			t.Errorf("%s: the backend saw the request from %s, not from the client pod's node %s", addrs[i], src, from.Name)
+			t.Errorf("%s: the backend saw the request from %s, not from the client pod's node %s", addr, src, from.Name)
 		}
 	}
 }

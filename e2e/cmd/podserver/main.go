@@ -10,11 +10,6 @@
 // and keeps N threads busy instead: the lab's CPU load. `make images` also packs it as
 // ghcr.io/herald-lb/podserver for a real cluster, where it reports the
 // pod's name ($POD_NAME or the host name) and the client address.
-//
-// With -get URL[,URL...] it is a client instead: it fetches each URL in
-// turn (retrying each until it answers 200 or -get-timeout passes), prints
-// each body on stdout (one JSON line per URL) and exits: the lab's way to
-// send traffic from inside a pod.
 package main
 
 import (
@@ -23,7 +18,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -33,7 +27,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 )
 
 type answer struct {
@@ -48,17 +41,8 @@ func main() {
 	node := flag.String("node", os.Getenv("NODE_NAME"), "node name to report (default: $NODE_NAME)")
 	ports := flag.String("ports", "8080,8443", "comma-separated TCP ports to serve on (all addresses)")
 	burn := flag.Int("burn", 0, "instead of serving, keep this many threads busy until SIGTERM (a CPU load for tests)")
-	get := flag.String("get", "", "instead of serving, fetch these comma-separated URLs, print the bodies and exit")
-	getTimeout := flag.Duration("get-timeout", 30*time.Second, "-get: how long to retry each URL")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if *get != "" {
-		if err := fetchAll(strings.Split(*get, ","), *getTimeout, os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "podserver:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	if *burn > 0 {
 		burnCPU(*burn, log)
 		return
@@ -133,43 +117,4 @@ func burnCPU(n int, log *slog.Logger) {
 	log.Info("burning CPU", "threads", n)
 	<-ctx.Done()
 	log.Info("stopped burning", "spins", spins.Load())
-}
-
-// fetchAll GETs each URL on a new connection, retrying every 200 ms until
-// it answers 200 or timeout passes, and writes each body to w.
-func fetchAll(urls []string, timeout time.Duration, w io.Writer) error {
-	c := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
-	for _, u := range urls {
-		deadline := time.Now().Add(timeout)
-		for {
-			body, err := fetch(c, u)
-			if err == nil {
-				if _, err := w.Write(body); err != nil {
-					return err
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("GET %s for %v: %w", u, timeout, err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	}
-	return nil
-}
-
-func fetch(c *http.Client, url string) ([]byte, error) {
-	resp, err := c.Get(url)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s", resp.Status)
-	}
-	return body, nil
 }
