@@ -2,6 +2,7 @@ package l2
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/harness"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // tenantNS is a second tenant's namespace, beside testNS.
@@ -61,10 +63,17 @@ func TestSharingKeyStaysInItsNamespace(t *testing.T) {
 		port int
 	}{{testNS, first, 80}, {tenantNS, other, 8080}} {
 		harness.Owner(t, l, c.addr)
-		a, err := l.HTTPGet(ctx, "client", c.addr, c.port)
-		if err != nil {
-			t.Fatal(err)
-		}
+		// kube-proxy may not have the new Service's rules yet: until then
+		// it refuses the connection
+		var a lab.PodAnswer
+		labkit.EventuallyWhy(t, 30*time.Second, fmt.Sprintf("an HTTP answer from %s:%d", c.addr, c.port), func() (bool, string) {
+			var err error
+			a, err = l.HTTPGet(ctx, "client", c.addr, c.port)
+			if err != nil {
+				return false, err.Error()
+			}
+			return true, ""
+		})
 		if !podOf(t, l, c.ns, a.Server) {
 			t.Errorf("%s:%d answered by %s (%s), not a pod of namespace %s", c.addr, c.port, a.Pod, a.Server, c.ns)
 		}
