@@ -16,6 +16,7 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/controller"
 	"github.com/herald-lb/herald/internal/daemon"
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/clientset"
 	"github.com/herald-lb/herald/internal/kubeversion"
@@ -24,11 +25,11 @@ import (
 )
 
 type flags struct {
-	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass string
-	lbClassOnly, leaderElect, metallbAnnotations, ignoreExcludeLB, profiling                                 bool
-	workers, burst, eventBurst                                                                               int
-	qps, eventQPS                                                                                            float64
-	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                   time.Duration
+	kubeconfig, namespace, metricsAddr, healthAddr, logLevel, identity, leaseName, memberlistSecret, lbClass, installation string
+	lbClassOnly, leaderElect, metallbAnnotations, ignoreExcludeLB, profiling                                               bool
+	workers, burst, eventBurst                                                                                             int
+	qps, eventQPS                                                                                                          float64
+	leaseDuration, renewDeadline, retryPeriod, releaseHold                                                                 time.Duration
 }
 
 func parseFlags(args []string) (flags, error) {
@@ -38,7 +39,8 @@ func parseFlags(args []string) (flags, error) {
 	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "path of a kubeconfig file; empty: the in-cluster configuration")
 	fs.StringVar(&f.namespace, "namespace", "herald-system", "Herald's namespace: its Lease and the BGP password Secrets live there")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "handle only Services with spec.loadBalancerClass --lb-class (default: also Services without a class); turning it on clears Herald's status from Services without a class and releases their addresses, turning it off gives them addresses again")
-	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; Services of other classes are left alone (the speakers' --lb-class must match; one installation per cluster: pools, peers and SpeakerStatuses are cluster-wide)")
+	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to; Services of other classes are left alone (the speakers' --lb-class must match; a second installation beside the default one needs its own class and --installation)")
+	fs.StringVar(&f.installation, "installation", "", "this installation's name when several share the cluster (a DNS label of at most 40 characters; the speakers' must match): it reads only Herald objects labelled herald.dev/installation=<name>, and its speakers write SpeakerStatuses <node>.<name>; empty: the default installation, which reads only objects without that label")
 	fs.BoolVar(&f.metallbAnnotations, "metallb-annotations", true, "read MetalLB's Service annotations (metallb.io/ and metallb.universe.tf/ loadBalancerIPs, address-pool, allow-shared-ip) where the herald.dev/ ones are absent")
 	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "count nodes labelled node.kubernetes.io/exclude-from-external-load-balancers as able to announce (MetalLB's flag of the same name; must match the speakers')")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active replica through a Lease; disable only when a single replica runs")
@@ -63,6 +65,9 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if _, err := installation.Parse(f.installation); err != nil {
+		return f, err
 	}
 	if f.qps == 0 || (f.qps > 0 && f.burst < 1) {
 		return f, fmt.Errorf("--kube-api-qps must be positive with --kube-api-burst at least 1, or negative for no client-side limit (got %g and %d)", f.qps, f.burst)
@@ -135,10 +140,11 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(ctx, clientset.EventSink(eventKube), clients.Scheme, "herald-controller")
+	inst := installation.Name(f.installation) // checked by parseFlags
+	rec, stopEvents := k8s.NewRecorder(ctx, clientset.EventSink(eventKube), clients.Scheme, inst.Writer(controller.FieldManager))
 	defer stopEvents()
 	c, err := controller.New(kube, clients.Herald, controller.Options{
-		Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass}, Namespace: f.namespace, Workers: f.workers, ReleaseHold: f.releaseHold,
+		Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass}, Namespace: f.namespace, Installation: inst, Workers: f.workers, ReleaseHold: f.releaseHold,
 		Annotations: service.Annotations{IgnoreMetalLB: !f.metallbAnnotations},
 		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
 		Logger:      log, Registerer: reg, Recorder: rec,
@@ -147,7 +153,7 @@ func run(f flags) error {
 		return err
 	}
 	health.SetReady(true)
-	log.Info("starting", "namespace", f.namespace, "lbClass", f.lbClass, "lbClassOnly", f.lbClassOnly, "leaderElect", f.leaderElect, "identity", f.identity)
+	log.Info("starting", "namespace", f.namespace, "installation", f.installation, "lbClass", f.lbClass, "lbClassOnly", f.lbClassOnly, "leaderElect", f.leaderElect, "identity", f.identity)
 	// Every replica keeps the speakers' member-list Secret, leader or not.
 	keeper := &controller.MemberlistKeeper{Kube: kube, Namespace: f.namespace, Name: f.memberlistSecret, Log: log, Recorder: rec, Registerer: reg}
 	go keeper.Run(ctx)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/speaker"
@@ -16,7 +17,7 @@ import (
 
 type flags struct {
 	nodeName, kubeconfig, namespace, metricsAddr, healthAddr, logLevel string
-	lbClass                                                            string
+	lbClass, installation                                              string
 	lbClassOnly                                                        bool
 	profiling                                                          bool
 	memberlist                                                         bool
@@ -45,6 +46,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.BoolVar(&f.ignoreExcludeLB, "ignore-exclude-lb", false, "let nodes labelled node.kubernetes.io/exclude-from-external-load-balancers announce (MetalLB's flag of the same name; must match the controller)")
 	fs.BoolVar(&f.lbClassOnly, "lb-class-only", false, "announce only Services with spec.loadBalancerClass --lb-class (must match the controller)")
 	fs.StringVar(&f.lbClass, "lb-class", "herald.dev/herald", "the spec.loadBalancerClass Herald answers to (must match the controller); Services of other classes are left alone")
+	fs.StringVar(&f.installation, "installation", "", "this installation's name when several share the cluster (must match the controller): it reads only Herald objects labelled herald.dev/installation=<name> and writes the SpeakerStatus <node>.<name>; empty: the default installation")
 	fs.StringVar(&f.hostIP, "host-ip", os.Getenv("HOST_IP"), "the node's own address (default $HOST_IP, set from the downward API status.hostIP): a --metrics-addr or --health-addr without a host listens on it alone; empty: on every local address")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", ":7472", "address of the Prometheus /metrics endpoint; without a host (\":7472\"), --host-ip's; \"0.0.0.0:7472\" or \"[::]:7472\": every local address (in kube-proxy's IPVS mode that includes every LoadBalancer address); empty disables it")
 	fs.BoolVar(&f.profiling, "profiling", false, "also serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
@@ -75,6 +77,9 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if fs.NArg() > 0 {
 		return f, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if _, err := installation.Parse(f.installation); err != nil {
+		return f, err
 	}
 	if _, err := members.Preset(f.memberlistTiming); err != nil {
 		return f, fmt.Errorf("--memberlist-timing: %w", err)

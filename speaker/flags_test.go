@@ -101,3 +101,12 @@ func TestBGPListenFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestInstallationFlag(t *testing.T) {
+	if f, err := parseFlags([]string{"--node-name=n1", "--installation=blue"}); err != nil || f.installation != "blue" {
+		t.Errorf("--installation=blue: %v %q", err, f.installation)
+	}
+	if _, err := parseFlags([]string{"--node-name=n1", "--installation=Blue"}); err == nil || !strings.Contains(err.Error(), "--installation") {
+		t.Errorf("--installation=Blue: %v, want an error naming the flag", err)
+	}
+}

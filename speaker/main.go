@@ -25,6 +25,7 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
 	"github.com/herald-lb/herald/internal/daemon"
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/layer2"
@@ -77,7 +78,8 @@ func run(f flags) error {
 	if err := daemon.Serve(sigCtx, log, reg, health, f.metricsAddr, f.healthAddr, f.profiling); err != nil {
 		return err
 	}
-	rec, stopEvents := k8s.NewRecorder(sigCtx, api.Events, api.Scheme, "herald-speaker")
+	inst := installation.Name(f.installation) // checked by parseFlags
+	rec, stopEvents := k8s.NewRecorder(sigCtx, api.Events, api.Scheme, inst.Writer("herald-speaker"))
 	defer stopEvents()
 	// kube-proxy's IPVS mode without strict ARP: every node would answer.
 	ipvs, err := speaker.NewIPVSWatch(speaker.IPVSWatch{NodeName: f.nodeName, ProcSys: os.DirFS("/proc/sys"), Recorder: rec, Logger: log.With("component", "ipvs")}, reg)
@@ -107,8 +109,9 @@ func run(f flags) error {
 	var ml *members.Members
 	opts := speaker.Options{
 		NodeName: f.nodeName, Namespace: f.namespace, Class: service.Class{OwnClassOnly: f.lbClassOnly, Name: f.lbClass},
-		Eligibility: announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
-		L2:          l2, BGP: bgpSpeaker, Events: events, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
+		Installation: inst,
+		Eligibility:  announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
+		L2:           l2, BGP: bgpSpeaker, Events: events, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
 		PodName: f.podName, StatusInterval: f.statusInterval,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}

@@ -45,3 +45,10 @@ const (
 	// Services hold addresses the pool gave them but no longer contains.
 	ConditionAddressesOutsideRanges = "AddressesOutsideRanges"
 )
+
+// LabelInstallation names the Herald installation an object belongs to
+// when several share a cluster (--installation): the configuration
+// objects an installation reads (pools, advertisements, peers,
+// Communities, BFD profiles) and the SpeakerStatuses its speakers write.
+// Objects without it belong to the default installation.
+const LabelInstallation = "herald.dev/installation"

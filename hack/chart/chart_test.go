@@ -32,7 +32,7 @@ var valueSets = [][]string{
 	nil,
 	{"--set", "controller.podAntiAffinity=hard", "--set", "controller.podDisruptionBudget.enabled=false", "--set", "ignoreExcludeLB=true",
 		"--set", "lbClassOnly=true", "--set", "lbClass=example.com/lb", "--set", "memberlistSecret=other-key", "--set", "speaker.priorityClassName=", "--set", "metrics.services=false",
-		"--set", "speaker.bgpListen.port=1179", "--set", "speaker.bgpListen.addresses={127.0.0.1,::1}"},
+		"--set", "speaker.bgpListen.port=1179", "--set", "speaker.bgpListen.addresses={127.0.0.1,::1}", "--set", "installation=blue"},
 	{"--set", "controller.podAntiAffinity=", "--set", "controller.topologySpreadConstraints=null", "--set", "image.speaker.tag=dev",
 		"--set", "metrics.dashboard.enabled=true", "--set", "speaker.extraArgs={--memberlist-timing=large}"},
 }
@@ -134,12 +134,12 @@ func TestValuesReachTheObjects(t *testing.T) {
 		a, _, _ := unstructured.NestedStringSlice(cs[0].(map[string]any), "args")
 		return strings.Join(a, " ")
 	}
-	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb"} {
+	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb", "--installation=blue"} {
 		if !strings.Contains(args(dep), want) {
 			t.Errorf("controller args %q lack %s", args(dep), want)
 		}
 	}
-	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb",
+	for _, want := range []string{"--memberlist-secret=other-key", "--ignore-exclude-lb", "--lb-class-only", "--lb-class=example.com/lb", "--installation=blue",
 		"--bgp-listen-port=1179", "--bgp-listen-addresses=127.0.0.1,::1"} {
 		if !strings.Contains(args(ds), want) {
 			t.Errorf("speaker args %q lack %s", args(ds), want)

@@ -30,7 +30,7 @@ func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, p
 				return err
 			}
 			_, err = hc.L2Advertisements().ApplyStatus(ctx, heraldac.L2Advertisement(o.Name).WithResourceVersion(o.ResourceVersion).
-				WithStatus(&heraldac.L2AdvertisementStatusApplyConfiguration{ConfigStatusApplyConfiguration: *st, InForce: ac}), applyOpts)
+				WithStatus(&heraldac.L2AdvertisementStatusApplyConfiguration{ConfigStatusApplyConfiguration: *st, InForce: ac}), c.applyOpts())
 			return err
 		}))
 	}
@@ -42,7 +42,7 @@ func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, p
 				return err
 			}
 			_, err = hc.BGPAdvertisements().ApplyStatus(ctx, heraldac.BGPAdvertisement(o.Name).WithResourceVersion(o.ResourceVersion).
-				WithStatus(&heraldac.BGPAdvertisementStatusApplyConfiguration{ConfigStatusApplyConfiguration: *st, InForce: ac}), applyOpts)
+				WithStatus(&heraldac.BGPAdvertisementStatusApplyConfiguration{ConfigStatusApplyConfiguration: *st, InForce: ac}), c.applyOpts())
 			return err
 		}))
 	}
@@ -54,7 +54,7 @@ func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, p
 				return err
 			}
 			_, err = hc.BGPPeers().ApplyStatus(ctx, heraldac.BGPPeer(o.Name).WithResourceVersion(o.ResourceVersion).
-				WithStatus(&heraldac.BGPPeerStatusApplyConfiguration{ConfigStatusApplyConfiguration: *st, InForce: ac}), applyOpts)
+				WithStatus(&heraldac.BGPPeerStatusApplyConfiguration{ConfigStatusApplyConfiguration: *st, InForce: ac}), c.applyOpts())
 			return err
 		}))
 	}

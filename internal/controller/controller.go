@@ -27,12 +27,14 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/controller/announced"
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/leader"
 	"github.com/herald-lb/herald/internal/service"
 )
 
-// FieldManager is the server-side apply field manager of the controller.
+// FieldManager is the field manager of the default installation's
+// controller; another installation's is FieldManager-<installation>.
 const FieldManager = "herald-controller"
 
 // Options configure the controller.
@@ -47,6 +49,11 @@ type Options struct {
 	Eligibility announce.Eligibility
 	// Namespace is Herald's own namespace (BGP password Secrets live there).
 	Namespace string
+	// Installation is this installation's name when several share the
+	// cluster ("": the default one): it reads only the configuration
+	// objects and SpeakerStatuses labelled as its own, and writes under a
+	// field manager of its own.
+	Installation installation.Name
 	// MemberlistSecret is the Secret holding the speakers' member-list key,
 	// created with a random key when missing; empty disables that. Run
 	// keeps it (MemberlistKeeper); a binary with leader election runs
@@ -71,6 +78,7 @@ type Controller struct {
 	herald  versioned.Interface
 	rec     record.EventRecorder
 	metrics *metrics
+	manager string // the field manager of its writes (Options.Installation)
 
 	kubeInformers   informers.SharedInformerFactory
 	lightInformers  informers.SharedInformerFactory // objects without managed fields
@@ -142,7 +150,8 @@ func New(kube kubernetes.Interface, herald versioned.Interface, opts Options) (*
 	}
 	c := &Controller{
 		opts: opts, log: opts.Logger, kube: kube, herald: herald, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(),
-		alloc: allocator.New(), cfg: &config.Config{Pools: map[string]*config.Pool{}},
+		manager: opts.Installation.Writer(FieldManager),
+		alloc:   allocator.New(), cfg: &config.Config{Pools: map[string]*config.Pool{}},
 		pending: map[cache.ObjectName]bool{}, tombstones: map[cache.ObjectName]*corev1.Service{}, servicesIdle: newSignal(),
 		moved: map[cache.ObjectName][]netip.Addr{}, announced: announced.NewTracker(),
 		serviceQueue: workqueue.NewTypedRateLimitingQueueWithConfig(serviceRateLimiter(),

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -43,7 +44,10 @@ func (c *Controller) setupInformers() error {
 	c.kubeInformers = informers.NewSharedInformerFactory(c.kube, 0)
 	c.lightInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithTransform(k8s.DropManagedFields))
 	c.secretInformers = informers.NewSharedInformerFactoryWithOptions(c.kube, 0, informers.WithNamespace(c.opts.Namespace))
-	c.heraldInformers = heraldinformers.NewSharedInformerFactory(c.herald, 0)
+	// Herald's objects of this installation alone (configuration and
+	// SpeakerStatuses): another installation's are never read nor written.
+	c.heraldInformers = heraldinformers.NewSharedInformerFactoryWithOptions(c.herald, 0,
+		heraldinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = c.opts.Installation.Selector() }))
 
 	svcInf := c.kubeInformers.Core().V1().Services()
 	if err := svcInf.Informer().AddIndexers(cache.Indexers{servicesByIngressIP: indexIngressIPs}); err != nil {
@@ -214,7 +218,7 @@ func (c *Controller) holds(key cache.ObjectName) bool {
 func (c *Controller) enqueueAllServices() {
 	svcs, _ := c.services.List(labels.Everything())
 	for _, s := range svcs {
-		if c.opts.Class.IsOurs(s) || ownsFields(s) {
+		if c.opts.Class.IsOurs(s) || ownsFields(s, c.manager) {
 			c.serviceQueue.Add(cache.MetaObjectToName(s))
 		}
 	}

@@ -82,7 +82,7 @@ func (c *Controller) syncPool(ctx context.Context, name string) error {
 		return err
 	}
 	defer cancel()
-	if _, err := c.herald.HeraldV1beta1().IPAddressPools().ApplyStatus(wctx, ac, applyOpts); err != nil {
+	if _, err := c.herald.HeraldV1beta1().IPAddressPools().ApplyStatus(wctx, ac, c.applyOpts()); err != nil {
 		return fmt.Errorf("pool %s status: %w", name, err)
 	}
 	return nil
@@ -105,13 +105,13 @@ func (c *Controller) syncFinalizer(ctx context.Context, pool *v1beta1.IPAddressP
 	switch {
 	case !deleting && !has:
 		ac := heraldac.IPAddressPool(pool.Name).WithResourceVersion(pool.ResourceVersion).WithFinalizers(v1beta1.PoolProtectionFinalizer)
-		got, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, ac, applyOpts)
+		got, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, ac, c.applyOpts())
 		if err != nil {
 			return "", fmt.Errorf("pool %s finalizer: %w", pool.Name, err)
 		}
 		return got.ResourceVersion, nil
 	case deleting && has && holders == 0:
-		_, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, heraldac.IPAddressPool(pool.Name).WithResourceVersion(pool.ResourceVersion), applyOpts)
+		_, err := c.herald.HeraldV1beta1().IPAddressPools().Apply(ctx, heraldac.IPAddressPool(pool.Name).WithResourceVersion(pool.ResourceVersion), c.applyOpts())
 		if err != nil && !c.poolGone(ctx, pool.Name) {
 			return "", fmt.Errorf("pool %s finalizer removal: %w", pool.Name, err)
 		}

@@ -16,7 +16,11 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 )
 
-var applyOpts = metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
+// applyOpts are the options of the controller's server-side applies,
+// under its installation's field manager.
+func (c *Controller) applyOpts() metav1.ApplyOptions {
+	return metav1.ApplyOptions{FieldManager: c.manager, Force: true}
+}
 
 // publish writes what changed in the status (ingress with ipMode VIP,
 // Herald's conditions), with events telling the story, and queues the pool
@@ -153,7 +157,7 @@ func (c *Controller) applyStatus(ctx context.Context, svc *corev1.Service, ingre
 	switch {
 	case len(ingress) > 0:
 		p.replaceIngress(ingress)
-	case len(svc.Status.LoadBalancer.Ingress) > 0 && wroteIngress(svc):
+	case len(svc.Status.LoadBalancer.Ingress) > 0 && wroteIngress(svc, c.manager):
 		p.replaceIngress(nil)
 	}
 	start := time.Now()
@@ -182,7 +186,7 @@ func (c *Controller) applyPoolAnnotation(ctx context.Context, svc *corev1.Servic
 		return err
 	}
 	defer cancel()
-	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, ac, applyOpts); err != nil {
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, ac, c.applyOpts()); err != nil {
 		return fmt.Errorf("service %s/%s annotation: %w", svc.Namespace, svc.Name, err)
 	}
 	return nil
@@ -198,13 +202,13 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	delete(c.pending, key)
 	c.mu.Unlock()
 	c.announced.ForgetTrue(key)
-	if !held && !ownsFields(svc) {
+	if !held && !ownsFields(svc, c.manager) {
 		return nil
 	}
 	rv := svc.ResourceVersion
 	p := &statusChange{}
 	p.removeHeraldConditions(svc.Status.Conditions)
-	if len(svc.Status.LoadBalancer.Ingress) > 0 && (held || wroteIngress(svc)) {
+	if len(svc.Status.LoadBalancer.Ingress) > 0 && (held || wroteIngress(svc, c.manager)) {
 		p.replaceIngress(nil)
 	}
 	if !p.empty() {
@@ -219,7 +223,7 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 		return err
 	}
 	defer cancel()
-	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(rv), applyOpts); err != nil {
+	if _, err := c.kube.CoreV1().Services(svc.Namespace).Apply(wctx, acorev1.Service(svc.Name, svc.Namespace).WithResourceVersion(rv), c.applyOpts()); err != nil {
 		return fmt.Errorf("service %s annotation cleanup: %w", key, err)
 	}
 	if !held {
@@ -240,10 +244,11 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	return nil
 }
 
-// ownsFields reports whether Herald's field manager wrote to the object.
-func ownsFields(svc *corev1.Service) bool {
+// ownsFields reports whether Herald's field manager (this installation's,
+// manager) wrote to the object.
+func ownsFields(svc *corev1.Service, manager string) bool {
 	for _, mf := range svc.ManagedFields {
-		if mf.Manager == FieldManager {
+		if mf.Manager == manager {
 			return true
 		}
 	}

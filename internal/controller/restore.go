@@ -26,7 +26,7 @@ func (c *Controller) restore() (restored, conflicts int) {
 		// A Service that is not Herald's any more (--lb-class-only turned
 		// on) but still shows Herald's addresses holds them until its
 		// status is cleared: nobody else may get them meanwhile.
-		if (c.opts.Class.IsOurs(s) || ownsFields(s)) && len(service.IngressIPs(s)) > 0 {
+		if (c.opts.Class.IsOurs(s) || ownsFields(s, c.manager)) && len(service.IngressIPs(s)) > 0 {
 			svcs = append(svcs, s)
 		}
 	}

@@ -190,10 +190,11 @@ func (c *Controller) reporters(k string) []string {
 	var out []rep
 	for _, o := range objs {
 		s := o.(*v1beta1.SpeakerStatus)
-		if !c.speakerAlive(s.Name) {
+		node, ok := c.opts.Installation.Node(s.Name)
+		if !ok || !c.speakerAlive(node) {
 			continue
 		}
-		out = append(out, rep{s.Name, l2Since(s, k)})
+		out = append(out, rep{node, l2Since(s, k)})
 	}
 	slices.SortFunc(out, func(a, b rep) int {
 		if a.since != b.since {

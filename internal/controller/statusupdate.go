@@ -93,7 +93,7 @@ func (c *Controller) updateStatus(ctx context.Context, svc *corev1.Service, p *s
 		return nil, err
 	}
 	defer cancel()
-	return c.kube.CoreV1().Services(svc.Namespace).UpdateStatus(wctx, s, metav1.UpdateOptions{FieldManager: FieldManager})
+	return c.kube.CoreV1().Services(svc.Namespace).UpdateStatus(wctx, s, metav1.UpdateOptions{FieldManager: c.manager})
 }
 
 // wroteIngress reports whether Herald's field manager owns the Service's
@@ -103,9 +103,9 @@ func (c *Controller) updateStatus(ctx context.Context, svc *corev1.Service, p *s
 // status with server-side apply (operation Apply), then with patches;
 // it now updates it (operation Update, as for patches). All count, so an
 // address written by an older controller is still recognised as Herald's.
-func wroteIngress(svc *corev1.Service) bool {
+func wroteIngress(svc *corev1.Service, manager string) bool {
 	for _, mf := range svc.ManagedFields {
-		if mf.Manager == FieldManager && mf.Subresource == "status" && mf.FieldsV1 != nil &&
+		if mf.Manager == manager && mf.Subresource == "status" && mf.FieldsV1 != nil &&
 			strings.Contains(mf.FieldsV1.GetRawString(), `"f:ingress"`) {
 			return true
 		}

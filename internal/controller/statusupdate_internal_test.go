@@ -24,7 +24,7 @@ func TestWroteIngress(t *testing.T) {
 		{"not the status", []metav1.ManagedFieldsEntry{{Manager: FieldManager, FieldsV1: ingress}}, false},
 	} {
 		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{ManagedFields: tc.mf}}
-		if got := wroteIngress(svc); got != tc.want {
+		if got := wroteIngress(svc, FieldManager); got != tc.want {
 			t.Errorf("%s: wroteIngress = %v, want %v", tc.name, got, tc.want)
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
 )
@@ -35,7 +36,7 @@ type kindInformers struct {
 // newKindInformers builds the informers: Services, EndpointSlices and
 // Nodes slimmed (slimObject), the others without managedFields; the hold
 // Lease and this node's SpeakerStatus alone, by a field selector.
-func newKindInformers(api *lean.API, node string, log *slog.Logger) (kindInformers, error) {
+func newKindInformers(api *lean.API, statusName string, inst installation.Name, log *slog.Logger) (kindInformers, error) {
 	var errs error
 	check := func(i cache.SharedIndexInformer, err error) cache.SharedIndexInformer {
 		errs = errors.Join(errs, err)
@@ -50,19 +51,22 @@ func newKindInformers(api *lean.API, node string, log *slog.Logger) (kindInforme
 		}
 		return o
 	}
+	// Herald's configuration of this installation alone.
+	own := strip
+	own.Tweak = func(o *metav1.ListOptions) { o.LabelSelector = inst.Selector() }
 	i := kindInformers{
 		services:    check(lean.NewInformer(api.Services, &corev1.Service{}, slim)),
 		slices:      check(lean.NewInformer(api.EndpointSlices, &discoveryv1.EndpointSlice{}, slim)),
 		nodes:       check(lean.NewInformer(api.Nodes, &corev1.Node{}, slim)),
 		secrets:     check(lean.NewInformer(api.Secrets, &corev1.Secret{}, strip)),
 		hold:        check(lean.NewInformer(api.Leases, &coordinationv1.Lease{}, named(heraldv1.AnnounceHoldLease))),
-		pools:       check(lean.NewInformer(api.Pools, &heraldv1.IPAddressPool{}, strip)),
-		l2Adverts:   check(lean.NewInformer(api.L2Advertisements, &heraldv1.L2Advertisement{}, strip)),
-		bgpAdverts:  check(lean.NewInformer(api.BGPAdvertisements, &heraldv1.BGPAdvertisement{}, strip)),
-		peers:       check(lean.NewInformer(api.BGPPeers, &heraldv1.BGPPeer{}, strip)),
-		communities: check(lean.NewInformer(api.Communities, &heraldv1.Community{}, strip)),
-		bfdProfiles: check(lean.NewInformer(api.BFDProfiles, &heraldv1.BFDProfile{}, strip)),
-		status:      check(lean.NewInformer(api.SpeakerStatuses, &heraldv1.SpeakerStatus{}, named(node))),
+		pools:       check(lean.NewInformer(api.Pools, &heraldv1.IPAddressPool{}, own)),
+		l2Adverts:   check(lean.NewInformer(api.L2Advertisements, &heraldv1.L2Advertisement{}, own)),
+		bgpAdverts:  check(lean.NewInformer(api.BGPAdvertisements, &heraldv1.BGPAdvertisement{}, own)),
+		peers:       check(lean.NewInformer(api.BGPPeers, &heraldv1.BGPPeer{}, own)),
+		communities: check(lean.NewInformer(api.Communities, &heraldv1.Community{}, own)),
+		bfdProfiles: check(lean.NewInformer(api.BFDProfiles, &heraldv1.BFDProfile{}, own)),
+		status:      check(lean.NewInformer(api.SpeakerStatuses, &heraldv1.SpeakerStatus{}, named(statusName))),
 	}
 	if errs != nil {
 		return i, errs
@@ -78,7 +82,7 @@ func (i kindInformers) all() []cache.SharedIndexInformer {
 
 func (s *Speaker) setupInformers(api *lean.API) error {
 	ns := s.opts.Namespace
-	i, err := newKindInformers(api, s.opts.NodeName, s.log)
+	i, err := newKindInformers(api, s.status.name, s.opts.Installation, s.log)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/members"
@@ -35,6 +36,11 @@ type Options struct {
 	// Namespace is Herald's namespace (BGP password Secrets live there).
 	Namespace string
 	Class     service.Class
+	// Installation is this installation's name when several share the
+	// cluster ("": the default one); it must match the controller's. The
+	// speaker reads only the configuration objects labelled as its own,
+	// and writes its SpeakerStatus under installation.SpeakerStatus's name.
+	Installation installation.Name
 	// Eligibility are the options of which nodes may announce
 	// (--ignore-exclude-lb); they must match the controller's.
 	Eligibility announce.Eligibility
@@ -177,6 +183,10 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	if opts.Events == nil {
 		opts.Events = NewEvents()
 	}
+	statusName, err := opts.Installation.SpeakerStatus(opts.NodeName)
+	if err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
@@ -189,7 +199,8 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker-status"}),
-		status: &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName,
+		status: &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName, name: statusName,
+			labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
 			interval: opts.StatusInterval, now: opts.Now},
 		l2:        newL2State(),
 		bgpAdvert: map[string][]string{},

@@ -16,6 +16,7 @@ import (
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
+	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s/lean/leantest"
 )
 
@@ -41,7 +42,8 @@ func writes(c *heraldfake.Clientset) int {
 }
 
 func testPublisher(c *heraldfake.Clientset, now *time.Time) *statusPublisher {
-	return &statusPublisher{client: c.HeraldV1beta1().SpeakerStatuses(), node: "node1", interval: time.Second, now: func() time.Time { return *now }}
+	return &statusPublisher{client: c.HeraldV1beta1().SpeakerStatuses(), node: "node1", name: "node1", manager: "herald-speaker",
+		interval: time.Second, now: func() time.Time { return *now }}
 }
 
 func publishOK(t *testing.T, p *statusPublisher, want v1beta1.SpeakerStatusStatus) time.Duration {
@@ -220,5 +222,41 @@ func TestSpeakerPublishesWhatItAnnounces(t *testing.T) {
 	got, err := statuses.Get(ctx, "node1", metav1.GetOptions{})
 	if err != nil || len(got.Status.L2) != 0 || got.Status.Summary.L2Addresses != 0 {
 		t.Fatalf("after shutdown: %+v, %v; want an empty status", got, err)
+	}
+}
+
+// TestStatusPublisherOfAnInstallation: a second installation's speaker
+// writes its own SpeakerStatus, <node>.<installation>, labelled with the
+// installation and owned by the Node, beside the default one's, which it
+// never writes.
+func TestStatusPublisherOfAnInstallation(t *testing.T) {
+	c := heraldfake.NewSimpleClientset()
+	now := time.Unix(2000, 0)
+	ctx := context.Background()
+	publishOK(t, testPublisher(c, &now), l2Status("198.51.100.1"))
+	inst := installation.Name("blue")
+	name, err := inst.SpeakerStatus("node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &statusPublisher{client: c.HeraldV1beta1().SpeakerStatuses(), node: "node1", name: name, labels: inst.Labels(),
+		manager: inst.Writer("herald-speaker"), interval: time.Second, now: func() time.Time { return now }}
+	publishOK(t, p, l2Status("198.51.100.9"))
+	got, err := c.HeraldV1beta1().SpeakerStatuses().Get(ctx, "node1.blue", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[v1beta1.LabelInstallation] != "blue" || len(got.Status.L2) != 1 || got.Status.L2[0].Address != "198.51.100.9" {
+		t.Errorf("node1.blue: labels %v, l2 %+v", got.Labels, got.Status.L2)
+	}
+	if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].Name != "node1" || got.OwnerReferences[0].UID != nodeUID {
+		t.Errorf("node1.blue owner references %+v, want Node node1", got.OwnerReferences)
+	}
+	def, err := c.HeraldV1beta1().SpeakerStatuses().Get(ctx, "node1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(def.Labels) != 0 || len(def.Status.L2) != 1 || def.Status.L2[0].Address != "198.51.100.1" {
+		t.Errorf("the default installation's node1 changed: labels %v, l2 %+v", def.Labels, def.Status.L2)
 	}
 }

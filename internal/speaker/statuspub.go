@@ -27,7 +27,10 @@ const DefaultStatusInterval = time.Second
 // write, and after the object was deleted (forget).
 type statusPublisher struct {
 	client   lean.SpeakerStatusClient
-	node     string
+	node     string            // the Node, its owner
+	name     string            // the object's (installation.Name.SpeakerStatus)
+	labels   map[string]string // its installation's (installation.Name.Labels)
+	manager  string            // the field manager of the writes
 	interval time.Duration
 	now      func() time.Time
 	onWrite  func() // counts the writes (metric)
@@ -44,11 +47,11 @@ func (p *statusPublisher) publish(ctx context.Context, want v1beta1.SpeakerStatu
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.last == nil {
-		got, err := p.client.Get(ctx, p.node, metav1.GetOptions{})
+		got, err := p.client.Get(ctx, p.name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			return 0, fmt.Errorf("get SpeakerStatus %s: %w", p.node, err)
+			return 0, fmt.Errorf("get SpeakerStatus %s: %w", p.name, err)
 		default:
 			p.last = got
 		}
@@ -65,18 +68,18 @@ func (p *statusPublisher) publish(ctx context.Context, want v1beta1.SpeakerStatu
 		err     error
 	)
 	if p.last == nil {
-		obj := &v1beta1.SpeakerStatus{ObjectMeta: metav1.ObjectMeta{Name: p.node, OwnerReferences: []metav1.OwnerReference{owner}}, Status: want}
-		written, err = p.client.Create(ctx, obj, metav1.CreateOptions{FieldManager: "herald-speaker"})
+		obj := &v1beta1.SpeakerStatus{ObjectMeta: metav1.ObjectMeta{Name: p.name, Labels: p.labels, OwnerReferences: []metav1.OwnerReference{owner}}, Status: want}
+		written, err = p.client.Create(ctx, obj, metav1.CreateOptions{FieldManager: p.manager})
 	} else {
 		obj := p.last.DeepCopy()
 		obj.Status = want
 		obj.OwnerReferences = []metav1.OwnerReference{owner}
-		written, err = p.client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: "herald-speaker"})
+		written, err = p.client.Update(ctx, obj, metav1.UpdateOptions{FieldManager: p.manager})
 	}
 	p.lastWrite = p.now()
 	if err != nil {
 		p.last = nil // read it again: it changed, or was deleted or created under us
-		return 0, fmt.Errorf("write SpeakerStatus %s: %w", p.node, err)
+		return 0, fmt.Errorf("write SpeakerStatus %s: %w", p.name, err)
 	}
 	p.last = written
 	if p.onWrite != nil {
