@@ -4,12 +4,13 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 // SpeakerStatus is what one node's speaker actually announces: the
 // addresses it answers ARP/NDP for and its BGP sessions with the prefixes
-// it advertises on each. There is one per node, named after the node and
-// owned by the Node (the garbage collector deletes it with the node). The
-// speaker writes it when what it announces changes, at most once per
-// --status-interval; it is not a heartbeat (the liveness Lease
-// herald-speaker-<node> is). The controller reads it for the Service
-// condition herald.dev/Announced.
+// it advertises on each. There is one per node, named after the node
+// (<node>.<installation> for a second installation, labelled
+// herald.dev/installation) and owned by the Node (the garbage collector
+// deletes it with the node). The speaker writes it when what it
+// announces changes, at most once per --status-interval; it is not a
+// heartbeat (the liveness Lease herald-speaker-<node> is). The
+// controller reads it for the Service condition herald.dev/Announced.
 //
 // +genclient
 // +genclient:nonNamespaced

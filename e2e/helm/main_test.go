@@ -12,7 +12,11 @@
 // chart's alerts (monitoring_test.go); `helm uninstall` leaves the CRDs
 // and only what docs/operations.md says; then a release with a custom
 // lbClass serves the Services of that class and leaves every other
-// Service alone. Its lab runs kube-proxy in iptables
+// Service alone; two releases side by side (the default installation and
+// a second one with its own installation name, class, pools and ports)
+// each serve their own Services and never write the other's, and either
+// keeps serving when the other is uninstalled (installations_test.go).
+// Its lab runs kube-proxy in iptables
 // mode: every other package runs nftables, so the VIP data path (HTTP
 // through an address Herald announces) is proven in both.
 package helm

@@ -139,7 +139,7 @@ func (e *env) startController(opts controller.Options) (stop func()) {
 		e.t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	rec, stopEvents := k8s.NewRecorder(ctx, clientset.EventSink(e.kube), scheme, "herald-controller")
+	rec, stopEvents := k8s.NewRecorder(ctx, clientset.EventSink(e.kube), scheme, opts.Installation.Writer(controller.FieldManager))
 	opts.Namespace = heraldNS
 	opts.Recorder = rec
 	if opts.Logger == nil {

@@ -29,12 +29,13 @@ import (
 //
 // SpeakerStatus is what one node's speaker actually announces: the
 // addresses it answers ARP/NDP for and its BGP sessions with the prefixes
-// it advertises on each. There is one per node, named after the node and
-// owned by the Node (the garbage collector deletes it with the node). The
-// speaker writes it when what it announces changes, at most once per
-// --status-interval; it is not a heartbeat (the liveness Lease
-// herald-speaker-<node> is). The controller reads it for the Service
-// condition herald.dev/Announced.
+// it advertises on each. There is one per node, named after the node
+// (<node>.<installation> for a second installation, labelled
+// herald.dev/installation) and owned by the Node (the garbage collector
+// deletes it with the node). The speaker writes it when what it
+// announces changes, at most once per --status-interval; it is not a
+// heartbeat (the liveness Lease herald-speaker-<node> is). The
+// controller reads it for the Service condition herald.dev/Announced.
 type SpeakerStatusApplyConfiguration struct {
 	v1.TypeMetaApplyConfiguration    `json:""`
 	*v1.ObjectMetaApplyConfiguration `json:"metadata,omitempty"`
