@@ -102,15 +102,29 @@ func TestHelmTwoInstallations(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// the Services are gone by now (their cleanups run first); the
+		// default release may be too, so nobody lifts pool first's
+		// finalizer: the test does
 		ctx := context.Background()
 		_, _ = h.Kubectl(ctx, "delete", "l2advertisements.herald.dev/first", "l2advertisements.herald.dev/blue",
-			"ipaddresspools.herald.dev/first", "ipaddresspools.herald.dev/blue", "--ignore-not-found", "--timeout=60s")
+			"ipaddresspools.herald.dev/first", "ipaddresspools.herald.dev/blue", "--ignore-not-found", "--wait=false")
+		for _, p := range []string{"first", "blue"} {
+			_, _ = h.Kubectl(ctx, "patch", "ipaddresspools.herald.dev/"+p, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+		}
 		_, _ = h.Helm(ctx, "uninstall", blueRelease, "-n", blueNS, "--ignore-not-found")
 		_ = h.HelmUninstall(ctx)
+		_, _ = h.Kubectl(ctx, "delete", "speakerstatuses.herald.dev", "-l", v1beta1.LabelInstallation+"="+blueName, "--ignore-not-found")
 		_, _ = h.Kubectl(ctx, "delete", "namespace", deploy.Namespace, blueNS, "--ignore-not-found", "--wait=false")
 	})
 	h.LogsOnFailure(t)
 	installBlue(t, h)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := h.Kubectl(context.Background(), "-n", blueNS, "logs", "-l", "app.kubernetes.io/name=herald",
+				"--all-containers", "--prefix", "--tail=60", "--max-log-requests=10")
+			t.Logf("release %s's logs:\n%s", blueRelease, out)
+		}
+	})
 	if err := h.Apply(ctx, twoConfigs); err != nil {
 		t.Fatal(err)
 	}

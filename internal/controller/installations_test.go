@@ -21,7 +21,7 @@ import (
 // writes, records events on and keeps its own Services alone: blue never
 // takes the class-less Service the default installation serves for one it
 // must let go (that Service's fields are not blue's field manager's),
-// not while both run, nor once the default installation is gone.
+// not while both run, nor when it restarts with the default one gone.
 func TestTwoInstallations(t *testing.T) {
 	e := newEnv(t)
 	e.pool("first", func(s *v1beta1.IPAddressPoolSpec) { s.AutoAssign = ptr(true) }, "198.51.100.64/30")
@@ -32,8 +32,9 @@ func TestTwoInstallations(t *testing.T) {
 	}
 	const blueClass = "example.com/blue"
 	blueInst := installation.Name("blue")
+	blueOpts := controller.Options{Installation: blueInst, Class: service.Class{OwnClassOnly: true, Name: blueClass}}
 	stopDefault := e.startController(controller.Options{})
-	e.startController(controller.Options{Installation: blueInst, Class: service.Class{OwnClassOnly: true, Name: blueClass}})
+	stopBlue := e.startController(blueOpts)
 	e.svc("plain", nil)
 	e.svc("tinted", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr(blueClass) })
 	e.waitIPs("plain", "198.51.100.64")
@@ -47,7 +48,11 @@ func TestTwoInstallations(t *testing.T) {
 	e.settle("first")
 	checkOnlyWriter(t, e, "plain", controller.FieldManager, blueManager)
 	checkOnlyWriter(t, e, "tinted", blueManager, controller.FieldManager)
+	// blue restarts while the default installation is gone: its restore
+	// and every sync after it leave the class-less Service alone
 	stopDefault()
+	stopBlue()
+	e.startController(blueOpts)
 	e.updateSvc("plain", func(s *corev1.Service) { s.Labels = map[string]string{"touched": "yes"} })
 	e.svc("sentinel", func(s *corev1.Service) { s.Spec.LoadBalancerClass = ptr(blueClass) })
 	e.waitIPs("sentinel", "198.51.100.73")
