@@ -35,7 +35,9 @@ type kindInformers struct {
 
 // newKindInformers builds the informers: Services, EndpointSlices and
 // Nodes slimmed (slimObject), the others without managedFields; the hold
-// Lease and this node's SpeakerStatus alone, by a field selector.
+// Lease and this node's SpeakerStatus (statusName) alone, by a field
+// selector; Herald's configuration of installation inst alone, by a label
+// selector.
 func newKindInformers(api *lean.API, statusName string, inst installation.Name, log *slog.Logger) (kindInformers, error) {
 	var errs error
 	check := func(i cache.SharedIndexInformer, err error) cache.SharedIndexInformer {
