@@ -11,10 +11,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/installation"
 )
 
-// speakerReports reads the speakers' SpeakerStatuses (one per node, named
-// after it): every address a node answers for in L2 mode ("l2 on
+// speakerReports reads the speakers' SpeakerStatuses (one per node and
+// installation, named after the node): every address a node answers for in L2 mode ("l2 on
 // <interfaces>") and every host prefix it sends on an established BGP
 // session ("bgp to <peers>"). An object that does not decode is reported
 // by name with no address, and a note.
@@ -29,8 +30,10 @@ func speakerReports(objs []map[string]any) (map[string][]Announced, []SpeakerLin
 			notes = append(notes, fmt.Sprintf("SpeakerStatus %v does not decode: %v", md["name"], err))
 			continue
 		}
-		node := ss.Name
-		lines = append(lines, SpeakerLine{Node: node, Pod: ss.Status.Pod, Summary: ss.Status.Summary, Truncated: ss.Status.Truncated})
+		// one line per object (a second installation's is <node>.<name>);
+		// what it announces, under its node
+		lines = append(lines, SpeakerLine{Node: ss.Name, Pod: ss.Status.Pod, Summary: ss.Status.Summary, Truncated: ss.Status.Truncated})
+		node := speakerNode(&ss)
 		for _, a := range ss.Status.L2 {
 			if ip, ok := parseAddress(a.Address); ok {
 				out[node] = append(out[node], Announced{IP: ip, How: "l2 on " + strings.Join(a.Interfaces, ",")})
@@ -57,6 +60,19 @@ func speakerReports(objs []map[string]any) (map[string][]Announced, []SpeakerLin
 	}
 	sort.Slice(lines, func(i, j int) bool { return lines[i].Node < lines[j].Node })
 	return out, lines, notes
+}
+
+// speakerNode is the node of a SpeakerStatus: its name, without the
+// ".<installation>" of an installation's other than the default.
+func speakerNode(ss *v1beta1.SpeakerStatus) string {
+	inst, ok := ss.Labels[v1beta1.LabelInstallation]
+	if !ok {
+		return ss.Name
+	}
+	if node, ok := installation.Name(inst).Node(ss.Name); ok {
+		return node
+	}
+	return ss.Name
 }
 
 // parseAddress accepts an address or a host prefix (/32, /128).

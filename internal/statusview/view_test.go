@@ -264,3 +264,32 @@ func TestPoolColumnOutsideFollowsThePoolsRecord(t *testing.T) {
 		t.Errorf("pools kept %q, stray %q", got["t/kept"], got["t/stray"])
 	}
 }
+
+// TestSpeakerReportsOfASecondInstallation: a SpeakerStatus of
+// installation blue (<node>.blue, labelled) reports for its node; an
+// unlabelled object with a dot in its name is a node of that name.
+func TestSpeakerReportsOfASecondInstallation(t *testing.T) {
+	in := inputs(true)
+	in.Services = append(in.Services, lb("blue", "web", "198.51.100.7"), lb("dots", "web", "198.51.100.8"))
+	l2 := func(addr string) map[string]any {
+		return map[string]any{"l2": []any{map[string]any{"address": addr, "interfaces": []any{"eth0"}, "since": "2026-01-01T00:00:00Z"}}}
+	}
+	in.Speakers = append(in.Speakers,
+		map[string]any{"metadata": map[string]any{"name": "node-c.blue", "labels": map[string]any{v1beta1.LabelInstallation: "blue"}}, "status": l2("198.51.100.7")},
+		map[string]any{"metadata": map[string]any{"name": "node-d.example"}, "status": l2("198.51.100.8")})
+	v := Build(in, Filter{})
+	got := map[string]string{}
+	for _, r := range v.Rows {
+		got[r.Service] = announcers(r)
+	}
+	if got["blue/web"] != "node-c(l2, speaker report)" || got["dots/web"] != "node-d.example(l2, speaker report)" {
+		t.Errorf("announcers %v", got)
+	}
+	var names []string
+	for _, s := range v.Speakers {
+		names = append(names, s.Node)
+	}
+	if strings.Join(names, " ") != "node-a node-b node-c.blue node-d.example" {
+		t.Errorf("speaker lines %v, want one per object", names)
+	}
+}
