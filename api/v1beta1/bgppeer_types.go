@@ -15,6 +15,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:printcolumn:name="Passive",type=boolean,JSONPath=`.spec.passive`,priority=1
 // +kubebuilder:printcolumn:name="My ASN",type=integer,JSONPath=`.spec.myASN`
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.spec.peerPort`,priority=1
+// +kubebuilder:printcolumn:name="VRF",type=string,JSONPath=`.spec.vrf`,priority=1
 // +kubebuilder:printcolumn:name="BFD Profile",type=string,JSONPath=`.spec.bfdProfile`
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -35,6 +36,8 @@ type BGPPeer struct {
 // +kubebuilder:validation:XValidation:rule="has(self.peerASN) != has(self.dynamicASN)",message="spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"
 // +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultiHop) || !self.ebgpMultiHop || (has(self.peerASN) ? self.myASN != self.peerASN : self.dynamicASN == 'external')",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN, or dynamicASN external)"
 // +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
+// +kubebuilder:validation:XValidation:rule="!has(self.vrf) || !has(self.passive) || !self.passive",message="spec.passive is not supported with spec.vrf: the node's BGP listener is in the default VRF"
+// +kubebuilder:validation:XValidation:rule="!has(self.vrf) || !has(self.bfdProfile)",message="spec.bfdProfile is not supported with spec.vrf: the embedded BGP server runs BFD in the default VRF"
 type BGPPeerSpec struct {
 	// MyASN is the speaker's AS number.
 	// +kubebuilder:validation:Minimum=1
@@ -149,6 +152,18 @@ type BGPPeerSpec struct {
 	// speaker restarts (RFC 4724).
 	// +optional
 	GracefulRestart bool `json:"gracefulRestart,omitempty"`
+
+	// VRF names a Linux VRF device on the node (ip link add <name> type
+	// vrf): the session is bound to it (SO_BINDTODEVICE) and routed by its
+	// table, and the routes' next hops are the node's addresses on the
+	// interfaces enslaved to it instead of the node's address. A node
+	// without this VRF opens no session to this peer and says so in its
+	// SpeakerStatus. Empty: the default VRF.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]*$')",message="spec.vrf must be a Linux interface name: up to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
+	// +optional
+	VRF string `json:"vrf,omitempty"`
 }
 
 // BGPPeerList is a list of BGPPeer.

@@ -83,6 +83,13 @@ func invalidCases() []invalidCase {
 		bad("peer dynamicASN not a class", peer, "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: any", "spec.dynamicASN"),
 		bad("peer multihop on dynamic iBGP", peer, "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: internal\nebgpMultiHop: true", "spec.ebgpMultiHop applies only to eBGP"),
 		bad("peer passive not a bool", peer, okPeer+"passive: sometimes", "spec.passive"),
+		bad("peer vrf too long", peer, okPeer+"vrf: a-very-long-vrf-name", "spec.vrf"),
+		bad("peer vrf empty", peer, okPeer+"vrf: ''", "spec.vrf"),
+		bad("peer vrf with a slash", peer, okPeer+"vrf: red/blue", "spec.vrf must be a Linux interface name"),
+		bad("peer vrf with a space", peer, okPeer+"vrf: 'red blue'", "spec.vrf must be a Linux interface name"),
+		bad("peer vrf starting with a dash", peer, okPeer+"vrf: -red", "spec.vrf must be a Linux interface name"),
+		bad("peer vrf and passive", peer, okPeer+"vrf: red\npassive: true", "spec.passive is not supported with spec.vrf"),
+		bad("peer vrf and bfdProfile", peer, okPeer+"vrf: red\nbfdProfile: fast", "spec.bfdProfile is not supported with spec.vrf"),
 		bad("advertisement community 16-bit overflow", bgpAdv, "communities: ['65536:1']", "spec.communities: each entry must be a standard community"),
 		bad("advertisement community garbage", bgpAdv, "communities: ['1:2:3']", "spec.communities: each entry must be a standard community"),
 		bad("advertisement large community overflow", bgpAdv, "communities: ['large:1:2:4294967296']", "spec.communities: each entry must be a standard community"),
@@ -138,6 +145,9 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1"}, // iBGP, ebgpMultiHop left out
 		{"BGPPeer", "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: external\nebgpMultiHop: true\npassive: true"},
 		{"BGPPeer", "myASN: 64513\npeerAddress: '2001:db8:1::1'\ndynamicASN: internal"},
+		{"BGPPeer", okPeer + "vrf: red\npassive: false"},
+		{"BGPPeer", okPeer + "vrf: vrf_tenant-1.2"},
+		{"BGPPeer", okPeer + "vrf: '123456789012345'"},
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
 		{"SpeakerStatus", "pod: herald-speaker-x7k2p\nsummary: {l2Addresses: 2, sessions: 1/2, prefixes: 1}\n" +

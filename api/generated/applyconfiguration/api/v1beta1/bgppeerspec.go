@@ -85,6 +85,13 @@ type BGPPeerSpecApplyConfiguration struct {
 	// GracefulRestart asks the router to keep this node's routes while the
 	// speaker restarts (RFC 4724).
 	GracefulRestart *bool `json:"gracefulRestart,omitempty"`
+	// VRF names a Linux VRF device on the node (ip link add <name> type
+	// vrf): the session is bound to it (SO_BINDTODEVICE) and routed by its
+	// table, and the routes' next hops are the node's addresses on the
+	// interfaces enslaved to it instead of the node's address. A node
+	// without this VRF opens no session to this peer and says so in its
+	// SpeakerStatus. Empty: the default VRF.
+	VRF *string `json:"vrf,omitempty"`
 }
 
 // BGPPeerSpecApplyConfiguration constructs a declarative configuration of the BGPPeerSpec type for use with
@@ -231,5 +238,13 @@ func (b *BGPPeerSpecApplyConfiguration) WithBFDProfile(value string) *BGPPeerSpe
 // If called multiple times, the GracefulRestart field is set to the value of the last call.
 func (b *BGPPeerSpecApplyConfiguration) WithGracefulRestart(value bool) *BGPPeerSpecApplyConfiguration {
 	b.GracefulRestart = &value
+	return b
+}
+
+// WithVRF sets the VRF field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the VRF field is set to the value of the last call.
+func (b *BGPPeerSpecApplyConfiguration) WithVRF(value string) *BGPPeerSpecApplyConfiguration {
+	b.VRF = &value
 	return b
 }
