@@ -281,6 +281,37 @@ func TestPeerDynamicASNAndPassive(t *testing.T) {
 	wantProblem(t, ps, "BGPPeer", "bad-class", "spec.dynamicASN", ReasonInvalidField, `"any" is neither internal nor external`)
 }
 
+func TestPeerVRF(t *testing.T) {
+	in := Input{Peers: []*v1beta1.BGPPeer{
+		peerObj("red", 0, func(s *v1beta1.BGPPeerSpec) { s.VRF = "red" }),
+		peerObj("plain", 0, func(s *v1beta1.BGPPeerSpec) { s.PeerAddress = "198.51.100.2" }),
+		peerObj("slash", 0, func(s *v1beta1.BGPPeerSpec) { s.VRF = "red/blue"; s.PeerAddress = "198.51.100.3" }),
+		peerObj("long", 0, func(s *v1beta1.BGPPeerSpec) { s.VRF = "a-very-long-vrf-name"; s.PeerAddress = "198.51.100.4" }),
+		peerObj("passive", 0, func(s *v1beta1.BGPPeerSpec) { s.VRF = "red"; s.Passive = true; s.PeerAddress = "198.51.100.5" }),
+		peerObj("bfd", 0, func(s *v1beta1.BGPPeerSpec) { s.VRF = "red"; s.BFDProfile = "fast"; s.PeerAddress = "198.51.100.6" }),
+	}}
+	cfg, ps := Build(in)
+	peers := map[string]*Peer{}
+	for _, p := range cfg.Peers {
+		peers[p.Name] = p
+	}
+	if p := peers["red"]; p == nil || p.VRF != "red" {
+		t.Errorf("red: %+v", p)
+	}
+	if p := peers["plain"]; p == nil || p.VRF != "" {
+		t.Errorf("plain: %+v", p)
+	}
+	for _, n := range []string{"slash", "long", "passive", "bfd"} {
+		if _, ok := peers[n]; ok {
+			t.Errorf("%s: an invalid vrf must open no session", n)
+		}
+	}
+	wantProblem(t, ps, "BGPPeer", "slash", "spec.vrf", ReasonInvalidField, "not a Linux interface name")
+	wantProblem(t, ps, "BGPPeer", "long", "spec.vrf", ReasonInvalidField, "not a Linux interface name")
+	wantProblem(t, ps, "BGPPeer", "passive", "spec.vrf", ReasonInvalidField, "spec.passive is not supported with spec.vrf")
+	wantProblem(t, ps, "BGPPeer", "bfd", "spec.vrf", ReasonInvalidField, "spec.bfdProfile is not supported with spec.vrf")
+}
+
 func TestDuplicatePeerAddressNewerIgnored(t *testing.T) {
 	cfg, ps := Build(Input{Peers: []*v1beta1.BGPPeer{peerObj("second", 2, nil), peerObj("first", 1, nil)}})
 	if len(cfg.Peers) != 1 || cfg.Peers[0].Name != "first" {

@@ -216,6 +216,7 @@ type Peer struct {
 	MyASN, PeerASN  uint32     // PeerASN 0 with DynamicASN
 	DynamicASN      DynamicASN // empty: the router's AS is PeerASN
 	Passive         bool       // wait for the router to connect
+	VRF             string     // Linux VRF device the session is bound to; empty: the default VRF
 	Address         netip.Addr
 	Port            uint16
 	SourceAddress   netip.Addr // zero: chosen by the node

@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"net/netip"
+	"regexp"
 	"sort"
 	"time"
 
@@ -63,7 +64,7 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 	}
 	p := &Peer{
 		Name: obj.Name, MyASN: uint32(s.MyASN), PeerASN: uint32(s.PeerASN), Port: uint16(s.PeerPort),
-		DynamicASN: DynamicASN(s.DynamicASN), Passive: s.Passive,
+		DynamicASN: DynamicASN(s.DynamicASN), Passive: s.Passive, VRF: s.VRF,
 		EBGPMultiHop: s.EBGPMultiHop, GracefulRestart: s.GracefulRestart, Password: s.Password,
 		HoldTime: duration(s.HoldTime, DefaultHoldTime), ConnectTime: duration(s.ConnectTime, DefaultConnectTime),
 	}
@@ -73,6 +74,9 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 	p.KeepaliveTime = duration(s.KeepaliveTime, p.HoldTime/3)
 	if msg := checkASN(s); msg != "" {
 		return ignore(asnField(s), ReasonInvalidField, msg)
+	}
+	if msg := checkVRF(s); msg != "" {
+		return ignore("spec.vrf", ReasonInvalidField, msg)
 	}
 	var err error
 	if p.Address, err = netip.ParseAddr(s.PeerAddress); err != nil {
@@ -128,6 +132,25 @@ func checkASN(s v1beta1.BGPPeerSpec) string {
 	}
 	return ""
 }
+
+// checkVRF says what is wrong with a spec's vrf: the schema refuses the
+// same, but objects written before it still reach here.
+func checkVRF(s v1beta1.BGPPeerSpec) string {
+	switch {
+	case s.VRF == "":
+		return ""
+	case !vrfName.MatchString(s.VRF):
+		return fmt.Sprintf("spec.vrf %q is not a Linux interface name (up to 15 letters, digits, '_', '.' or '-')", s.VRF)
+	case s.Passive:
+		return "spec.passive is not supported with spec.vrf: the node's BGP listener is in the default VRF"
+	case s.BFDProfile != "":
+		return "spec.bfdProfile is not supported with spec.vrf: the embedded BGP server runs BFD in the default VRF"
+	}
+	return ""
+}
+
+// vrfName is the schema's pattern for spec.vrf.
+var vrfName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$`)
 
 func asnField(s v1beta1.BGPPeerSpec) string {
 	if s.DynamicASN != "" {
