@@ -3,6 +3,7 @@ package bgp
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"slices"
 	"time"
 )
@@ -31,6 +32,9 @@ func normalize(s Session) (Session, error) {
 	if s.Name == "" {
 		return s, errors.New("session has no name")
 	}
+	if s.Unavailable != "" {
+		return s, errors.New(s.Unavailable)
+	}
 	if !s.PeerAddress.IsValid() {
 		return s, errors.New("peerAddress is not set")
 	}
@@ -57,6 +61,9 @@ func normalize(s Session) (Session, error) {
 	if err := normalizeBFD(&s); err != nil {
 		return s, err
 	}
+	if err := normalizeVRF(&s); err != nil {
+		return s, err
+	}
 	for _, f := range s.Families {
 		if f != IPv4Unicast && f != IPv6Unicast {
 			return s, fmt.Errorf("unknown address family %d", f)
@@ -64,6 +71,27 @@ func normalize(s Session) (Session, error) {
 	}
 	s.Families = normalizeFamilies(s)
 	return s, nil
+}
+
+// normalizeVRF checks what the embedded server cannot do in a VRF: its
+// listener and its BFD sockets are in the default VRF.
+func normalizeVRF(s *Session) error {
+	s.NextHopV4, s.NextHopV6 = s.NextHopV4.Unmap(), s.NextHopV6.Unmap()
+	if s.VRF == "" {
+		s.NextHopV4, s.NextHopV6 = netip.Addr{}, netip.Addr{}
+		return nil
+	}
+	switch {
+	case s.Passive:
+		return fmt.Errorf("vrf %s: a passive session is not supported in a VRF (the listener is in the default VRF)", s.VRF)
+	case s.BFD != nil:
+		return fmt.Errorf("vrf %s: BFD is not supported in a VRF (GoBGP runs BFD in the default VRF)", s.VRF)
+	case s.NextHopV4.IsValid() && !s.NextHopV4.Is4():
+		return fmt.Errorf("vrf %s: IPv4 next hop %s is not an IPv4 address", s.VRF, s.NextHopV4)
+	case s.NextHopV6.IsValid() && !s.NextHopV6.Is6():
+		return fmt.Errorf("vrf %s: IPv6 next hop %s is not an IPv6 address", s.VRF, s.NextHopV6)
+	}
+	return nil
 }
 
 func normalizeTimers(s *Session) error {

@@ -96,20 +96,46 @@ func (p *pathPlan) deliver(prefix netip.Prefix, nh netip.Addr, path Path, s Sess
 		del = delivery{}
 	}
 	a, seen := del[s.PeerAddress]
-	if fam == IPv4Unicast && s.PeerAddress.Is6() {
-		if v4 := nodeV4.Unmap(); v4.Is4() {
-			a.nextHop = v4
-		} else {
-			p.warnings.add(s.Name, "no IPv4 next hop for an IPv6 session (the node has no IPv4 address): not advertised", prefix)
-			return
-		}
+	override, why := sessionNextHop(s, fam, nodeV4)
+	if why != "" {
+		p.warnings.add(s.Name, why, prefix)
+		return
 	}
+	a.nextHop = override
 	a.communities = mergeSorted(a.communities, path.Communities, cmp.Compare[uint32])
 	a.large = mergeSorted(a.large, path.LargeCommunities, cmpLarge)
 	p.mergeLocalPref(&a, path.LocalPref, s, prefix, seen)
 	del[s.PeerAddress] = a
 	p.deliveries[prefix] = del
 	p.rib[prefix] = nh
+}
+
+// sessionNextHop is the next hop that overrides the RIB's for paths of
+// family fam sent on s (zero: the RIB's), or why they cannot be sent. In
+// a VRF it is the node's address there; IPv4 paths on an IPv4 session
+// keep the unspecified next hop, which GoBGP replaces with the session's
+// local address (in the VRF too, the socket being bound to it).
+func sessionNextHop(s Session, fam Family, nodeV4 netip.Addr) (netip.Addr, string) {
+	if s.VRF != "" {
+		switch {
+		case fam == IPv6Unicast && s.NextHopV6.IsValid():
+			return s.NextHopV6, ""
+		case fam == IPv6Unicast:
+			return netip.Addr{}, fmt.Sprintf("no IPv6 next hop: the node has no global IPv6 address in VRF %s: not advertised", s.VRF)
+		case s.PeerAddress.Is4():
+			return netip.Addr{}, ""
+		case s.NextHopV4.IsValid():
+			return s.NextHopV4, ""
+		}
+		return netip.Addr{}, fmt.Sprintf("no IPv4 next hop for an IPv6 session: the node has no IPv4 address in VRF %s: not advertised", s.VRF)
+	}
+	if fam == IPv4Unicast && s.PeerAddress.Is6() {
+		if v4 := nodeV4.Unmap(); v4.Is4() {
+			return v4, ""
+		}
+		return netip.Addr{}, "no IPv4 next hop for an IPv6 session (the node has no IPv4 address): not advertised"
+	}
+	return netip.Addr{}, ""
 }
 
 func (p *pathPlan) mergeLocalPref(a *attrs, lp *uint32, s Session, prefix netip.Prefix, seen bool) {

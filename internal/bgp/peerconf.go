@@ -36,6 +36,7 @@ func peerConfig(s Session, restarting bool) *api.Peer {
 		AfiSafis: afiSafis(s),
 	}
 	p.Transport.PassiveMode = s.Passive
+	p.Transport.BindInterface = s.VRF
 	if s.SourceAddress.IsValid() {
 		p.Transport.LocalAddress = s.SourceAddress.String()
 	}

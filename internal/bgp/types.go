@@ -57,6 +57,16 @@ type Session struct {
 	GracefulRestart bool
 	BFD             *BFD     // nil: no BFD
 	Families        []Family // empty: the family of PeerAddress
+
+	// VRF is the Linux VRF device the session is bound to
+	// (SO_BINDTODEVICE); empty: the default VRF. NextHopV4 and NextHopV6
+	// are then the node's addresses in it, the next hops of the paths
+	// sent on the session (a family without one is not advertised).
+	VRF                  string
+	NextHopV4, NextHopV6 netip.Addr
+	// Unavailable refuses the session with this reason: the node cannot
+	// hold it (its VRF does not exist here).
+	Unavailable string
 }
 
 // ASNClass is the class of router AS numbers a session accepts when it has
