@@ -32,6 +32,7 @@ import (
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/speaker"
+	"github.com/herald-lb/herald/internal/vrf"
 )
 
 // argExit prints an argument error and returns the exit status: 0 for
@@ -104,6 +105,10 @@ func run(f flags) error {
 	if err != nil {
 		return err
 	}
+	// BGPPeers bound to a VRF use the node's addresses in it; the
+	// snapshot is read now, then followed (a VRF created later is used).
+	vrfs := &vrf.Watcher{Logger: log.With("component", "vrf")}
+	vrfs.Refresh()
 	// The member list starts once the speaker's caches have synced: a
 	// speaker that cannot sync is never a member others hand addresses to.
 	var ml *members.Members
@@ -112,7 +117,7 @@ func run(f flags) error {
 		Installation: inst,
 		Eligibility:  announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
 		L2:           l2, BGP: bgpSpeaker, Events: events, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
-		PodName: f.podName, StatusInterval: f.statusInterval,
+		PodName: f.podName, StatusInterval: f.statusInterval, VRFs: vrfs.Current,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {
@@ -155,6 +160,7 @@ func run(f flags) error {
 	// settled, BGP sessions attempted); a failed L2 announcer stops it.
 	wg.Go(func() { followHealth(runCtx, health, s, l2, stopped) })
 	wg.Go(func() { watchBGP(runCtx, bgpSpeaker, stopped) })
+	wg.Go(func() { vrfs.Run(runCtx, s.Trigger) })
 	log.Info("started", "memberlist", f.memberlist)
 	var failed error
 	select {

@@ -21,7 +21,7 @@ func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) b
 			SourceAddress: p.SourceAddress, RouterID: p.RouterID,
 			HoldTime: p.HoldTime, KeepaliveTime: p.KeepaliveTime, ConnectTime: p.ConnectTime,
 			EBGPMultiHop: p.EBGPMultiHop, Password: p.Password, GracefulRestart: p.GracefulRestart,
-			Families: fams, DynamicASN: asnClass(p.DynamicASN), Passive: p.Passive,
+			Families: fams, DynamicASN: asnClass(p.DynamicASN), Passive: p.Passive, VRF: p.VRF,
 		}
 		if p.BFD != nil {
 			s.BFD = &bgp.BFD{ReceiveInterval: p.BFD.ReceiveInterval, TransmitInterval: p.BFD.TransmitInterval, DetectMultiplier: p.BFD.DetectMultiplier}

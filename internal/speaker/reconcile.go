@@ -170,7 +170,8 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 		s.bgpMemo.Update(st, s.opts.NodeName, ch) // nothing to do when nothing it depends on changed
 		s.bgpPending = announce.Changes{}
 	}
-	applied := bgpApplied{ok: true, v4: v4, v6: v6}
+	vrfs, vrfKey, vrfErr := s.vrfTable()
+	applied := bgpApplied{ok: true, v4: v4, v6: v6, vrfs: vrfKey}
 	if !held && s.bgpMemo.Same() && s.bgpApplied == applied {
 		// Nothing the sessions and routes depend on changed (member-list
 		// and Lease changes are not among it) and the last Apply took:
@@ -191,10 +192,12 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 		if !held {
 			res = s.bgpMemo.Result()
 		}
-		err = s.opts.BGP.Apply(ctx, desiredBGP(res, st.Config, v4, v6))
+		d := desiredBGP(res, st.Config, v4, v6)
+		placeVRFs(d.Sessions, vrfs, vrfErr, s.opts.NodeName)
+		err = s.opts.BGP.Apply(ctx, d)
 	}
 	s.metrics.bgpApplies.WithLabelValues(applyKind(incremental)).Inc()
-	s.bgpApplied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6}
+	s.bgpApplied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6, vrfs: vrfKey}
 	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
 	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {
 		s.log.Warn("BGP configuration partly refused", "error", err)
@@ -275,6 +278,7 @@ func (s *Speaker) bgpRoutesNow() []announce.Route {
 type bgpApplied struct {
 	ok     bool
 	v4, v6 netip.Addr
+	vrfs   string // vrf.Table.Key of the node's VRFs
 }
 
 // service returns a Service from the lister, nil when it is gone.

@@ -27,6 +27,7 @@ import (
 	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
+	"github.com/herald-lb/herald/internal/vrf"
 )
 
 // Options configure a speaker.
@@ -75,9 +76,12 @@ type Options struct {
 	// answering for it while waiting for the new owner to announce itself
 	// (default 2 s).
 	ReleaseGrace time.Duration
-	Logger       *slog.Logger
-	Registerer   prometheus.Registerer
-	Recorder     record.EventRecorder
+	// VRFs is the node's VRFs as last read, for BGP sessions bound to
+	// one (nil: such sessions are refused); call Trigger when they change.
+	VRFs       func() (vrf.Table, error)
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	Recorder   record.EventRecorder
 }
 
 // Speaker announces the addresses this node should announce.
