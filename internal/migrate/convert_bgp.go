@@ -126,7 +126,7 @@ func (c *converter) bgpAdv(a mlbBGPAdv) *v1beta1.BGPAdvertisement {
 }
 
 // peer converts a BGPPeer. Some MetalLB sessions cannot be expressed at
-// all (a VRF, BGP unnumbered, a local-as): the
+// all (BGP unnumbered, a local-as): the
 // peer is left out rather than opened differently.
 func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	who := c.who(KindBGPPeer, p.object)
@@ -161,7 +161,11 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	c.timers(who, p, s)
 	c.password(who, p, s)
 	s.NodeSelectors = sp.NodeSelectors
-	if sp.BFDProfile != "" {
+	s.VRF = sp.VRF
+	switch {
+	case sp.BFDProfile != "" && sp.VRF != "":
+		c.rep.add(Dropped, who, "spec.bfdProfile", "%q: Herald runs no BFD in a VRF (its embedded GoBGP binds BFD to the default VRF); the session in VRF %s runs without BFD", sp.BFDProfile, sp.VRF)
+	case sp.BFDProfile != "":
 		s.BFDProfile = c.refName(KindBFDProfile, p.object, "spec.bfdProfile", sp.BFDProfile)
 	}
 	s.GracefulRestart = sp.EnableGracefulRestart
@@ -185,8 +189,8 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 func unconvertiblePeer(p mlbPeer) string {
 	sp := p.Spec
 	switch {
-	case sp.VRF != "":
-		return fmt.Sprintf("spec.vrf %q: Herald peers from the default VRF only", sp.VRF)
+	case sp.VRF != "" && !linuxIfName(sp.VRF):
+		return fmt.Sprintf("spec.vrf %q is not a Linux interface name (up to 15 letters, digits, '_', '.' or '-')", sp.VRF)
 	case sp.Interface != "":
 		return fmt.Sprintf("spec.interface %q (BGP unnumbered): Herald needs a peerAddress", sp.Interface)
 	case sp.DynamicASN != "" && sp.DynamicASN != "internal" && sp.DynamicASN != "external":
@@ -204,6 +208,19 @@ func unconvertiblePeer(p mlbPeer) string {
 		return fmt.Sprintf("spec.peerAddress %q is not an IP address", sp.PeerAddress)
 	}
 	return ""
+}
+
+// linuxIfName is Herald's schema for spec.vrf: a Linux interface name.
+func linuxIfName(s string) bool {
+	if len(s) == 0 || len(s) > 15 || s[0] == '.' || s[0] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '.' || r == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // timers converts hold, keepalive and connect times to Herald's whole

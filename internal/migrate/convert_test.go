@@ -57,7 +57,6 @@ func convertCases() []convertCase {
 			"changed L2Advertisement " + ns + "dual spec.interfaces",
 		}},
 		{name: "unsupported", lossy: true, want: []string{
-			"dropped BGPPeer " + ns + "in-vrf",
 			"dropped BGPPeer " + ns + "unnumbered",
 			"dropped BGPPeer " + ns + "local-as",
 			"dropped IPAddressPool " + ns + "future spec.someFutureField",
@@ -69,6 +68,10 @@ func convertCases() []convertCase {
 			"changed BGPPeer " + ns + "dynamic-internal spec.connectTime",
 			"note BGPPeer " + ns + "dynamic-internal spec.disableMP",
 			"dropped BGPPeer " + ns + "dynamic-internal-multihop spec.ebgpMultiHop",
+		}},
+		{name: "bgp-vrf", lossy: true, want: []string{
+			"dropped BGPPeer " + ns + "vrf-bfd spec.bfdProfile",
+			"dropped BGPPeer " + ns + "vrf-bad-name",
 		}},
 		{name: "namespaces", want: []string{
 			"note IPAddressPool metallb-b/default metadata.name",
