@@ -74,6 +74,11 @@ type Options struct {
 	// else 262144. `make e2e E2E_LINES=2` gives the labs of the line
 	// beside the L2 one a 16th of the L2 line's weight.
 	CPUShares int
+	// VRF, when set, gives every node a second uplink to the router
+	// enslaved to a VRF device of this name, which the router accepts
+	// sessions from (vrf.go; AddVRFUplinks does it in a running lab).
+	// Default: none.
+	VRF string
 	// NoInstall refuses to apt-get missing packages (default: install).
 	NoInstall bool
 	// Logger receives progress; default: discard.
@@ -170,6 +175,9 @@ func (o Options) RouterConfig() (routerconf.Config, error) {
 		ListenRanges:   []netip.Prefix{netip.MustParsePrefix(SegmentV4), netip.MustParsePrefix(SegmentV6)},
 		ListenRangeBFD: b.ListenRangeBFD, BFD: b.BFD, HoldTime: b.HoldTime, Keepalive: b.Keepalive,
 		MaxPaths: MaxNodes,
+	}
+	if o.VRF != "" {
+		c.ListenRanges = append(c.ListenRanges, vrfListenRanges()...)
 	}
 	if c.ASN == 0 {
 		c.ASN = RouterASN

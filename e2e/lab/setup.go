@@ -22,6 +22,11 @@ func (l *Lab) setup(ctx context.Context) error {
 	if err := l.buildTopology(ctx); err != nil {
 		return errors.Join(err, helpers())
 	}
+	if l.opts.VRF != "" {
+		if err := l.AddVRFUplinks(ctx, l.opts.VRF); err != nil {
+			return errors.Join(err, helpers())
+		}
+	}
 	l.addTiming("network", start)
 	if err := l.learnAddresses(ctx); err != nil {
 		return errors.Join(err, helpers())
