@@ -1,9 +1,12 @@
 package bgp
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 var (
@@ -121,5 +124,54 @@ func TestPlanSessionsRefusesUnavailable(t *testing.T) {
 	}
 	if r, ok := plan.refused["gone"]; !ok || r.err.Error() != "VRF green does not exist on node n1" {
 		t.Errorf("refused: %+v", plan.refused)
+	}
+}
+
+// TestLoopbackVRFSession: a session bound to a device (lo stands in for a
+// VRF device: GoBGP sets SO_BINDTODEVICE the same way) comes up, and the
+// router receives the session's VRF IPv6 address as the IPv6 next hop
+// while an IPv4 path carries the session's local address; a session in
+// the default VRF keeps the node's IPv6 address.
+func TestLoopbackVRFSession(t *testing.T) {
+	r1 := startRouter(t, "127.0.0.3", routerASN, loSpeaker, speakerASN)
+	r2 := startRouter(t, "127.0.0.4", routerASN, loSpeaker, speakerASN)
+	s, _ := newTestSpeaker(t, nil)
+	inLo := loSession("r1", r1, routerASN)
+	inLo.VRF, inLo.NextHopV4, inLo.NextHopV6 = "lo", loSpeaker, vrfV6
+	apply(t, s, Desired{NodeIPv4: nodeV4, NodeIPv6: loNodeV6,
+		Sessions: []Session{inLo, loSession("r2", r2, routerASN)},
+		Paths:    []Path{{Prefix: vip4}, {Prefix: vip6}}})
+	waitUp(t, s, "r1", "r2")
+	waitRoutes(t, r1, "r1: VRF next hops", func(rs map[netip.Prefix]route) bool {
+		return rs[vip4].nextHop == loSpeaker && rs[vip6].nextHop == vrfV6
+	})
+	waitRoutes(t, r2, "r2: the node's next hops", func(rs map[netip.Prefix]route) bool {
+		return rs[vip4].nextHop == loSpeaker && rs[vip6].nextHop == loNodeV6
+	})
+	// the VRF's address changes: new next hop, same session
+	inLo.NextHopV6 = netip.MustParseAddr("2001:db8:3::12")
+	apply(t, s, Desired{NodeIPv4: nodeV4, NodeIPv6: loNodeV6,
+		Sessions: []Session{inLo, loSession("r2", r2, routerASN)},
+		Paths:    []Path{{Prefix: vip4}, {Prefix: vip6}}})
+	waitRoutes(t, r1, "r1: the VRF's new IPv6 address", func(rs map[netip.Prefix]route) bool {
+		return rs[vip6].nextHop == inLo.NextHopV6
+	})
+	if n := r1.establishedCount(); n != 1 {
+		t.Errorf("a next hop change reset the session: established %d times", n)
+	}
+	// the binding is real: a session bound to a device that does not
+	// exist never connects
+	r3 := startRouter(t, "127.0.0.5", routerASN, loSpeaker, speakerASN)
+	gone := loSession("r3", r3, routerASN)
+	gone.VRF, gone.NextHopV4 = "herald-nodev", loSpeaker
+	apply(t, s, Desired{NodeIPv4: nodeV4, NodeIPv6: loNodeV6,
+		Sessions: []Session{inLo, loSession("r2", r2, routerASN), gone},
+		Paths:    []Path{{Prefix: vip4}, {Prefix: vip6}}})
+	labkit.EventuallyWhy(t, waitLong, "r3's connect error", func() (bool, string) {
+		st := sessionNamed(t, s, "r3")
+		return strings.Contains(st.LastError, "no such device"), fmt.Sprintf("%s %q", st.State, st.LastError)
+	})
+	if n := r3.establishedCount(); n != 0 {
+		t.Errorf("a session bound to a missing device came up %d times", n)
 	}
 }
