@@ -44,6 +44,11 @@ const (
 	// ConditionAddressesOutsideRanges on an IPAddressPool is True when
 	// Services hold addresses the pool gave them but no longer contains.
 	ConditionAddressesOutsideRanges = "AddressesOutsideRanges"
+	// ConditionSessionsConfigured on a BGPPeer is False when some node's
+	// speaker refused to configure its session (the node lacks the
+	// peer's VRF, a router ID conflict, ...): the message names each node
+	// and why, from the nodes' SpeakerStatuses.
+	ConditionSessionsConfigured = "SessionsConfigured"
 )
 
 // LabelInstallation names the Herald installation an object belongs to

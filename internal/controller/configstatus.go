@@ -24,7 +24,7 @@ func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, p
 	var errs []error
 	for _, o := range in.L2Advertisements {
 		rec, same := inForceRecord(problems, "L2Advertisement", o.Name, o.Status.InForce, func() *v1beta1.L2AdvertisementInForce { return config.L2AdvertisementInForce(o) })
-		errs = append(errs, c.writeValid(ctx, problems, "L2Advertisement", o.ObjectMeta, o.Status.ConfigStatus, same, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
+		errs = append(errs, c.writeValid(ctx, problems, "L2Advertisement", o.ObjectMeta, o.Status.ConfigStatus, same, nil, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
 			ac, err := applyConfig[heraldac.L2AdvertisementInForceApplyConfiguration](rec)
 			if err != nil {
 				return err
@@ -36,7 +36,7 @@ func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, p
 	}
 	for _, o := range in.BGPAdvertisements {
 		rec, same := inForceRecord(problems, "BGPAdvertisement", o.Name, o.Status.InForce, func() *v1beta1.BGPAdvertisementInForce { return config.BGPAdvertisementInForce(o) })
-		errs = append(errs, c.writeValid(ctx, problems, "BGPAdvertisement", o.ObjectMeta, o.Status.ConfigStatus, same, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
+		errs = append(errs, c.writeValid(ctx, problems, "BGPAdvertisement", o.ObjectMeta, o.Status.ConfigStatus, same, nil, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
 			ac, err := applyConfig[heraldac.BGPAdvertisementInForceApplyConfiguration](rec)
 			if err != nil {
 				return err
@@ -48,7 +48,7 @@ func (c *Controller) writeConfigStatuses(ctx context.Context, in config.Input, p
 	}
 	for _, o := range in.Peers {
 		rec, same := inForceRecord(problems, "BGPPeer", o.Name, o.Status.InForce, func() *v1beta1.BGPPeerInForce { return config.PeerInForce(o) })
-		errs = append(errs, c.writeValid(ctx, problems, "BGPPeer", o.ObjectMeta, o.Status.ConfigStatus, same, func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
+		errs = append(errs, c.writeValid(ctx, problems, "BGPPeer", o.ObjectMeta, o.Status.ConfigStatus, same, c.peerConditions(o.Name), func(ctx context.Context, st *heraldac.ConfigStatusApplyConfiguration) error {
 			ac, err := applyConfig[heraldac.BGPPeerInForceApplyConfiguration](rec)
 			if err != nil {
 				return err
@@ -91,13 +91,13 @@ func applyConfig[AC any, R any](rec *R) (*AC, error) {
 	return out, nil
 }
 
-// writeValid applies an object's Valid condition (and, through apply, its
-// record in force) when either changed, behind the fence and conditional
-// on the resourceVersion the decision read. sameRecord says the record
-// needs no write.
+// writeValid applies an object's Valid condition and the extra ones
+// (and, through apply, its record in force) when any changed, behind the
+// fence and conditional on the resourceVersion the decision read.
+// sameRecord says the record needs no write.
 func (c *Controller) writeValid(ctx context.Context, problems []config.Problem, kind string, meta metav1.ObjectMeta, cur v1beta1.ConfigStatus, sameRecord bool,
-	apply func(context.Context, *heraldac.ConfigStatusApplyConfiguration) error) error {
-	want := validConditions(problems, kind, meta.Name)
+	extra []condition, apply func(context.Context, *heraldac.ConfigStatusApplyConfiguration) error) error {
+	want := append(validConditions(problems, kind, meta.Name), extra...)
 	if sameRecord && sameConditions(cur.Conditions, want, meta.Generation) {
 		return nil
 	}

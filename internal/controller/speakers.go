@@ -105,12 +105,16 @@ func asSpeakerStatus(obj any) *v1beta1.SpeakerStatus {
 	return s
 }
 
-// onSpeakerStatus queues the Services whose addresses a speaker started
+// onSpeakerStatus queues the configuration when a speaker's refused
+// sessions changed, and the Services whose addresses a speaker started
 // or stopped reporting: only what changed, found by the ingress-IP index,
 // so a report costs the same with 10 or 10,000 Services. An aggregated
 // BGP prefix (shorter than a host route) queues every Service; such
 // prefixes change only with the configuration.
 func (c *Controller) onSpeakerStatus(old, obj any) {
+	if refusalsKey(asSpeakerStatus(old)) != refusalsKey(asSpeakerStatus(obj)) {
+		c.configQueue.Add(configKey) // the BGPPeers' SessionsConfigured
+	}
 	before, after := announcedKeys(asSpeakerStatus(old)), announcedKeys(asSpeakerStatus(obj))
 	changed := map[string]bool{}
 	for k, v := range before {
