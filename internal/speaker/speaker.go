@@ -76,12 +76,13 @@ type Options struct {
 	// answering for it while waiting for the new owner to announce itself
 	// (default 2 s).
 	ReleaseGrace time.Duration
+	Logger       *slog.Logger
+	Registerer   prometheus.Registerer
+	Recorder     record.EventRecorder
+
 	// VRFs is the node's VRFs as last read, for BGP sessions bound to
 	// one (nil: such sessions are refused); call Trigger when they change.
-	VRFs       func() (vrf.Table, error)
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	Recorder   record.EventRecorder
+	VRFs func() (vrf.Table, error)
 }
 
 // Speaker announces the addresses this node should announce.
