@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/labkit"
 )
@@ -23,7 +26,8 @@ const (
 
 // TestVRFMissing: a BGPPeer naming a VRF no node has opens no session;
 // every node's SpeakerStatus says why, naming the VRF and the node, as
-// does a SessionProblem event on the BGPPeer, and the default-VRF peer of the same nodes stays established throughout.
+// do the BGPPeer's SessionsConfigured condition and a SessionProblem
+// event on it, and the default-VRF peer of the same nodes stays established throughout.
 func TestVRFMissing(t *testing.T) {
 	l, h := suite.Herald(t)
 	defaultVRF := nodeAddrs(l, false)
@@ -44,6 +48,25 @@ spec:
 	// the BGPPeer carries it too, as a Warning event per node
 	msg := waitEvent(t, l, "BGPPeer", "router-missing-vrf", "SessionProblem", "VRF "+missingVRF+" does not exist on node")
 	t.Logf("BGPPeer event: %q", msg)
+	// and in its status, for every node
+	var cond string
+	labkit.EventuallyWhy(t, 30*time.Second, "BGPPeer router-missing-vrf SessionsConfigured False on every node", func() (bool, string) {
+		p, err := heraldClient(t, l).HeraldV1beta1().BGPPeers().Get(context.Background(), "router-missing-vrf", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1beta1.ConditionSessionsConfigured {
+				cond = string(c.Status) + " " + c.Reason + ": " + c.Message
+			}
+		}
+		ok := strings.HasPrefix(cond, "False ")
+		for _, n := range allNodes(l) {
+			ok = ok && strings.Contains(cond, n+": VRF "+missingVRF+" does not exist on node "+n)
+		}
+		return ok, cond
+	})
+	t.Logf("BGPPeer condition: %s", cond)
 	// the router's default-VRF sessions never went down: FRR counts
 	// each session's drops
 	for a, p := range neighbors(t, l) {
