@@ -246,7 +246,7 @@ func logNeighbors(t testing.TB, l *lab.Lab, hosts ...string) {
 // for the rest of the test: FRR installs routes through nexthop groups
 // (nhid), so a next hop replaced under an unchanged route shows there and
 // not in the route monitor.
-func startNexthopMonitor(t testing.TB, l *lab.Lab) *lab.Process {
+func startNexthopMonitor(t testing.TB, l *lab.Lab) *labkit.Process {
 	t.Helper()
 	p, err := l.Start(lab.Router, fmt.Sprintf("nexthop-monitor-%d", time.Now().UnixNano()), []string{"ip", "-ts", "-o", "monitor", "nexthop"}, nil)
 	if err != nil {

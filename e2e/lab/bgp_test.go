@@ -15,13 +15,14 @@ import (
 
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // speaker is an FRR bgpd (no zebra, no kernel routes) in a node namespace
 // announcing prefixes to the router: a stand-in for Herald's speaker to
 // test the router side of the lab.
 type speaker struct {
-	proc *lab.Process
+	proc *labkit.Process
 	dir  string
 }
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -56,7 +57,7 @@ func (l *Lab) startClusterControllers(ctx context.Context) error {
 		return err
 	}
 	grace := NodeMonitorGracePeriod.String()
-	if _, err := l.spawn(procOptions{name: "kube-controller-manager", argv: []string{kcm,
+	if _, err := l.spawn(labkit.ProcessOptions{Name: "kube-controller-manager", Argv: []string{kcm,
 		"--kubeconfig=" + kcmConfig, "--authentication-kubeconfig=" + kcmConfig, "--authorization-kubeconfig=" + kcmConfig,
 		"--controllers=*", "--use-service-account-credentials",
 		"--service-account-private-key-file=" + filepath.Join(pki.Dir, "sa.key"),
@@ -70,7 +71,7 @@ func (l *Lab) startClusterControllers(ctx context.Context) error {
 	}}); err != nil {
 		return err
 	}
-	if _, err := l.spawn(procOptions{name: "kube-scheduler", argv: []string{sched,
+	if _, err := l.spawn(labkit.ProcessOptions{Name: "kube-scheduler", Argv: []string{sched,
 		"--kubeconfig=" + schedConfig, "--authentication-kubeconfig=" + schedConfig, "--authorization-kubeconfig=" + schedConfig,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0", "--v=1",
 	}}); err != nil {
@@ -129,7 +130,7 @@ func (l *Lab) waitNodesUp(ctx context.Context) error {
 			continue
 		}
 		l.log.Warn("kubelet exited during bring-up; starting it again", "node", n.Name,
-			"log", testenv.TailFile(l.logPath("kubelet-"+n.Name), 20))
+			"log", labkit.TailFile(l.logPath("kubelet-"+n.Name), 20))
 		if serr := l.StartKubelet(ctx, n.Name); serr != nil {
 			return errors.Join(err, serr)
 		}
@@ -141,7 +142,7 @@ func (l *Lab) waitNodesUp(ctx context.Context) error {
 	for _, n := range l.nodes {
 		if node, gerr := l.kube.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{}); gerr != nil || !NodeIsReady(node) {
 			tails = append(tails, fmt.Sprintf("kubelet-%s (running: %v):\n%s", n.Name, l.process("kubelet-"+n.Name) != nil,
-				testenv.TailFile(l.logPath("kubelet-"+n.Name), 30)))
+				labkit.TailFile(l.logPath("kubelet-"+n.Name), 30)))
 		}
 	}
 	return fmt.Errorf("%w\n%s", err, strings.Join(tails, "\n"))
@@ -167,7 +168,7 @@ func (l *Lab) startContainerd(ctx context.Context, n Node) error {
 	if err := os.WriteFile(script, []byte(l.containerdScript(n)), 0o755); err != nil {
 		return err
 	}
-	p, err := l.spawn(procOptions{name: "containerd-" + n.Name, ns: n.NS, argv: []string{"/bin/sh", script}})
+	p, err := l.spawn(labkit.ProcessOptions{Name: "containerd-" + n.Name, NS: n.NS, Argv: []string{"/bin/sh", script}})
 	if err != nil {
 		return err
 	}

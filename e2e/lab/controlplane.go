@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -37,7 +38,7 @@ func (l *Lab) startControlPlane(ctx context.Context) error {
 		return fmt.Errorf("control plane: %w", err)
 	}
 	l.cp = cp
-	for _, p := range []*testenv.Process{cp.Etcd, cp.APIServer} {
+	for _, p := range []*labkit.Process{cp.Etcd, cp.APIServer} {
 		r := recordOf(p.Name+"@"+l.id, "", p.PID(), p.LogPath)
 		l.remember(r)
 		if err := l.state.addProcess(r); err != nil {

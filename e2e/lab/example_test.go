@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // An L2 failover measurement, as an end-to-end test of Herald would write
@@ -26,7 +27,7 @@ func Example_l2Failover() {
 	// Herald's controller in the root namespace, a speaker per node.
 	kubeconfig := l.AdminKubeconfig()
 	_, _ = l.Start(lab.Root, "controller", []string{"bin/controller", "--kubeconfig", kubeconfig}, nil)
-	speakers := map[string]*lab.Process{}
+	speakers := map[string]*labkit.Process{}
 	for _, n := range l.Nodes() {
 		sa, _ := l.ServiceAccountKubeconfig(ctx, "herald-system", "speaker")
 		speakers[n.Name], _ = l.Start(n.Name, "speaker-"+n.Name,

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/herald-lb/herald/test/labkit"
-	"github.com/herald-lb/herald/test/testenv"
 )
 
 // Exec runs argv inside host's namespace ("" or "root": the root
@@ -28,7 +27,7 @@ func (nw *Network) Exec(ctx context.Context, host string, argv ...string) (strin
 // environment). Stop it with Stop (SIGTERM) or Kill (SIGKILL); Close
 // stops whatever is still running. Tests start Herald's controller in the
 // root namespace and its speakers in node namespaces this way.
-func (l *Lab) Start(host, name string, argv, env []string) (*Process, error) {
+func (l *Lab) Start(host, name string, argv, env []string) (*labkit.Process, error) {
 	ns, err := l.resolve(host)
 	if err != nil {
 		return nil, err
@@ -36,43 +35,42 @@ func (l *Lab) Start(host, name string, argv, env []string) (*Process, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("start %s in %s: empty command", name, host)
 	}
-	return l.spawn(procOptions{name: name, ns: ns, argv: argv, env: env})
+	return l.spawn(labkit.ProcessOptions{Name: name, NS: ns, Argv: argv, Env: env})
 }
 
 // spawn starts a process, records it in the state file and forgets it
 // when it exits.
-func (l *Lab) spawn(o procOptions) (*Process, error) {
+func (l *Lab) spawn(o labkit.ProcessOptions) (*labkit.Process, error) {
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
 	if closed {
-		return nil, fmt.Errorf("starting %s: lab %s is closed", o.name, l.id)
+		return nil, fmt.Errorf("starting %s: lab %s is closed", o.Name, l.id)
 	}
-	if o.logPath == "" {
-		o.logPath = l.logPath(o.name)
+	if o.LogPath == "" {
+		o.LogPath = l.logPath(o.Name)
 	}
-	o.detached = l.opts.Detached
-	o.onExit = l.forget
-	p, err := startProc(o)
+	o.Detached, o.Grace, o.OnExit = l.opts.Detached, stopGrace, l.forget
+	p, err := labkit.Spawn(o)
 	if err != nil {
 		return nil, err
 	}
 	l.joinProcsCgroup(p.PID())
-	r := recordOf(o.name+"@"+l.id, o.ns, p.PID(), o.logPath) // the run id in every recorded name
+	r := recordOf(o.Name+"@"+l.id, o.NS, p.PID(), o.LogPath) // the run id in every recorded name
 	l.mu.Lock()
 	l.procs = append(l.procs, p)
 	l.history = append(l.history, r)
 	l.mu.Unlock()
 	if err := l.state.addProcess(r); err != nil {
-		l.log.Warn("recording a process in the lab state", "name", o.name, "error", err)
+		l.log.Warn("recording a process in the lab state", "name", o.Name, "error", err)
 	}
-	l.log.Debug("started", "name", o.name, "ns", o.ns, "pid", p.PID())
+	l.log.Debug("started", "name", o.Name, "ns", o.NS, "pid", p.PID())
 	return p, nil
 }
 
-func (l *Lab) forget(p *testenv.Process) {
+func (l *Lab) forget(p *labkit.Process) {
 	l.mu.Lock()
-	l.procs = slices.DeleteFunc(l.procs, func(q *Process) bool { return q.Process == p })
+	l.procs = slices.DeleteFunc(l.procs, func(q *labkit.Process) bool { return q == p })
 	l.mu.Unlock()
 	if err := l.state.removeProcess(p.PID()); err != nil {
 		l.log.Debug("forgetting a process in the lab state", "name", p.Name, "error", err)

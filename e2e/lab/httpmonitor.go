@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/probe"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // HTTPMonitor is a labprobe httpmonitor process: one host requesting
@@ -17,7 +18,7 @@ import (
 // One long-lived process, not a process per request, so it costs the
 // machine little.
 type HTTPMonitor struct {
-	proc *Process
+	proc *labkit.Process
 }
 
 // StartHTTPMonitor starts requesting addr:port from host (e.g. External)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -46,7 +47,7 @@ func (l *Lab) StartKubelet(ctx context.Context, node string) error {
 		"--hostname-override=" + n.Name, "--node-ip=" + n.IPv4.String() + "," + n.IPv6.String(),
 		"--v=1",
 	}
-	_, err = l.spawn(procOptions{name: "kubelet-" + n.Name, argv: argv})
+	_, err = l.spawn(labkit.ProcessOptions{Name: "kubelet-" + n.Name, Argv: argv})
 	return err
 }
 
@@ -63,7 +64,7 @@ func (l *Lab) StopKubelet(node string) error {
 }
 
 // process is the running lab process named name, or nil.
-func (l *Lab) process(name string) *Process {
+func (l *Lab) process(name string) *labkit.Process {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, p := range l.procs {

@@ -35,7 +35,7 @@ func (l *Lab) startKubeProxy(ctx context.Context, n Node) error {
 		"--conntrack-max-per-core=0", "--conntrack-tcp-timeout-established=0", "--conntrack-tcp-timeout-close-wait=0",
 		"--metrics-bind-address=127.0.0.1:10249", "--healthz-bind-address=127.0.0.1:10256", "--v=2",
 	}
-	proc, err := l.spawn(procOptions{name: "kube-proxy-" + n.Name, ns: n.NS, argv: argv})
+	proc, err := l.spawn(labkit.ProcessOptions{Name: "kube-proxy-" + n.Name, NS: n.NS, Argv: argv})
 	if err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (l *Lab) EnsureKubeProxy(ctx context.Context, node string) error {
 
 // waitHTTP polls url from inside ns until it answers 200, proc exits or
 // the timeout passes.
-func (l *Lab) waitHTTP(ctx context.Context, ns, url string, proc *Process, timeout time.Duration) error {
+func (l *Lab) waitHTTP(ctx context.Context, ns, url string, proc *labkit.Process, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	var last error
 	for {
@@ -83,14 +83,14 @@ func (l *Lab) waitHTTP(ctx context.Context, ns, url string, proc *Process, timeo
 	}
 }
 
-func nameOf(p *Process) string {
+func nameOf(p *labkit.Process) string {
 	if p == nil {
 		return "server"
 	}
 	return p.Name
 }
 
-func tailOf(p *Process) string {
+func tailOf(p *labkit.Process) string {
 	if p == nil {
 		return ""
 	}

@@ -36,8 +36,8 @@ type Lab struct {
 	repo  string
 
 	mu      sync.Mutex
-	procs   []*Process   // running, in start order
-	history []procRecord // every process ever started, for Leftovers
+	procs   []*labkit.Process // running, in start order
+	history []procRecord      // every process ever started, for Leftovers
 	timings []Timing
 	closed  bool
 	// leftovers is what Close found still there after teardown.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // RouteMonitor records the router's kernel route changes with their
@@ -17,7 +19,7 @@ import (
 // installed a route in the FIB and when it took it out, to the
 // microsecond and without polling.
 type RouteMonitor struct {
-	proc   *Process
+	proc   *labkit.Process
 	offset int64
 	rest   []byte
 	events []RouteEvent

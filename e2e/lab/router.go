@@ -16,7 +16,7 @@ type routerRun struct {
 	kind  RouterKind
 	cfg   routerconf.Config
 	dir   string
-	procs []*Process
+	procs []*labkit.Process
 }
 
 // cli is the router's command line, FRR's or BIRD's.
@@ -30,8 +30,8 @@ func (r *routerRun) cli() labkit.Router {
 // routerSpawner starts the router's daemons as lab processes (recorded,
 // stopped by PID) named prefix+daemon in the router namespace.
 func (l *Lab) routerSpawner(r *routerRun, prefix string) labkit.Spawner {
-	return func(name string, argv []string) (labkit.Daemon, error) {
-		p, err := l.spawn(procOptions{name: prefix + name, ns: l.ns(Router), argv: argv})
+	return func(name string, argv []string) (*labkit.Process, error) {
+		p, err := l.spawn(labkit.ProcessOptions{Name: prefix + name, NS: l.ns(Router), Argv: argv})
 		if err != nil {
 			return nil, err
 		}

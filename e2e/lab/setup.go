@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // setup builds the lab, overlapping what does not depend on each other:
@@ -94,7 +96,7 @@ func (l *Lab) Close() error {
 		return nil
 	}
 	l.closed = true
-	procs := append([]*Process(nil), l.procs...)
+	procs := append([]*labkit.Process(nil), l.procs...)
 	l.mu.Unlock()
 	defer l.lock.release()
 	start := time.Now()

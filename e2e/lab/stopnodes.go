@@ -3,6 +3,8 @@ package lab
 import (
 	"strings"
 	"time"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // stopNodes takes the nodes down in the order that leaves nothing behind:
@@ -10,7 +12,7 @@ import (
 // process in the nodes' cgroups (the containers), then containerd and
 // its shims. The cgroups themselves go in removeRun. It returns what
 // failed; the caller stops the remaining processes.
-func (l *Lab) stopNodes(procs []*Process) []string {
+func (l *Lab) stopNodes(procs []*labkit.Process) []string {
 	var errs []string
 	for _, p := range procs {
 		if strings.HasPrefix(p.Name, "kubelet-") {

@@ -5,19 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"os/exec"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab/probe"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // stream runs a long-lived labprobe (monitor or watch) and collects the
 // JSON lines it prints.
 type stream struct {
-	proc  *Process
+	proc  *labkit.Process
 	mu    sync.Mutex
 	lines []probe.Line
 	eof   chan struct{}
@@ -26,34 +27,30 @@ type stream struct {
 // startStream starts labprobe in host's namespace and waits until it
 // says it is listening.
 func (l *Lab) startStream(host, name string, args ...string) (*stream, error) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	argv := append([]string{l.bin.labprobe}, args...)
-	p, err := l.spawn(procOptions{name: name, ns: l.ns(host), argv: argv, stdout: w})
-	w.Close()
-	if err != nil {
-		r.Close()
-		return nil, err
-	}
-	s := &stream{proc: p, eof: make(chan struct{})}
+	s := &stream{eof: make(chan struct{})}
 	ready := make(chan struct{})
-	go s.read(r, ready)
+	argv := append([]string{l.bin.labprobe}, args...)
+	p, err := l.spawn(labkit.ProcessOptions{Name: name, NS: l.ns(host), Argv: argv,
+		Stdout: func(r io.Reader) { s.read(r, ready) }})
+	if err != nil {
+		return nil, err
+	}
+	s.proc = p
 	select {
 	case <-ready:
 		return s, nil
 	case <-s.eof:
-		return nil, fmt.Errorf("%s exited before listening (%v): %s", name, p.Err(), p.Tail(10))
+		return nil, fmt.Errorf("%s exited before listening (%v): %s", name, p.Wait(), p.Tail(10))
 	case <-time.After(10 * time.Second):
 		_ = p.Kill()
 		return nil, fmt.Errorf("%s not listening after 10s: %s", name, p.Tail(10))
 	}
 }
 
-func (s *stream) read(r *os.File, ready chan struct{}) {
+// read collects the JSON lines of the prober's output until it ends,
+// closing ready at the line that says it listens.
+func (s *stream) read(r io.Reader, ready chan struct{}) {
 	defer close(s.eof)
-	defer r.Close()
 	sc := bufio.NewScanner(r)
 	readyClosed := false
 	for sc.Scan() {

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/test/labkit"
-	"github.com/herald-lb/herald/test/testenv"
 )
 
 // shared is the lab Main started for a test package. It is the only
@@ -115,7 +114,7 @@ func (l *Lab) dumpLogs(w *os.File, lines int) {
 		return nil
 	})
 	for _, f := range files {
-		fmt.Fprintf(w, "==== %s (last %d lines)\n%s\n", f, lines, testenv.TailFile(f, lines))
+		fmt.Fprintf(w, "==== %s (last %d lines)\n%s\n", f, lines, labkit.TailFile(f, lines))
 	}
 }
 

@@ -92,7 +92,7 @@ func runChild(t testing.TB, n *labkit.Network, ns, test string, timeout time.Dur
 	if onLine == nil {
 		onLine = func(line string) { t.Log(line) }
 	}
-	p := n.Start(ns, labkit.ProcOptions{Name: "speaker side", Argv: argv, Env: []string{env},
+	p := n.Start(ns, labkit.ProcessOptions{Name: "speaker side", Argv: argv, Env: []string{env},
 		Grace: 5 * time.Second, Stdout: func(r io.Reader) {
 			sc := bufio.NewScanner(r)
 			for sc.Scan() {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -115,7 +116,7 @@ func saveURL(t testing.TB, url, path string) {
 // startSpeaker runs the speaker binary for node with the admin
 // kubeconfig (metrics off unless args set --metrics-addr); it is stopped
 // (by PID) when the test ends.
-func (e *env) startSpeaker(node string, args ...string) *testenv.Process {
+func (e *env) startSpeaker(node string, args ...string) *labkit.Process {
 	e.t.Helper()
 	cp := testenv.Shared(e.t)
 	all := append([]string{"--kubeconfig=" + cp.AdminKubeconfig, "--namespace=" + heraldNS, "--node-name=" + node,

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-lb/herald/test/apifloor"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -111,7 +112,7 @@ func benchStart(b *testing.B, n int, pool string, floorAfter bool) {
 		if floorAfter {
 			// the same state as the floor before: the controller stopped,
 			// its Services gone, only the floor's own present
-			proc.Stop(5 * time.Second)
+			_ = proc.Stop()
 			e.wipe()
 			floorOpts.Probe = nil
 			after, err := apifloor.Measure(context.Background(), testenv.Shared(b).AdminConfig, floorOpts)
@@ -213,7 +214,7 @@ func (a cpuAccount) per(n int) string {
 func serverCPU(tb testing.TB) time.Duration {
 	cp := testenv.Shared(tb)
 	var total time.Duration
-	for _, p := range []*testenv.Process{cp.APIServer, cp.Etcd} {
+	for _, p := range []*labkit.Process{cp.APIServer, cp.Etcd} {
 		m, err := testenv.ProcessMemory(p.PID())
 		if err != nil {
 			tb.Fatalf("CPU of the control plane: %v", err)

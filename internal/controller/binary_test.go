@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -38,7 +39,7 @@ var (
 
 // startBinary runs the controller binary with the admin kubeconfig; it is
 // stopped (by PID) when the test ends.
-func (e *env) startBinary(name string, args ...string) *testenv.Process {
+func (e *env) startBinary(name string, args ...string) *labkit.Process {
 	e.t.Helper()
 	cp := testenv.Shared(e.t)
 	all := append([]string{"--kubeconfig=" + cp.AdminKubeconfig, "--namespace=" + heraldNS,
@@ -49,18 +50,19 @@ func (e *env) startBinary(name string, args ...string) *testenv.Process {
 // runBinary starts what build built as process name, logging to a file of
 // the test's; it is stopped (by PID, SIGTERM then, after stop, SIGKILL)
 // when the test ends, and its log's tail printed when the test failed.
-func (e *env) runBinary(build func() (string, error), name string, stop time.Duration, args ...string) *testenv.Process {
+func (e *env) runBinary(build func() (string, error), name string, stop time.Duration, args ...string) *labkit.Process {
 	e.t.Helper()
 	bin, err := build()
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p, err := testenv.StartProcess(name, filepath.Join(e.t.TempDir(), name+".log"), bin, args...)
+	p, err := labkit.Spawn(labkit.ProcessOptions{Name: name, LogPath: filepath.Join(e.t.TempDir(), name+".log"),
+		Argv: append([]string{bin}, args...), Grace: stop})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() {
-		p.Stop(stop)
+		_ = p.Stop()
 		if e.t.Failed() {
 			e.t.Logf("%s log tail:\n%s", name, p.Tail(40))
 		}

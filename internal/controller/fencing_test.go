@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/herald-lb/herald/test/testenv"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // momentWatch follows every Service's status through a watch and checks,
@@ -90,7 +90,7 @@ func TestPausedLeaderNeverWins(t *testing.T) {
 	e.pool("p", nil, "198.51.100.0/25")
 	mw := e.watchMoments()
 	leaseArgs := []string{"--leader-elect=true", "--lease-duration=2s", "--renew-deadline=1500ms", "--retry-period=250ms", "--release-hold=0s"}
-	procs := map[string]*testenv.Process{}
+	procs := map[string]*labkit.Process{}
 	started := 0
 	start := func() {
 		name := fmt.Sprintf("replica-%d", started)

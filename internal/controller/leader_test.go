@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/herald-lb/herald/test/testenv"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // addressWatch records every address each Service's status ever showed.
@@ -74,7 +74,7 @@ func TestLeaderElectionFailover(t *testing.T) {
 	e.pool("p", nil, "198.51.100.0/25")
 	aw := e.watchAddresses()
 	leaseArgs := []string{"--leader-elect=true", "--lease-duration=3s", "--renew-deadline=2s", "--retry-period=500ms"}
-	procs := map[string]*testenv.Process{
+	procs := map[string]*labkit.Process{
 		"replica-a": e.startBinary("replica-a", leaseArgs...),
 		"replica-b": e.startBinary("replica-b", leaseArgs...),
 	}

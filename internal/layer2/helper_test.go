@@ -174,7 +174,7 @@ func answersSent(reg *prometheus.Registry) int {
 type helper struct {
 	t       testing.TB
 	name    string
-	p       *labkit.Proc
+	p       *labkit.Process
 	replies chan string
 
 	mu        sync.Mutex
@@ -199,7 +199,7 @@ func startHelper(t testing.TB, ns, mode string, env ...string) *helper {
 		t.Fatal(err)
 	}
 	h := &helper{t: t, name: mode + "@" + ns, replies: make(chan string, 64)}
-	h.p = labkit.StartProc(t, ns, labkit.ProcOptions{
+	h.p = labkit.StartProc(t, ns, labkit.ProcessOptions{
 		Name: mode, Argv: argv, Env: append([]string{helperEnv + "=" + mode}, env...),
 		Stdin: true, Stdout: h.readStdout, Grace: 10 * time.Second, MustStop: true,
 	})

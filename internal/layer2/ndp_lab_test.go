@@ -76,7 +76,7 @@ func checkNUD(t *testing.T, o *oneNode) {
 	for round := range 2 {
 		o.IP(o.client, "-6", "neigh", "change", labVIP6, "dev", "eth0", "lladdr", macNode1, "nud", "stale")
 		m := o.cli.mark()
-		ping := labkit.StartProc(t, o.client, labkit.ProcOptions{Argv: []string{"ping", "-6", "-c", "1", "-W", "1", labVIP6}})
+		ping := labkit.StartProc(t, o.client, labkit.ProcessOptions{Argv: []string{"ping", "-6", "-c", "1", "-W", "1", labVIP6}})
 		isProbe := func(f frame) bool {
 			return f.Kind == "ns" && f.Src == macClient && f.Dst == macNode1 && f.IPDst == labVIP6 && f.Target == labVIP6
 		}

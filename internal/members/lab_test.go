@@ -93,7 +93,7 @@ func detectInLab(b *testing.B, tag string, fail func(testing.TB, *lab)) time.Dur
 type lab struct {
 	*labkit.Network
 	names   []string
-	helpers []*labkit.Proc
+	helpers []*labkit.Process
 	seen    *observer
 }
 
@@ -122,7 +122,7 @@ func (l *lab) startHelper(t testing.TB, ns, name, addr string, join []string) {
 	env := []string{helperEnv + "=" + name, helperAddrEnv + "=" + addr,
 		helperJoinEnv + "=" + strings.Join(join, ","), helperKeyEnv + "=" + hex.EncodeToString(testKey()),
 		helperRejoinEnv + "=1s"}
-	p := l.Start(ns, labkit.ProcOptions{Name: name, Argv: argv, Env: env, Stdin: true,
+	p := l.Start(ns, labkit.ProcessOptions{Name: name, Argv: argv, Env: env, Stdin: true,
 		Stdout: func(r io.Reader) { l.seen.read(name, r) }})
 	l.helpers = append(l.helpers, p)
 }

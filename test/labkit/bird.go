@@ -22,7 +22,7 @@ func (b BIRD) LogPath() string { return filepath.Join(b.Dir, "bird.log") }
 // Start makes Dir afresh with conf as bird.conf, starts bird with spawn
 // and waits until its control socket answers. The daemon is returned even
 // on error, for the caller to stop.
-func (b BIRD) Start(ctx context.Context, conf string, spawn Spawner) ([]Daemon, error) {
+func (b BIRD) Start(ctx context.Context, conf string, spawn Spawner) ([]*Process, error) {
 	if err := os.RemoveAll(b.Dir); err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (b BIRD) Start(ctx context.Context, conf string, spawn Spawner) ([]Daemon, 
 		_, err := b.CLI(ctx, "show status")
 		return err == nil, nil
 	})
-	return []Daemon{d}, err
+	return []*Process{d}, err
 }
 
 // CLI runs one birdc command (words separated by spaces).

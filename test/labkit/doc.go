@@ -10,8 +10,8 @@
 //	network.go  Network: namespaces, a bridge, veths and addresses for one
 //	            test, removed (processes by PID, namespaces by name) when
 //	            the test ends
-//	process.go  Proc: a process started in a namespace, stopped by PID,
-//	            with its logs; the re-executed test binary as a helper
+//	process.go  Process: a process started in a namespace (or the root one),
+//	            stopped by PID, with its logs; the test binary as a helper
 //	pids.go     stopping PIDs and listing a namespace's PIDs
 //	frr.go      FRR (zebra, bgpd, bfdd) in a private directory
 //	bird.go     BIRD 2 in a private directory

@@ -23,11 +23,11 @@ func frrDaemons() []string { return []string{"zebra", "bgpd", "bfdd"} }
 // in the order they need, waits for their vty sockets and pushes conf with
 // `vtysh -b`. The daemons started so far are returned even on error, for
 // the caller to stop.
-func (f FRR) Start(ctx context.Context, conf string, spawn Spawner) ([]Daemon, error) {
+func (f FRR) Start(ctx context.Context, conf string, spawn Spawner) ([]*Process, error) {
 	if err := f.prepare(conf); err != nil {
 		return nil, err
 	}
-	var ds []Daemon
+	var ds []*Process
 	exited := func() error {
 		for i, d := range ds {
 			if d.Exited() {
@@ -146,8 +146,8 @@ func (n *Network) StartFRR(ns, dir, conf string) FRR {
 			n.t.Errorf("remove %s: %v", dir, err)
 		}
 	})
-	_, err := f.Start(context.Background(), conf, func(name string, argv []string) (Daemon, error) {
-		return n.Start(ns, ProcOptions{Name: "frr-" + name, Argv: argv, Grace: 5 * time.Second}), nil
+	_, err := f.Start(context.Background(), conf, func(name string, argv []string) (*Process, error) {
+		return n.Start(ns, ProcessOptions{Name: "frr-" + name, Argv: argv, Grace: 5 * time.Second}), nil
 	})
 	if err != nil {
 		n.t.Fatalf("FRR in %s: %v", ns, err)

@@ -61,13 +61,13 @@ func TestNetwork(t *testing.T) {
 		}
 	}
 	lines := make(chan string, 1)
-	sleeper := n.Start(b, ProcOptions{Name: "sleep", Argv: []string{"sh", "-c", "echo up; exec sleep 600"}, Grace: 100 * time.Millisecond,
+	sleeper := n.Start(b, ProcessOptions{Name: "sleep", Argv: []string{"sh", "-c", "echo up; exec sleep 600"}, Grace: 100 * time.Millisecond,
 		Stdout: func(r io.Reader) {
 			bs, _ := io.ReadAll(io.LimitReader(r, 3))
 			lines <- string(bs)
 			_, _ = io.Copy(io.Discard, r)
 		}})
-	loose := n.Start(b, ProcOptions{Argv: []string{"sleep", "600"}, Stdin: true})
+	loose := n.Start(b, ProcessOptions{Argv: []string{"sleep", "600"}, Stdin: true})
 	pid := loose.PID()
 	read := <-lines
 	n.Close()

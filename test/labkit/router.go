@@ -9,23 +9,15 @@ import (
 	"strings"
 )
 
-// Daemon is a started router daemon, as the caller's process type sees
-// it (a *Proc, or e2e/lab's *Process).
-type Daemon interface {
-	Exited() bool
-	Err() error
-	Tail(lines int) string
-}
-
 // Spawner starts argv in the router's namespace as the process named name
 // (its PID recorded and stopped the caller's way).
-type Spawner func(name string, argv []string) (Daemon, error)
+type Spawner func(name string, argv []string) (*Process, error)
 
 // Router is what FRR and BIRD offer alike.
 type Router interface {
 	// Start writes conf as the router's configuration, starts its
 	// daemons with spawn and waits until they answer.
-	Start(ctx context.Context, conf string, spawn Spawner) ([]Daemon, error)
+	Start(ctx context.Context, conf string, spawn Spawner) ([]*Process, error)
 	// CLI runs one command of the router's command line.
 	CLI(ctx context.Context, command string) (string, error)
 	// ShellHint is how a human reaches the router's command line.

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // Options shape a control plane. The zero value serves on 127.0.0.1 with
@@ -45,7 +47,8 @@ type Options struct {
 	// ExtraArgs are appended to kube-apiserver's command line.
 	ExtraArgs []string
 	// Detached starts etcd and kube-apiserver as processes that outlive
-	// the caller (StartDetachedProcess); the caller records their PIDs.
+	// the caller (labkit.ProcessOptions.Detached); the caller records
+	// their PIDs.
 	Detached bool
 }
 
@@ -54,8 +57,8 @@ type ControlPlane struct {
 	Dir       string
 	URL       string // https://host:port
 	PKI       *PKI
-	Etcd      *Process
-	APIServer *Process
+	Etcd      *labkit.Process
+	APIServer *labkit.Process
 	// AdminConfig authenticates as a member of system:masters.
 	AdminConfig *rest.Config
 	// AdminKubeconfig is the path of a kubeconfig file for AdminConfig.
@@ -136,7 +139,7 @@ func (cp *ControlPlane) startEtcdOn(ctx context.Context, bin string, detached bo
 	if err != nil {
 		return "", err
 	}
-	err = poll(ctx, 30*time.Second, cp.Etcd, func() bool {
+	err = waitStarted(ctx, 30*time.Second, cp.Etcd, func() bool {
 		resp, err := probeClient.Get(client + "/health")
 		if err != nil {
 			return false
@@ -149,8 +152,8 @@ func (cp *ControlPlane) startEtcdOn(ctx context.Context, bin string, detached bo
 
 // retire stops an attempt that lost its port and moves its log aside, so
 // that the next attempt's log holds only its own lines.
-func retire(p *Process, attempt int) {
-	p.Stop(time.Second)
+func retire(p *labkit.Process, attempt int) {
+	_ = p.StopWithin(time.Second)
 	_ = os.Rename(p.LogPath, fmt.Sprintf("%s.attempt%d", p.LogPath, attempt))
 }
 
@@ -160,7 +163,7 @@ var probeClient = &http.Client{Timeout: 2 * time.Second}
 
 // lostItsPort reports whether a process exited while starting because
 // its port was taken (see portAttempts).
-func lostItsPort(p *Process, err error) bool {
+func lostItsPort(p *labkit.Process, err error) bool {
 	return p != nil && errors.Is(err, errExited) && strings.Contains(p.Tail(50), "address already in use")
 }
 
@@ -264,7 +267,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return poll(ctx, 90*time.Second, cp.APIServer, func() bool {
+	return waitStarted(ctx, 90*time.Second, cp.APIServer, func() bool {
 		// a bounded probe: what listens on the port may not be ours
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -314,10 +317,10 @@ func WriteKubeconfig(path string, cfg *rest.Config) error {
 // Start created it.
 func (cp *ControlPlane) Stop() {
 	if cp.APIServer != nil {
-		cp.APIServer.Stop(10 * time.Second)
+		_ = cp.APIServer.Stop()
 	}
 	if cp.Etcd != nil {
-		cp.Etcd.Stop(10 * time.Second)
+		_ = cp.Etcd.Stop()
 	}
 	if cp.ownDir {
 		os.RemoveAll(cp.Dir)
@@ -340,24 +343,35 @@ func (cp *ControlPlane) TLSConfig() (*tls.Config, error) {
 	return &tls.Config{RootCAs: cp.CAPool(), Certificates: []tls.Certificate{cert}}, nil
 }
 
-func poll(ctx context.Context, timeout time.Duration, proc *Process, ok func() bool) error {
-	deadline := time.Now().Add(timeout)
-	for {
+// errExited is the error of a process that ended while being waited for.
+var errExited = errors.New("process exited")
+
+// stopGrace is how long Stop gives etcd and kube-apiserver after SIGTERM.
+const stopGrace = 10 * time.Second
+
+// startProcess starts path with args as process name, its output going
+// to logPath.
+func startProcess(name, logPath string, detached bool, path string, args ...string) (*labkit.Process, error) {
+	return labkit.Spawn(labkit.ProcessOptions{Name: name, LogPath: logPath, Argv: append([]string{path}, args...),
+		Detached: detached, Grace: stopGrace})
+}
+
+// waitStarted waits up to timeout for ok, failing early (errExited) when
+// proc ends; the error carries proc's last log lines.
+func waitStarted(ctx context.Context, timeout time.Duration, proc *labkit.Process, ok func() bool) error {
+	err := labkit.Poll(ctx, timeout, proc.Name+" to start", func() (bool, error) {
 		if ok() {
-			return nil
+			return true, nil
 		}
 		if proc.Exited() {
-			return fmt.Errorf("%s exited while starting: %w; last log lines:\n%s", proc.Name, errExited, proc.Tail(30))
+			return false, errExited
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s; last log lines:\n%s", proc.Name, timeout, proc.Tail(30))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; last log lines:\n%s", err, proc.Tail(30))
 	}
+	return nil
 }
 
 // FreePorts2 returns two distinct TCP ports on 127.0.0.1 that were free a
