@@ -24,16 +24,36 @@ func Respond(ctx context.Context, ifname string, addr netip.Addr, emit func(Line
 	if !addr.Is4() {
 		return fmt.Errorf("respond: want an IPv4 address, got %v", addr)
 	}
-	ifi, err := net.InterfaceByName(ifname)
+	ifi, conn, err := listenARP(ifname)
 	if err != nil {
-		return fmt.Errorf("interface %s: %w", ifname, err)
-	}
-	conn, err := packet.Listen(ifi, packet.Raw, ethPARP, nil)
-	if err != nil {
-		return fmt.Errorf("raw socket on %s: %w", ifname, err)
+		return err
 	}
 	defer conn.Close()
 	emit(Line{Ready: true})
+	return readARPRequests(ctx, conn, addr, func(req *arp.Packet) error {
+		if req.SenderIP == addr {
+			return nil
+		}
+		return reply(conn, ifi.HardwareAddr, addr, req)
+	})
+}
+
+// listenARP opens a raw socket for ARP frames on ifname.
+func listenARP(ifname string) (*net.Interface, *packet.Conn, error) {
+	ifi, err := net.InterfaceByName(ifname)
+	if err != nil {
+		return nil, nil, fmt.Errorf("interface %s: %w", ifname, err)
+	}
+	conn, err := packet.Listen(ifi, packet.Raw, ethPARP, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("raw socket on %s: %w", ifname, err)
+	}
+	return ifi, conn, nil
+}
+
+// readARPRequests calls handle with every ARP request for addr that
+// arrives on conn, until ctx ends (nil) or reading or handle fails.
+func readARPRequests(ctx context.Context, conn *packet.Conn, addr netip.Addr, handle func(*arp.Packet) error) error {
 	buf := make([]byte, 1600)
 	for ctx.Err() == nil {
 		if err := conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
@@ -47,17 +67,18 @@ func Respond(ctx context.Context, ifname string, addr netip.Addr, emit func(Line
 			return err
 		}
 		pkt, _, err := parseARP(buf[:n])
-		if err != nil || pkt.Operation != arp.OperationRequest || pkt.TargetIP != addr || pkt.SenderIP == addr {
+		if err != nil || pkt.Operation != arp.OperationRequest || pkt.TargetIP != addr {
 			continue
 		}
-		if err := reply(conn, ifi.HardwareAddr, addr, pkt); err != nil {
+		if err := handle(pkt); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// reply answers the ARP request req for addr with mac.
+// reply answers the ARP request req for addr in the name of mac, to the
+// requester alone.
 func reply(conn *packet.Conn, mac net.HardwareAddr, addr netip.Addr, req *arp.Packet) error {
 	p, err := arp.NewPacket(arp.OperationReply, mac, addr, req.SenderHardwareAddr, req.SenderIP)
 	if err != nil {
