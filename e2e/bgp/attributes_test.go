@@ -2,8 +2,10 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -49,18 +51,7 @@ func TestLocalPrefOverIBGP(t *testing.T) {
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{ASN: lab.RouterASN, NodeASN: lab.RouterASN})
 	// the BGPPeer leaves ebgpMultiHop out, as an iBGP peer usually does:
 	// the CRD rule on it is guarded with has() (api/v1beta1/crd_test.go)
-	apply(t, h, `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64512
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
----
+	apply(t, h, peerYAML(peerV4, fmt.Sprintf("myASN: %d", lab.RouterASN))+`---
 apiVersion: herald.dev/v1beta1
 kind: BGPAdvertisement
 metadata: {name: attrs-localpref}
@@ -130,20 +121,8 @@ spec:
 // advertise them.
 func TestPeersAndNodeSelectors(t *testing.T) {
 	l, h := suite.Herald(t)
-	apply(t, h, `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router-v6}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: "2001:db8:1::1"
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-  nodeSelectors:
-    - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [node1, node3]}]
----
+	apply(t, h, peerYAML(peerV6, "peerAddress: "+strconv.Quote(lab.RouterIPv6), `nodeSelectors:
+    - matchExpressions: [{key: kubernetes.io/hostname, operator: In, values: [node1, node3]}]`)+`---
 apiVersion: herald.dev/v1beta1
 kind: BGPAdvertisement
 metadata: {name: attrs-v6-sessions}

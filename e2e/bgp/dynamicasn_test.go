@@ -27,18 +27,7 @@ const otherExternalASN = 64520
 func TestDynamicASN(t *testing.T) {
 	l, h := suite.Herald(t)
 	ctx := context.Background()
-	apply(t, h, fmt.Sprintf(`
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: %d
-  dynamicASN: external
-  peerAddress: %s
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-`, lab.NodeASN, lab.RouterIPv4))
+	apply(t, h, peerYAML(peerV4, "dynamicASN: external"))
 	all := allNodes(l)
 	_, ips := suite.Service(t, "dynasn", poolMain, nil, all...)
 	waitPeerASN(t, l, lab.RouterASN, "")

@@ -14,35 +14,6 @@ import (
 	"github.com/herald-lb/herald/test/labkit"
 )
 
-// peerBFD is the base BGPPeer with the 100 ms x 3 BFD profile.
-const peerBFD = `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-  bfdProfile: fast
-`
-
-// peerHold3 is the base BGPPeer with hold time 3 s and keepalive 1 s.
-const peerHold3 = `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 3s
-  keepaliveTime: 1s
-  connectTime: 2s
-`
-
 // failureSetup is one way of detecting a dead node.
 type failureSetup struct {
 	name   string
@@ -66,9 +37,9 @@ func failureSetups(l *lab.Lab) []failureSetup {
 		static = append(static, lab.StaticNeighbor{Node: n, BFD: true})
 	}
 	return []failureSetup{
-		{name: "BFD-100msx3", peer: peerBFD, bfd: true, downReason: "BFD down", speakerDetects: 300 * time.Millisecond, routerDetects: 300 * time.Millisecond, router: lab.BGPOptions{
+		{name: "BFD-100msx3", peer: peerYAML(peerV4, "bfdProfile: fast"), bfd: true, downReason: "BFD down", speakerDetects: 300 * time.Millisecond, routerDetects: 300 * time.Millisecond, router: lab.BGPOptions{
 			StaticNeighbors: static, BFD: routerconf.BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}}},
-		{name: "HoldTime-3s", peer: peerHold3, downReason: "hold", speakerDetects: 3 * time.Second, router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
+		{name: "HoldTime-3s", peer: peerYAML(peerV4, "holdTime: 3s", "keepaliveTime: 1s"), downReason: "hold", speakerDetects: 3 * time.Second, router: lab.BGPOptions{HoldTime: 3, Keepalive: 1}},
 	}
 }
 

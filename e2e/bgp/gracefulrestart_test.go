@@ -19,21 +19,6 @@ import (
 	"github.com/herald-lb/herald/test/labkit"
 )
 
-// grPeerConfig is the base BGPPeer with graceful restart.
-const grPeerConfig = `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-  gracefulRestart: true
-`
-
 // TestGracefulRestartKeepsRoutes: with gracefulRestart on the BGPPeer,
 // deleting a speaker Pod (the DaemonSet makes a new one) leaves FRR
 // holding that node's routes, marked stale, while the speaker is away;
@@ -48,7 +33,7 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	l, h := suite.Herald(t)
 	const victim = "node2"
 	peer := nodeAddrs(l, false, victim)[0]
-	apply(t, h, grPeerConfig)
+	apply(t, h, peerYAML(peerV4, "gracefulRestart: true"))
 	waitGracefulRestart(t, l, nodeAddrs(l, false)...)
 
 	_, ips := suite.Service(t, "gr", poolMain, func(s *corev1.Service) {

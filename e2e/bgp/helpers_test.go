@@ -167,7 +167,7 @@ func apply(t testing.TB, h *deploy.Herald, yaml string, undo ...string) {
 				t.Error(err)
 			}
 		}
-		if err := h.Apply(ctx, baseConfig); err != nil {
+		if err := h.Apply(ctx, baseConfig()); err != nil {
 			t.Error(err)
 		}
 	})

@@ -8,6 +8,7 @@ package bgp
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -36,7 +37,10 @@ const (
 // profile and a Community alias. Tests that change an object put it back
 // by applying baseConfig again (server-side apply of the same manager
 // also removes the fields a test added).
-const baseConfig = `
+func baseConfig() string { return fmt.Sprintf(baseConfigFormat, peerYAML(peerV4)) }
+
+// baseConfigFormat is baseConfig with %s for its BGPPeer.
+const baseConfigFormat = `
 apiVersion: herald.dev/v1beta1
 kind: IPAddressPool
 metadata: {name: bgp}
@@ -58,17 +62,7 @@ spec:
   addresses: [198.51.100.144/28]
   autoAssign: false
 ---
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
----
+%s---
 apiVersion: herald.dev/v1beta1
 kind: BGPAdvertisement
 metadata: {name: bgp}
@@ -97,9 +91,9 @@ spec:
 // established.
 var suite = &harness.Suite{
 	Namespace:  testNS,
-	BaseConfig: baseConfig,
+	BaseConfig: baseConfig(),
 	Prepare: func(ctx context.Context, l *lab.Lab, h *deploy.Herald) error {
-		if err := h.Apply(ctx, baseConfig); err != nil {
+		if err := h.Apply(ctx, baseConfig()); err != nil {
 			return err
 		}
 		if defaultRouter(l) {

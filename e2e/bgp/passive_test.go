@@ -2,7 +2,6 @@ package bgp
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -33,19 +32,7 @@ func TestPassivePeer(t *testing.T) {
 		dialing = append(dialing, lab.StaticNeighbor{Node: n, RouterDials: true})
 	}
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{StaticNeighbors: dialing})
-	apply(t, h, fmt.Sprintf(`
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: %d
-  peerASN: %d
-  peerAddress: %s
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-  passive: true
-`, lab.NodeASN, lab.RouterASN, lab.RouterIPv4))
+	apply(t, h, peerYAML(peerV4, "passive: true"))
 	start := time.Now()
 	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
 	t.Logf("passive: every session up %s after the BGPPeer changed", time.Since(start).Round(time.Millisecond))
@@ -72,7 +59,7 @@ spec:
 	t.Logf("http://%s answered by %s on %s", ips[0], answer.Pod, answer.Node)
 
 	// back to an active peer: the listeners close
-	if err := h.Apply(ctx, baseConfig); err != nil {
+	if err := h.Apply(ctx, baseConfig()); err != nil {
 		t.Fatal(err)
 	}
 	labkit.Eventually(t, 30*time.Second, "no BGP listener left", func() bool {

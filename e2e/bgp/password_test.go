@@ -42,7 +42,7 @@ func TestPassword(t *testing.T) {
 	noSessions(t, l)
 
 	// a Secret that does not exist
-	apply(t, h, peerWithSecret)
+	apply(t, h, peerYAML(peerV4, "passwordSecret: router-md5"))
 	c := waitPeerCondition(t, l, peerV4, metav1.ConditionFalse, "SecretNotFound")
 	t.Logf("missing Secret: Valid=%s %s: %s", c.Status, c.Reason, c.Message)
 
@@ -124,20 +124,6 @@ func sessionsStay(t *testing.T, l *lab.Lab, ip netip.Addr, nodes []string, d tim
 		}
 	}
 }
-
-const peerWithSecret = `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-  passwordSecret: router-md5
-`
 
 // noSessions checks that the router has no established session now and
 // over a short monitored window.

@@ -19,9 +19,9 @@ import (
 )
 
 // restartConfig: two pools, restart-old created a second before
-// restart-new, advertised to the router from every node, and the router's
-// peer with graceful restart, so that a speaker's restart keeps its
-// routes at the router (docs/failover.md#graceful-restart).
+// restart-new, advertised to the router from every node; applied with the
+// router's peer with graceful restart, so that a speaker's restart keeps
+// its routes at the router (docs/failover.md#graceful-restart).
 const restartConfig = `
 apiVersion: herald.dev/v1beta1
 kind: IPAddressPool
@@ -36,17 +36,6 @@ metadata: {name: restart}
 spec:
   ipAddressPools: [restart-old, restart-new]
 ---
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: 198.51.100.1
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-  gracefulRestart: true
 `
 
 const restartOld = `
@@ -80,7 +69,7 @@ func TestRestartsDuringRefusedEditKeepRoutes(t *testing.T) {
 	labkit.Eventually(t, 5*time.Second, "a second past restart-old's creation", func() bool {
 		return time.Since(old.CreationTimestamp.Time) > 1100*time.Millisecond
 	})
-	if err := h.Apply(ctx, restartConfig); err != nil {
+	if err := h.Apply(ctx, restartConfig+peerYAML(peerV4, "gracefulRestart: true")); err != nil {
 		t.Fatal(err)
 	}
 	all := allNodes(l)

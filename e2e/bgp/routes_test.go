@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/netip"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -13,21 +14,6 @@ import (
 	"github.com/herald-lb/herald/e2e/lab"
 	"github.com/herald-lb/herald/test/labkit"
 )
-
-// peerV6Config is a second BGPPeer: the router's IPv6 address, from every
-// node (both families ride on it too).
-const peerV6Config = `
-apiVersion: herald.dev/v1beta1
-kind: BGPPeer
-metadata: {name: router-v6}
-spec:
-  myASN: 64513
-  peerASN: 64512
-  peerAddress: "2001:db8:1::1"
-  holdTime: 9s
-  keepaliveTime: 3s
-  connectTime: 2s
-`
 
 // TestRoutesECMPAndDataPath: a dual-stack Service's /32 and /128 reach
 // FRR's RIB from every node and its kernel FIB with one next hop per node
@@ -70,7 +56,9 @@ func TestRoutesECMPAndDataPath(t *testing.T) {
 	}
 
 	// the IPv6 session carries both families as well
-	apply(t, h, peerV6Config, "bgppeer/"+peerV6)
+	// a second BGPPeer: the router's IPv6 address, from every node (both
+	// families ride on it too)
+	apply(t, h, peerYAML(peerV6, "peerAddress: "+strconv.Quote(lab.RouterIPv6)), "bgppeer/"+peerV6)
 	waitSessions(t, l, 60*time.Second, append(nodeAddrs(l, false), nodeAddrs(l, true)...)...)
 	both := append(nodeAddrs(l, false), nodeAddrs(l, true)...)
 	labkit.Eventually(t, 30*time.Second, "paths over both sessions of every node", func() bool {
