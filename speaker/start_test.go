@@ -19,13 +19,14 @@ import (
 
 	"github.com/herald-lb/herald/internal/daemon"
 	"github.com/herald-lb/herald/internal/members"
+	"github.com/herald-lb/herald/test/memberkey"
 )
 
 // testStart is a memberStart on 127.0.0.1 with the key from the Secret
 // in idx (the file is never there), quick retries and a recorder.
 func testStart(t *testing.T, port int) (memberStart, cache.Indexer, *daemon.Health, *record.FakeRecorder) {
 	t.Helper()
-	idx, secrets := secretCache(t)
+	idx, secrets := memberkey.SecretCache(t)
 	h := &daemon.Health{}
 	rec := record.NewFakeRecorder(100)
 	return memberStart{
@@ -69,7 +70,7 @@ func TestStartReadyOnceTheKeyAppears(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no event while waiting")
 	}
-	if err := idx.Add(memberlistSecret(goodKey)); err != nil {
+	if err := idx.Add(memberkey.Secret(memberkey.Good)); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -97,7 +98,7 @@ func TestStartNeverGivesUp(t *testing.T) {
 		now += d
 		if now >= 7*time.Minute {
 			if _, ok, _ := idx.GetByKey("herald-system/herald-memberlist"); !ok {
-				if err := idx.Add(memberlistSecret(goodKey)); err != nil {
+				if err := idx.Add(memberkey.Secret(memberkey.Good)); err != nil {
 					t.Error(err)
 				}
 			}
@@ -119,7 +120,7 @@ func TestStartNeverGivesUp(t *testing.T) {
 // Secret and its key.
 func TestStartMalformedKeyIsPermanent(t *testing.T) {
 	m, idx, h, _ := testStart(t, 0)
-	if err := idx.Add(memberlistSecret("short")); err != nil {
+	if err := idx.Add(memberkey.Secret("short")); err != nil {
 		t.Fatal(err)
 	}
 	attempts := 0
@@ -144,7 +145,7 @@ func TestStartPortTakenIsPermanent(t *testing.T) {
 	defer l.Close()
 	port := l.Addr().(*net.TCPAddr).Port
 	m, idx, _, _ := testStart(t, port)
-	if err := idx.Add(memberlistSecret(goodKey)); err != nil {
+	if err := idx.Add(memberkey.Secret(memberkey.Good)); err != nil {
 		t.Fatal(err)
 	}
 	_, err = m.start(context.Background())

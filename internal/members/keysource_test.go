@@ -7,31 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
-
 	"github.com/herald-lb/herald/internal/daemon"
+	"github.com/herald-lb/herald/test/memberkey"
 )
-
-// secretCache is a Secrets lister of namespace "herald-system" over an
-// indexer the test fills, as the speaker's informer fills its own.
-func secretCache(t *testing.T) (cache.Indexer, corelisters.SecretNamespaceLister) {
-	t.Helper()
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
-	return idx, corelisters.NewSecretLister(idx).Secrets("herald-system")
-}
-
-func memberlistSecret(data string) *corev1.Secret {
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "herald-system", Name: "herald-memberlist"}, Data: map[string][]byte{}}
-	if data != "" {
-		s.Data["key"] = []byte(data)
-	}
-	return s
-}
-
-const goodKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" // base64 of 32 bytes
 
 // TestKeyReadClassified: every state of the file and the Secret, and
 // whether Read calls it a wait (resolves by itself: the controller
@@ -48,16 +26,16 @@ func TestKeyReadClassified(t *testing.T) {
 	}{
 		{name: "nothing yet", file: "-", secret: "-", wantWait: true, wantErr: "herald-system/herald-memberlist not found"},
 		{name: "Secret without key", file: "-", secret: "", wantWait: true, wantErr: `has no data under "key"`},
-		{name: "no Secret name", file: "-", secret: goodKey, noSecretName: true, wantWait: true, wantErr: "no such file"},
-		{name: "Secret before the volume", file: "-", secret: goodKey, wantFrom: "Secret"},
+		{name: "no Secret name", file: "-", secret: memberkey.Good, noSecretName: true, wantWait: true, wantErr: "no such file"},
+		{name: "Secret before the volume", file: "-", secret: memberkey.Good, wantFrom: "Secret"},
 		{name: "file", file: "fedcba9876543210", secret: "short", wantFrom: "file"},
 		{name: "malformed Secret", file: "-", secret: "short", wantErr: `Secret herald-system/herald-memberlist, key "key": holds 5 bytes`},
 		{name: "malformed file", file: "short", secret: "-", wantErr: "/key: holds 5 bytes"},
-		{name: "malformed file, Secret fixed", file: "short", secret: goodKey, wantFrom: "Secret (the file's key is malformed)"},
+		{name: "malformed file, Secret fixed", file: "short", secret: memberkey.Good, wantFrom: "Secret (the file's key is malformed)"},
 		{name: "malformed file and Secret", file: "short", secret: "short", wantErr: "/key: holds 5 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			idx, secrets := secretCache(t)
+			idx, secrets := memberkey.SecretCache(t)
 			path := filepath.Join(t.TempDir(), "key")
 			if c.file != "-" {
 				if err := os.WriteFile(path, []byte(c.file), 0o400); err != nil {
@@ -65,7 +43,7 @@ func TestKeyReadClassified(t *testing.T) {
 				}
 			}
 			if c.secret != "-" {
-				if err := idx.Add(memberlistSecret(c.secret)); err != nil {
+				if err := idx.Add(memberkey.Secret(c.secret)); err != nil {
 					t.Fatal(err)
 				}
 			}
