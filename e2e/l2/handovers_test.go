@@ -13,71 +13,26 @@ import (
 )
 
 // The targets of a hand-over that Herald plans (a rolling update, a
-// speaker's restart), counted in the client's probe rounds: no address
-// unanswered for longer than handOverGap, and at each change of owner at
-// most handOverOverlap consecutive rounds answered by two MACs (the round
-// whose requests the old owner answered before it read the new owner's
-// gratuitous ARP or unsolicited NA).
-const (
-	// probeRound is how often the client asks who has each address.
-	probeRound = 20 * time.Millisecond
-	// handOverGap: a client whose ARP or NDP entry lapses at a hand-over
-	// retransmits after a second; 100 ms keeps a hand-over well inside
-	// a TCP retransmission and far from the client's retransmit.
-	handOverGap = 100 * time.Millisecond
-	// handOverOverlap: make-before-break, the old owner silent within
-	// one round of the new owner's first answer.
-	handOverOverlap = 1
-)
+// speaker's restart) are lab.PlannedHandOver, counted in the client's
+// probe rounds: no address unanswered for longer than
+// lab.PlannedHandOverGap, and at each change of owner at most one round
+// answered by two MACs (the round whose requests the old owner answered
+// before it read the new owner's gratuitous ARP or unsolicited NA).
 
-// probeRun is a run of consecutive probes: the first one's send time, how
-// many, and from the first one's send time to the next probe's.
-type probeRun struct {
-	at    time.Time
-	n     int
-	d     time.Duration
-	nodes []string // who answered (overlaps)
-	// stall is the longest any answer to the run's probes took: a node
-	// whose answers come that late was not scheduled for that long.
-	stall time.Duration
-}
+// probeRound is how often the client asks who has each address.
+const probeRound = 20 * time.Millisecond
 
-func (r probeRun) String() string {
-	s := fmt.Sprintf("%s %v (%d)", r.at.UTC().Format("15:04:05.000"), r.d.Round(time.Millisecond), r.n)
-	if len(r.nodes) > 0 {
-		s += " " + strings.Join(r.nodes, "+")
+// runString is a run of probes as the report prints it: its start, length
+// and probes, who answered, and its late answers.
+func runString(r lab.Run) string {
+	s := fmt.Sprintf("%s %v (%d)", r.At.UTC().Format("15:04:05.000"), r.D.Round(time.Millisecond), r.N)
+	if len(r.Nodes) > 0 {
+		s += " " + strings.Join(r.Nodes, "+")
 	}
-	if r.stall > probeRound {
-		s += fmt.Sprintf(", answers up to %v late", r.stall.Round(time.Millisecond))
+	if r.Stall > probeRound {
+		s += fmt.Sprintf(", answers up to %v late", r.Stall.Round(time.Millisecond))
 	}
 	return s
-}
-
-// probeRuns lists the runs of consecutive probes in pl that match in.
-func probeRuns(pl lab.ProbeLog, in func(lab.Probe) bool) []probeRun {
-	var out []probeRun
-	for i := 0; i < len(pl); i++ {
-		if !in(pl[i]) {
-			continue
-		}
-		j := i
-		var nodes []string
-		var stall time.Duration
-		for ; j < len(pl) && in(pl[j]); j++ {
-			nodes = append(nodes, pl[j].Nodes()...)
-			for _, a := range pl[j].Answers {
-				stall = max(stall, a.At.Sub(pl[j].Sent))
-			}
-		}
-		end := pl[len(pl)-1].Sent
-		if j < len(pl) {
-			end = pl[j].Sent
-		}
-		slices.Sort(nodes)
-		out = append(out, probeRun{at: pl[i].Sent, n: j - i, d: end.Sub(pl[i].Sent), nodes: slices.Compact(nodes), stall: stall})
-		i = j
-	}
-	return out
 }
 
 // ownerChange is a probe answered by another node than the last one
@@ -109,8 +64,8 @@ func ownerChanges(pl lab.ProbeLog) []ownerChange {
 type handOverReport struct {
 	addr     netip.Addr
 	changes  []ownerChange
-	gaps     []probeRun // every run of unanswered probes
-	overlaps []probeRun // every run answered by two nodes
+	gaps     []lab.Run // every run of unanswered probes
+	overlaps []lab.Run // every run answered by two nodes
 	// wait is the longest a client asking at a probe's send time waited
 	// for the first answer to arrive (to that probe or a later one),
 	// and waitAt that probe's send time: late answers count here, not
@@ -121,8 +76,8 @@ type handOverReport struct {
 
 func reportHandOvers(addr netip.Addr, pl lab.ProbeLog) handOverReport {
 	r := handOverReport{addr: addr, changes: ownerChanges(pl),
-		gaps:     probeRuns(pl, func(p lab.Probe) bool { return !p.Answered() }),
-		overlaps: probeRuns(pl, func(p lab.Probe) bool { return len(p.Nodes()) > 1 })}
+		gaps:     pl.Runs(func(p lab.Probe) bool { return !p.Answered() }),
+		overlaps: pl.Runs(func(p lab.Probe) bool { return len(p.Nodes()) > 1 })}
 	r.wait, r.waitAt = longestWait(pl)
 	return r
 }
@@ -156,7 +111,7 @@ func longestWait(pl lab.ProbeLog) (time.Duration, time.Time) {
 func (r handOverReport) longestGap() time.Duration {
 	var d time.Duration
 	for _, g := range r.gaps {
-		d = max(d, g.d)
+		d = max(d, g.D)
 	}
 	return d
 }
@@ -164,7 +119,7 @@ func (r handOverReport) longestGap() time.Duration {
 func (r handOverReport) longestOverlap() int {
 	var n int
 	for _, o := range r.overlaps {
-		n = max(n, o.n)
+		n = max(n, o.N)
 	}
 	return n
 }
@@ -172,7 +127,7 @@ func (r handOverReport) longestOverlap() int {
 func (r handOverReport) overlapRounds() int {
 	var n int
 	for _, o := range r.overlaps {
-		n += o.n
+		n += o.N
 	}
 	return n
 }
@@ -188,12 +143,12 @@ func (r handOverReport) String() string {
 		fmt.Fprintf(&b, "\n    owner %s -> %s at %s", c.from, c.to, c.at.UTC().Format("15:04:05.000"))
 	}
 	for _, g := range r.gaps {
-		if g.d > probeRound {
-			fmt.Fprintf(&b, "\n    gap %s", g)
+		if g.D > probeRound {
+			fmt.Fprintf(&b, "\n    gap %s", runString(g))
 		}
 	}
 	for _, o := range r.overlaps {
-		fmt.Fprintf(&b, "\n    two answered %s", o)
+		fmt.Fprintf(&b, "\n    two answered %s", runString(o))
 	}
 	return b.String()
 }
@@ -233,15 +188,16 @@ func userSpaceControl(i int) netip.Addr {
 }
 
 // checkHandOvers stops the monitors of vips and of the control addresses
-// and checks the probes sent from from on against the targets (probeRound,
-// handOverGap, handOverOverlap), logging per address every change of
-// owner, gap and overlap with its time, and the same for the controls.
-// Two things the lab does are told apart from Herald's hand-overs, and
-// logged as the lab's instead of failing the test:
+// and checks the probes sent from from on against lab.PlannedHandOver
+// beside the controls, logging per address every change of owner, gap
+// and overlap with its time, and the same for the controls. Two things
+// the lab does are told apart from Herald's hand-overs, and logged as the
+// lab's instead of failing the test (lab.ServedBeside):
 //   - a gap while a control address went unanswered for longer than
-//     handOverGap (the client, the network or the machine stalled);
-//   - an overlap in which answers came later than handOverGap: a speaker
-//     not scheduled for that long (the machine's CPU starvation) is
+//     lab.PlannedHandOverGap (the client, the network or the machine
+//     stalled);
+//   - an overlap in which answers came later than that: a speaker not
+//     scheduled for that long (the machine's CPU starvation) is
 //     declared dead by the member list, another node claims its
 //     addresses, and the two answer until it runs again. That is a
 //     failover, not a hand-over; the CPU-starved owner has its own tests.
@@ -269,7 +225,7 @@ func stopAfter(t *testing.T, mons []*lab.Monitor, from time.Time) []lab.ProbeLog
 // control, already stopped.
 func checkHandOverProbes(t *testing.T, what string, vips []netip.Addr, logs []lab.ProbeLog, controls []netip.Addr, ctl []lab.ProbeLog) {
 	t.Helper()
-	var labGaps []probeRun
+	var labGaps []lab.Run
 	for i, pl := range ctl {
 		r := reportHandOvers(controls[i], pl)
 		t.Logf("%s: control %s", what, r)
@@ -283,35 +239,21 @@ func checkHandOverProbes(t *testing.T, what string, vips []netip.Addr, logs []la
 		changes += len(r.changes)
 		longest = max(longest, r.longestGap())
 		wait = max(wait, r.wait)
-		if r.wait > handOverGap {
+		if r.wait > lab.PlannedHandOverGap {
 			// Not a test failure: the probes were answered, late. Shown
 			// beside what the controls waited at that moment.
 			t.Logf("%s: %s waited %v for an answer from %s; the controls waited up to %v within %v of it",
 				what, vips[i], r.wait.Round(time.Millisecond), r.waitAt.UTC().Format("15:04:05.000"), controlWait(ctl, r.waitAt).Round(time.Millisecond), controlWindow)
 		}
-		for _, g := range r.gaps {
-			if g.d <= handOverGap {
-				continue
-			}
-			if c, ok := during(labGaps, g); ok {
-				t.Logf("%s: %s unanswered for %v from %s, while the control went unanswered for %v from %s: the lab's",
-					what, vips[i], g.d.Round(time.Millisecond), g.at.UTC().Format("15:04:05.000"), c.d.Round(time.Millisecond), c.at.UTC().Format("15:04:05.000"))
-				continue
-			}
-			t.Errorf("%s: %s unanswered for %v (%d rounds) from %s; want at most %v", what, vips[i], g.d.Round(time.Millisecond), g.n, g.at.UTC().Format("15:04:05.000"), handOverGap)
-		}
 		for _, o := range r.overlaps {
-			if o.stall > handOverGap {
-				starved += o.n
-				t.Logf("%s: %s answered by two MACs for %d rounds from %s, answers up to %v late: a speaker not scheduled, the lab's (the controls' longest gap then: %v)",
-					what, vips[i], o.n, o.at.UTC().Format("15:04:05.000"), o.stall.Round(time.Millisecond), longestDuring(labGaps, o))
+			if o.Stall > lab.PlannedHandOverGap {
+				starved += o.N
+				t.Logf("%s: %s: the controls' longest gap during the late overlap from %s: %v", what, vips[i], o.At.UTC().Format("15:04:05.000"), longestDuring(labGaps, o))
 				continue
 			}
-			rounds += o.n
-			if o.n > handOverOverlap {
-				t.Errorf("%s: %s answered by two MACs for %d consecutive rounds from %s; want at most %d", what, vips[i], o.n, o.at.UTC().Format("15:04:05.000"), handOverOverlap)
-			}
+			rounds += o.N
 		}
+		lab.CheckServedBeside(t, fmt.Sprintf("%s, %s", what, vips[i]), pl, ctl, lab.PlannedHandOver())
 	}
 	t.Logf("%s: %d addresses, %d changes of owner, %d rounds answered by two at hand-overs (%d more while a speaker was starved), longest gap %v, longest wait for an answer %v",
 		what, len(vips), changes, rounds, starved, longest.Round(time.Millisecond), wait.Round(time.Millisecond))
@@ -335,23 +277,12 @@ func controlWait(ctl []lab.ProbeLog, at time.Time) time.Duration {
 	return d
 }
 
-// during returns a control gap longer than handOverGap that overlaps g
-// in time.
-func during(gaps []probeRun, g probeRun) (probeRun, bool) {
-	for _, c := range gaps {
-		if c.d > handOverGap && c.at.Before(g.at.Add(g.d)) && g.at.Before(c.at.Add(c.d)) {
-			return c, true
-		}
-	}
-	return probeRun{}, false
-}
-
 // longestDuring is the longest of gaps that overlaps r in time (0: none).
-func longestDuring(gaps []probeRun, r probeRun) time.Duration {
+func longestDuring(gaps []lab.Run, r lab.Run) time.Duration {
 	var d time.Duration
 	for _, c := range gaps {
-		if c.at.Before(r.at.Add(r.d)) && r.at.Before(c.at.Add(c.d)) {
-			d = max(d, c.d)
+		if c.Overlaps(r) {
+			d = max(d, c.D)
 		}
 	}
 	return d.Round(time.Millisecond)
@@ -382,11 +313,11 @@ func TestHandOverReport(t *testing.T) {
 	if len(r.changes) != 1 || r.changes[0].from != "node1" || r.changes[0].to != "node2" || !r.changes[0].at.Equal(pl[3].Sent) {
 		t.Errorf("changes %+v, want one node1 -> node2 at probe 3", r.changes)
 	}
-	if got, want := r.longestGap(), 3*probeRound; got != want || len(r.gaps) != 1 || r.gaps[0].n != 3 {
+	if got, want := r.longestGap(), 3*probeRound; got != want || len(r.gaps) != 1 || r.gaps[0].N != 3 {
 		t.Errorf("gaps %v (longest %v), want one of 3 rounds, %v", r.gaps, got, want)
 	}
-	if len(r.overlaps) != 1 || r.overlaps[0].n != 1 || r.longestOverlap() != 1 || r.overlapRounds() != 1 ||
-		!slices.Equal(r.overlaps[0].nodes, []string{"node1", "node2"}) || r.overlaps[0].stall != time.Millisecond {
+	if len(r.overlaps) != 1 || r.overlaps[0].N != 1 || r.longestOverlap() != 1 || r.overlapRounds() != 1 ||
+		!slices.Equal(r.overlaps[0].Nodes, []string{"node1", "node2"}) || r.overlaps[0].Stall != time.Millisecond {
 		t.Errorf("overlaps %v, want one round node1+node2", r.overlaps)
 	}
 	// probe 4 waits for probe 7's answer (3 rounds and 1 ms); probe 8's
@@ -394,15 +325,13 @@ func TestHandOverReport(t *testing.T) {
 	if want := 3*probeRound + time.Millisecond; r.wait != want || !r.waitAt.Equal(pl[4].Sent) {
 		t.Errorf("longest wait %v at %v, want %v at probe 4", r.wait, r.waitAt, want)
 	}
-	late8 := probeRuns(pl, func(p lab.Probe) bool { return p.Seq == 8 })
-	if len(late8) != 1 || late8[0].stall != 150*time.Millisecond {
+	late8 := pl.Runs(func(p lab.Probe) bool { return p.Seq == 8 })
+	if len(late8) != 1 || late8[0].Stall != 150*time.Millisecond {
 		t.Errorf("run of probe 8 %v, want its answer's 150 ms as stall", late8)
 	}
-	c := probeRun{at: t0.Add(5 * probeRound), d: 2 * handOverGap}
-	if _, ok := during([]probeRun{c}, r.gaps[0]); !ok {
-		t.Errorf("a control gap of %v at round 5 is not found during the gap %v", c.d, r.gaps[0])
-	}
-	if _, ok := during([]probeRun{{at: c.at, d: handOverGap}}, r.gaps[0]); ok {
-		t.Errorf("a control gap of %v (not longer than handOverGap) excuses a gap", handOverGap)
+	// the gap of 3 rounds is within PlannedHandOverGap; the overlap one
+	// round
+	if v := pl.ServedBeside(lab.PlannedHandOver(), nil); len(v.Problems) > 0 {
+		t.Errorf("problems %q, want none", v.Problems)
 	}
 }
