@@ -261,25 +261,13 @@ func report(t *testing.T, l *lab.Lab, start time.Time, addrs []netip.Addr, owner
 // gapSpan is the send time of the first probe of the longest unanswered
 // run and of the first answered probe after it.
 func gapSpan(pl lab.ProbeLog) (from, to time.Time) {
-	var best time.Duration
-	for i := 0; i < len(pl); i++ {
-		if pl[i].Answered() {
-			continue
+	var best lab.Run
+	for _, r := range pl.Runs(func(p lab.Probe) bool { return !p.Answered() }) {
+		if r.D > best.D {
+			best = r
 		}
-		j := i
-		for j < len(pl) && !pl[j].Answered() {
-			j++
-		}
-		end := pl[len(pl)-1].Sent
-		if j < len(pl) {
-			end = pl[j].Sent
-		}
-		if d := end.Sub(pl[i].Sent); d > best {
-			best, from, to = d, pl[i].Sent, end
-		}
-		i = j
 	}
-	return from, to
+	return best.At, best.At.Add(best.D)
 }
 
 func p50(d []time.Duration) time.Duration {
