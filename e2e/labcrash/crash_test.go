@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 const (
@@ -186,21 +187,22 @@ func TestKilledDetachedBringUpIsRemovedByTheNextLab(t *testing.T) {
 // started a process (its bring-up is under way) and returns the run's id.
 func waitForDetachedProcesses(t *testing.T, pid int, exited <-chan error) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Minute)
-	for time.Now().Before(deadline) {
-		for _, rs := range lab.Status("") {
-			if rs.Detached && rs.OwnerPID == pid && len(rs.Processes) > 0 {
-				return rs.ID
-			}
-		}
+	var id string
+	labkit.Eventually(t, 10*time.Minute, "the detached lab to start a process", func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("the detached lab's owner exited before starting a process: %v", err)
-		case <-time.After(100 * time.Millisecond):
+		default:
 		}
-	}
-	t.Fatal("the detached lab started no process in 10 minutes")
-	return ""
+		for _, rs := range lab.Status("") {
+			if rs.Detached && rs.OwnerPID == pid && len(rs.Processes) > 0 {
+				id = rs.ID
+				return true
+			}
+		}
+		return false
+	})
+	return id
 }
 
 // leftovers lists what of run id still exists on the machine.

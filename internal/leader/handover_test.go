@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/herald-lb/herald/internal/leader"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -213,17 +214,17 @@ func TestLeaderHandOverGap(t *testing.T) {
 // waitForWriter returns the first of replicas seen writing after since.
 func waitForWriter(t *testing.T, log *writeLog, replicas map[string]*replica, since time.Time, within time.Duration) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for time.Now().Before(deadline) {
+	var writer string
+	labkit.Eventually(t, within, fmt.Sprintf("one of %d replicas writing", len(replicas)), func() bool {
 		for name := range replicas {
 			if log.wrote(name, since) {
-				return name
+				writer = name
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no replica of %d wrote within %v", len(replicas), within)
-	return ""
+		return false
+	})
+	return writer
 }
 
 // writeUnderFence writes to a ConfigMap as fast as it can, each write
