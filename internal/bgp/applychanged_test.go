@@ -64,9 +64,9 @@ func randomPaths(r *rand.Rand, p netip.Prefix) []Path {
 }
 
 // TestApplyPathsEqualsApply changes a few prefixes at a time, 300 times:
-// one speaker applies each change alone (ApplyPaths; now and then with
-// nothing to build on, when it applies everything), another the whole
-// desired state (Apply). At every step their RIBs, deliveries and
+// one speaker applies each change alone (ApplyChange of the changed
+// prefixes; now and then with nothing to build on, when it applies
+// everything), another the whole desired state (Apply). At every step their RIBs, deliveries and
 // warnings must be equal, and the export policy installed in the first
 // one's GoBGP, evaluated for every prefix and peer, must accept exactly
 // the deliveries with exactly their attributes.
@@ -93,7 +93,7 @@ func TestApplyPathsEqualsApply(t *testing.T) {
 		}
 		return d
 	}
-	must(t, inc.Apply(ctx, desired()))
+	must(t, inc.ApplyChange(ctx, Change{All: true, Desired: desired()}))
 	rebuilds, edits, wholes := 0, 0, 0
 	for step := range 300 {
 		var c PathChange
@@ -117,7 +117,7 @@ func TestApplyPathsEqualsApply(t *testing.T) {
 		case len(e) > 0:
 			edits++
 		}
-		must(t, inc.ApplyPaths(ctx, c))
+		must(t, inc.ApplyChange(ctx, Change{Paths: c}))
 		must(t, full.Apply(ctx, desired()))
 		if why := sameApplied(ctx, inc, full, pool); why != "" {
 			t.Fatalf("step %d (%v): %s", step, c.Prefixes, why)

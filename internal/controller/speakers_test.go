@@ -34,7 +34,11 @@ type establishedBGP struct {
 	sessions []bgp.SessionState
 }
 
-func (b *establishedBGP) Apply(_ context.Context, d bgp.Desired) error {
+func (b *establishedBGP) ApplyChange(_ context.Context, c bgp.Change) error {
+	if !c.All {
+		return nil // a path change changes no session
+	}
+	d := c.Desired
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var out []bgp.SessionState
@@ -44,9 +48,6 @@ func (b *establishedBGP) Apply(_ context.Context, d bgp.Desired) error {
 	b.sessions = out
 	return nil
 }
-
-// ApplyPaths changes no session.
-func (b *establishedBGP) ApplyPaths(context.Context, bgp.PathChange) error { return nil }
 
 func (b *establishedBGP) Sessions() []bgp.SessionState {
 	b.mu.Lock()

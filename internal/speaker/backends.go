@@ -35,11 +35,10 @@ type Welcomes interface {
 
 // BGP holds this node's BGP sessions and routes (*bgp.Speaker).
 type BGP interface {
-	Apply(ctx context.Context, d bgp.Desired) error
-	// ApplyPaths changes the paths of some prefixes alone, as Apply
-	// would with the last Desired whose paths of those prefixes are
-	// replaced.
-	ApplyPaths(ctx context.Context, c bgp.PathChange) error
+	// ApplyChange applies one change set: the whole desired state, or
+	// the paths of some prefixes alone (as the last desired state whose
+	// paths of those prefixes are replaced).
+	ApplyChange(ctx context.Context, c bgp.Change) error
 	Sessions() []bgp.SessionState
 	Shutdown(ctx context.Context) error
 }

@@ -42,6 +42,15 @@ func asnClass(c config.DynamicASN) bgp.ASNClass {
 	return bgp.FixedASN
 }
 
+// bgpChange is the change set handed to the BGP backend: with all, the
+// whole desired state of res; else the memo's last change alone.
+func bgpChange(m *announce.BGPMemo, all bool, res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) bgp.Change {
+	if all {
+		return bgp.Change{All: true, Desired: desiredBGP(res, cfg, v4, v6)}
+	}
+	return bgp.Change{Paths: changedPaths(m)}
+}
+
 // changedPaths is the memo's last change in the backend's terms: the
 // changed prefixes and all their routes.
 func changedPaths(m *announce.BGPMemo) bgp.PathChange {

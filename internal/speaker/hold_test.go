@@ -85,8 +85,9 @@ func TestPlanHeldAnswersNothing(t *testing.T) {
 }
 
 // recordingBGP keeps the last desired BGP state (a path change patches
-// it, as the backend's state is), counts the Applies and path changes and
-// refuses them while err is set.
+// it, as the backend's state is), counts the change sets of everything
+// (applies) and of some prefixes (changes), and refuses them while err is
+// set.
 type recordingBGP struct {
 	last    bgp.Desired
 	applies int
@@ -94,13 +95,13 @@ type recordingBGP struct {
 	err     error
 }
 
-func (r *recordingBGP) Apply(_ context.Context, d bgp.Desired) error {
-	r.last = d
-	r.applies++
-	return r.err
-}
-
-func (r *recordingBGP) ApplyPaths(_ context.Context, c bgp.PathChange) error {
+func (r *recordingBGP) ApplyChange(_ context.Context, ch bgp.Change) error {
+	if ch.All {
+		r.last = ch.Desired
+		r.applies++
+		return r.err
+	}
+	c := ch.Paths
 	r.changes++
 	if r.err != nil {
 		return r.err
@@ -293,9 +294,7 @@ func TestIncrementalBGPEqualsFull(t *testing.T) {
 			// takes never reach the memo, the next reconcile's must.
 			st, _, err := s.state()
 			must(t, err)
-			s.mu.Lock()
-			err = s.reconcileBGP(context.Background(), st, s.svcCache.takeChanges(), true)
-			s.mu.Unlock()
+			err = s.bgp.reconcile(context.Background(), st, s.svcCache.takeChanges().asChanges(), true, false)
 			must(t, err)
 			if len(routes.last.Paths) != 0 {
 				t.Fatalf("step %d: held, and the backend holds paths", step)
@@ -314,7 +313,7 @@ func TestIncrementalBGPEqualsFull(t *testing.T) {
 		if got, wantPaths := routes.last.Paths, desiredBGP(want, st.Config, v4, v6).Paths; !reflect.DeepEqual(got, wantPaths) {
 			t.Fatalf("step %d: the backend holds\n%+v\nwant\n%+v", step, got, wantPaths)
 		}
-		if got, wantAds := s.bgpAdvert, advertisedRoutes(want); !reflect.DeepEqual(got, wantAds) {
+		if got, wantAds := s.bgp.advert, advertisedRoutes(want); !reflect.DeepEqual(got, wantAds) {
 			t.Fatalf("step %d: advertised routes\n%v\nwant\n%v", step, got, wantAds)
 		}
 	}

@@ -20,9 +20,8 @@ const bgpAttemptBound = 10 * time.Second
 
 // readiness tracks what Ready needs.
 type readiness struct {
-	synced     atomic.Bool  // informer caches synced (and the member list started)
-	reconciled atomic.Bool  // a decision was applied with a settled member list
-	bgpFirst   atomic.Int64 // unix ns of the first BGP configuration; 0: none yet
+	synced     atomic.Bool // informer caches synced (and the member list started)
+	reconciled atomic.Bool // a decision was applied with a settled member list
 	// The errors of background work that keeps failing, retried with
 	// backoff: not only logged, they make the speaker not Ready with
 	// them as the reason until the work succeeds again.
@@ -75,17 +74,17 @@ func (s *Speaker) NotReadyReason() string {
 }
 
 func (s *Speaker) bgpAttempted() bool {
-	if s.opts.BGP == nil {
+	if s.bgp == nil {
 		return true
 	}
-	first := s.ready.bgpFirst.Load()
-	if first == 0 {
+	first := s.bgp.firstApply()
+	if first.IsZero() {
 		return false
 	}
-	if s.opts.Now().Sub(time.Unix(0, first)) >= bgpAttemptBound {
+	if s.opts.Now().Sub(first) >= bgpAttemptBound {
 		return true
 	}
-	for _, st := range s.opts.BGP.Sessions() {
+	for _, st := range s.bgp.backend.Sessions() {
 		switch {
 		case st.Error != "", st.LastError != "":
 		case st.State == "Established", st.State == "OpenSent", st.State == "OpenConfirm", st.State == "Active":

@@ -12,10 +12,9 @@ import (
 // fakeBGP reports the sessions the test sets.
 type fakeBGP struct{ sessions []bgp.SessionState }
 
-func (f *fakeBGP) Apply(context.Context, bgp.Desired) error         { return nil }
-func (f *fakeBGP) ApplyPaths(context.Context, bgp.PathChange) error { return nil }
-func (f *fakeBGP) Sessions() []bgp.SessionState                     { return f.sessions }
-func (f *fakeBGP) Shutdown(context.Context) error                   { return nil }
+func (f *fakeBGP) ApplyChange(context.Context, bgp.Change) error { return nil }
+func (f *fakeBGP) Sessions() []bgp.SessionState                  { return f.sessions }
+func (f *fakeBGP) Shutdown(context.Context) error                { return nil }
 
 // TestReadyOnlyWhenTakingPart: not Ready before the caches synced, before
 // the member list settled and a decision was applied, before every BGP
@@ -25,7 +24,7 @@ func TestReadyOnlyWhenTakingPart(t *testing.T) {
 	ml := &fakeMembers{}
 	s, _ := livenessSpeaker(t, &now, ml)
 	b := &fakeBGP{sessions: []bgp.SessionState{{Name: "router", State: "Idle"}}}
-	s.opts.BGP = b
+	s.bgp = &bgpReconciler{backend: b}
 	s.ready.synced.Store(false)
 	step := func(what string, want bool) {
 		t.Helper()
@@ -40,7 +39,7 @@ func TestReadyOnlyWhenTakingPart(t *testing.T) {
 	step("member list not settled", false)
 	ml.settled = true
 	step("BGP never configured", false)
-	s.ready.bgpFirst.Store(now.UnixNano())
+	s.bgp.first.Store(now.UnixNano())
 	step("BGP session idle", false)
 	b.sessions[0].State = "Active"
 	step("BGP session attempted", true)

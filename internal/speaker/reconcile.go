@@ -2,7 +2,6 @@ package speaker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/herald-lb/herald/internal/announce"
 )
@@ -44,8 +42,10 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	if welcomes != nil {
 		welcomes.Applied(gen) // the members that started are handed their addresses
 	}
-	if err := s.reconcileBGP(ctx, st, changes, held); err != nil {
-		return err
+	if s.bgp != nil {
+		if err := s.bgp.reconcile(ctx, st, changes.asChanges(), held, s.leaving.Load()); err != nil {
+			return err
+		}
 	}
 	if ml := s.memberList(); ml == nil || ml.Settled() {
 		s.ready.reconciled.Store(true)
@@ -128,158 +128,8 @@ func (s *Speaker) announcedL2(st announce.State, o announce.L2Owner) {
 	}
 }
 
-// reconcileBGP decides this node's BGP sessions and routes and hands them
-// to the backend. When only some Services changed since the last
-// reconcile (changes) and nothing else did, it works out and hands over
-// only their prefixes (BGPMemo.Update with their keys, ApplyPaths): the
-// work is proportional to the change. Otherwise it hands over everything.
-func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes serviceChanges, held bool) error {
-	if s.opts.BGP == nil {
-		return nil
-	}
-	// The memo learns of changed Services from change sets alone: those
-	// of a reconcile that does not update it wait for the next one.
-	ch := s.bgpPending.Merge(changes.asChanges())
-	s.bgpPending = ch
-	if s.leaving.Load() {
-		s.bgpAdvertising, s.bgpApplied = false, bgpApplied{}
-		return nil
-	}
-	var v4, v6 netip.Addr
-	switch me, err := s.nodes.Get(s.opts.NodeName); {
-	case apierrors.IsNotFound(err):
-		// The cluster removed this node while its speaker runs (its
-		// kubelet stopped, then its Node deleted): it is no load-balancer
-		// node any more, as the other speakers see it. Like a held speaker
-		// it closes its sessions and withdraws its routes, until the
-		// kubelet registers the node anew.
-		if !s.ownNodeGone {
-			s.log.Warn("this node's Node object is gone: no BGP session and no route until it is registered again")
-		}
-		s.ownNodeGone, held = true, true
-	case err != nil:
-		return fmt.Errorf("node %s: %w", s.opts.NodeName, err)
-	default:
-		if s.ownNodeGone {
-			s.log.Info("this node's Node object is back")
-		}
-		s.ownNodeGone = false
-		v4, v6 = nodeAddresses(me)
-	}
-	if !held {
-		s.bgpMemo.Update(st, s.opts.NodeName, ch) // nothing to do when nothing it depends on changed
-		s.bgpPending = announce.Changes{}
-	}
-	vrfs, vrfKey, vrfErr := s.vrfTable()
-	applied := bgpApplied{ok: true, v4: v4, v6: v6, vrfs: vrfKey}
-	if !held && s.bgpMemo.Same() && s.bgpApplied == applied {
-		// Nothing the sessions and routes depend on changed (member-list
-		// and Lease changes are not among it) and the last Apply took:
-		// no O(routes) hand-over to the backend, no events to compare.
-		return nil
-	}
-	// Only Services changed, and the last Apply took with these node
-	// addresses: the backend gets the changed prefixes alone, and only
-	// the Services whose routes may have changed are compared for events.
-	// The backend applies the whole desired state itself when it has
-	// nothing to build on.
-	incremental := !held && !s.bgpMemo.Changes().All && s.bgpApplied == applied
-	var err error
-	var res announce.BGPResult // held: no session, no route
-	if incremental {
-		err = s.opts.BGP.ApplyPaths(ctx, changedPaths(&s.bgpMemo))
-	} else {
-		if !held {
-			res = s.bgpMemo.Result()
-		}
-		d := desiredBGP(res, st.Config, v4, v6)
-		placeVRFs(d.Sessions, vrfs, vrfErr, s.opts.NodeName)
-		err = s.opts.BGP.Apply(ctx, d)
-	}
-	s.metrics.bgpApplies.WithLabelValues(applyKind(incremental)).Inc()
-	s.bgpApplied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6, vrfs: vrfKey}
-	s.ready.bgpFirst.CompareAndSwap(0, s.opts.Now().UnixNano())
-	if err != nil && (s.lastBGP == nil || s.lastBGP.Error() != err.Error()) {
-		s.log.Warn("BGP configuration partly refused", "error", err)
-	}
-	s.lastBGP = err
-	s.bgpAdvertising = !held
-	s.metrics.announced.WithLabelValues("bgp").Set(float64(s.bgpRouteCount()))
-	if incremental {
-		s.bgpEvents(changedAdvertisements(&s.bgpMemo), false)
-	} else {
-		s.bgpEvents(advertisedRoutes(res), true)
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	return nil // refused sessions are reported, not retried in a loop
-}
-
 // planKind is the l2_plans_total kind of a plan given ch.
 func planKind(ch announce.Changes) string { return applyKind(!ch.All) }
-
-func applyKind(incremental bool) string {
-	if incremental {
-		return "changed"
-	}
-	return "full"
-}
-
-// bgpEvents records an event for each Service whose advertised routes
-// changed and logs those withdrawn. routes holds every Service's routes
-// when all, else only those that may have changed (nil: none left).
-func (s *Speaker) bgpEvents(routes map[string][]string, all bool) {
-	if s.bgpAdvert == nil {
-		s.bgpAdvert = map[string][]string{}
-	}
-	for key, desc := range routes {
-		if len(desc) == 0 || slices.Equal(s.bgpAdvert[key], desc) {
-			continue
-		}
-		if svc := s.service(key); svc != nil {
-			s.rec.Eventf(svc, corev1.EventTypeNormal, "BGPAdvertised", "node %s advertises %s", s.opts.NodeName, strings.Join(desc, "; "))
-		}
-		s.log.Info("advertising", "service", key, "routes", desc)
-	}
-	for key := range s.bgpAdvert {
-		if desc, ok := routes[key]; (all && !ok) || (ok && len(desc) == 0) {
-			s.log.Info("withdrawn", "service", key, "protocol", "bgp")
-			delete(s.bgpAdvert, key)
-		}
-	}
-	for key, desc := range routes {
-		if len(desc) > 0 {
-			s.bgpAdvert[key] = desc
-		}
-	}
-}
-
-// bgpRouteCount is the number of routes this node advertises. Call with
-// s.mu held.
-func (s *Speaker) bgpRouteCount() int {
-	if !s.bgpAdvertising {
-		return 0
-	}
-	return s.bgpMemo.RouteCount()
-}
-
-// bgpRoutesNow are the routes this node advertises, laid out (O(routes))
-// when they changed since the last call. Call with s.mu held.
-func (s *Speaker) bgpRoutesNow() []announce.Route {
-	if !s.bgpAdvertising {
-		return nil
-	}
-	return s.bgpMemo.Result().Routes
-}
-
-// bgpApplied is what a successful BGP Apply outside a hold was given
-// besides the memo's result: the node's addresses.
-type bgpApplied struct {
-	ok     bool
-	v4, v6 netip.Addr
-	vrfs   string // vrf.Table.Key of the node's VRFs
-}
 
 // service returns a Service from the lister, nil when it is gone.
 func (s *Speaker) service(key string) *corev1.Service {

@@ -41,8 +41,8 @@ func BenchmarkReconcileBGP(b *testing.B) {
 				if err := s.reconcile(context.Background()); err != nil {
 					b.Fatal(err)
 				}
-				if s.bgpRouteCount() != n {
-					b.Fatalf("%d routes, want %d", s.bgpRouteCount(), n)
+				if s.bgp.routeCount() != n {
+					b.Fatalf("%d routes, want %d", s.bgp.routeCount(), n)
 				}
 				b.ResetTimer()
 				for i := range b.N {
@@ -55,7 +55,7 @@ func BenchmarkReconcileBGP(b *testing.B) {
 					}
 					s.svcCache.touchObject(svc)
 					if kind == "full" {
-						s.bgpApplied = bgpApplied{} // as after a change of the node
+						s.bgp.applied = bgpApplied{} // as after a change of the node
 					}
 					b.StartTimer()
 					if err := s.reconcile(context.Background()); err != nil {
@@ -63,8 +63,8 @@ func BenchmarkReconcileBGP(b *testing.B) {
 					}
 				}
 				b.StopTimer()
-				if s.lastBGP != nil {
-					b.Fatalf("BGP refused: %v", s.lastBGP)
+				if s.bgp.lastErr != nil {
+					b.Fatalf("BGP refused: %v", s.bgp.lastErr)
 				}
 			})
 		}

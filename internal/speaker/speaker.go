@@ -133,24 +133,15 @@ type Speaker struct {
 	renewer     *leaseRenewer
 	leases      *leaseBook
 
-	mu             sync.Mutex // guards the reconcile state below
-	l2             l2State
-	l2Memo         announce.L2Memo     // the L2 decisions of the last reconcile, per address
-	bgpMemo        announce.BGPMemo    // the BGP decision of the last reconcile
-	bgpAdvert      map[string][]string // Service -> routes it is advertised with, for events
-	bgpAdvertising bool                // the BGP memo's routes are advertised (not held, not leaving)
-	ownNodeGone    bool                // this node's Node object was not found at the last BGP reconcile
-	bgpPending     announce.Changes    // Service changes that have not reached the BGP memo
-	hold           announceHold        // the announcement hold last acted on
-	l2Since        map[netip.Addr]time.Time
-	lastBGP        error
+	mu      sync.Mutex // guards the reconcile state below
+	l2      l2State
+	l2Memo  announce.L2Memo // the L2 decisions of the last reconcile, per address
+	hold    announceHold    // the announcement hold last acted on
+	l2Since map[netip.Addr]time.Time
 	// reconcileMu serialises reconciles: the worker's and Shutdown's.
 	reconcileMu sync.Mutex
-	// bgpApplied is what the last BGP Apply was given besides the memo's
-	// result, when it succeeded outside a hold (ok): a reconcile that
-	// would give it the same skips it.
-	bgpApplied bgpApplied
-	joined     string // node addresses last handed to Join
+	bgp         *bgpReconciler // nil without a BGP backend
+	joined      string         // node addresses last handed to Join
 	// fallbacks are the addresses last logged as announced for the pool
 	// their annotation names (noteFallbacks).
 	fallbacks string
@@ -207,9 +198,8 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 		status: &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName, name: statusName,
 			labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
 			interval: opts.StatusInterval, now: opts.Now},
-		l2:        newL2State(),
-		bgpAdvert: map[string][]string{},
-		l2Since:   map[netip.Addr]time.Time{},
+		l2:      newL2State(),
+		l2Since: map[netip.Addr]time.Time{},
 	}
 	s.status.onWrite = m.statusWrites.Inc
 	if s.rec == nil {
@@ -222,6 +212,10 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	s.leases = newLeaseBook(api.Leases, opts.Now, s.Trigger)
 	if err := s.setupInformers(api); err != nil {
 		return nil, err
+	}
+	if opts.BGP != nil {
+		s.bgp = &bgpReconciler{backend: opts.BGP, node: opts.NodeName, nodes: s.nodes, log: s.log, metrics: m, now: opts.Now, vrfs: s.vrfTable,
+			events: serviceEvents{services: s.services, rec: s.rec}, advert: map[string][]string{}}
 	}
 	return s, nil
 }

@@ -45,8 +45,11 @@ func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
 	for _, ip := range slices.SortedFunc(maps.Keys(s.l2.owned), netip.Addr.Compare) {
 		l2 = append(l2, l2Entry{IP: ip, Since: s.l2Since[ip]})
 	}
-	routes := s.bgpRoutesNow()
 	s.mu.Unlock()
+	var routes []announce.Route
+	if s.bgp != nil {
+		routes = s.bgp.routes()
+	}
 	if s.opts.L2 != nil {
 		for i := range l2 {
 			l2[i].Interfaces = s.opts.L2.Interfaces(l2[i].IP)
