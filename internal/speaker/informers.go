@@ -82,11 +82,14 @@ func (i kindInformers) all() []cache.SharedIndexInformer {
 		i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles, i.status}
 }
 
-func (s *Speaker) setupInformers(api *lean.API) error {
+// setupInformers builds the informers, their listers and handlers; it
+// returns the informer of this node's SpeakerStatus (for the status
+// reporter).
+func (s *Speaker) setupInformers(api *lean.API, statusName string) (cache.SharedIndexInformer, error) {
 	ns := s.opts.Namespace
-	i, err := newKindInformers(api, s.status.name, s.opts.Installation, s.log)
+	i, err := newKindInformers(api, statusName, s.opts.Installation, s.log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s.informers = i.all()
 	s.serviceIndex = i.services.GetIndexer()
@@ -104,11 +107,10 @@ func (s *Speaker) setupInformers(api *lean.API) error {
 		BFDProfiles: heraldlisters.NewBFDProfileLister(i.bfdProfiles.GetIndexer()),
 		Secrets:     corelisters.NewSecretLister(i.secrets.GetIndexer()).Secrets(ns),
 	}
-	return s.addHandlers(i)
+	return i.status, s.addHandlers(i)
 }
 
-// addHandlers queues a reconcile on every change, and the status write
-// when someone deletes this node's SpeakerStatus.
+// addHandlers queues a reconcile on every change.
 func (s *Speaker) addHandlers(i kindInformers) error {
 	// Object changes are batched for a few milliseconds: a burst of
 	// Services, EndpointSlices and status writes costs one reconcile, not
@@ -136,8 +138,7 @@ func (s *Speaker) addHandlers(i kindInformers) error {
 		}
 		s.synced = append(s.synced, inf.HasSynced)
 	}
-	// Not among synced: announcing never waits for the status object.
-	return s.watchOwnStatus(i.status)
+	return nil
 }
 
 // endpointSlicesOf returns the EndpointSlices of a Service.

@@ -50,7 +50,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	if ml := s.memberList(); ml == nil || ml.Settled() {
 		s.ready.reconciled.Store(true)
 	}
-	s.statusChanged()
+	s.status.changed()
 	return nil
 }
 

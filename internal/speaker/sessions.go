@@ -14,7 +14,7 @@ import (
 // BGPPeer, naming this node and the reason. The event loop calls it for
 // Events.SessionChanged.
 func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
-	s.statusChanged()
+	s.status.changed()
 	peer, err := s.listers.Peers.Get(ev.Name)
 	if ev.Up {
 		s.log.Info("BGP session established", "session", ev.Name, "peer", ev.Peer)
@@ -92,7 +92,7 @@ func (s *Speaker) watchSessions(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 			s.reportSessionProblems(seen)
-			s.statusChanged() // states other than Established change unannounced
+			s.status.changed() // states other than Established change unannounced
 
 		}
 	}

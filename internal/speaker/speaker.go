@@ -105,12 +105,9 @@ type Speaker struct {
 	svcCache     *serviceCache    // Services converted for announce
 	synced       []cache.InformerSynced
 
-	queue workqueue.TypedRateLimitingInterface[string]
-	// statusQueue publishes the SpeakerStatus, apart from the reconciles
-	// so that a slow API server never delays announcing.
-	statusQueue workqueue.TypedRateLimitingInterface[string]
-	status      *statusPublisher
-	leaving     atomic.Bool
+	queue   workqueue.TypedRateLimitingInterface[string]
+	status  *statusReporter
+	leaving atomic.Bool
 	// ready tracks the conditions of Ready.
 	ready   readiness
 	members atomic.Pointer[memberHolder]
@@ -192,16 +189,9 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
-		statusQueue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker-status"}),
-		status: &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName, name: statusName,
-			labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
-			interval: opts.StatusInterval, now: opts.Now},
 		l2:      newL2State(),
 		l2Since: map[netip.Addr]time.Time{},
 	}
-	s.status.onWrite = m.statusWrites.Inc
 	if s.rec == nil {
 		s.rec = &record.FakeRecorder{}
 	}
@@ -210,7 +200,17 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	}
 	s.renewer = &leaseRenewer{leases: api.Leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now}
 	s.leases = newLeaseBook(api.Leases, opts.Now, s.Trigger)
-	if err := s.setupInformers(api); err != nil {
+	ownStatus, err := s.setupInformers(api, statusName)
+	if err != nil {
+		return nil, err
+	}
+	pub := &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName, name: statusName,
+		labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
+		interval: opts.StatusInterval, now: opts.Now, onWrite: m.statusWrites.Inc}
+	s.status = newStatusReporter(pub, s.nodes, s.statusContent)
+	// Not among the synced informers: announcing never waits for the
+	// status object.
+	if err := s.status.watchOwn(ownStatus); err != nil {
 		return nil, err
 	}
 	if opts.BGP != nil {
@@ -328,12 +328,12 @@ func (s *Speaker) Run(ctx context.Context) error {
 	go func() {
 		<-ctx.Done()
 		s.queue.ShutDown()
-		s.statusQueue.ShutDown()
+		s.status.queue.ShutDown()
 	}()
 	statusDone := make(chan struct{})
 	go func() {
 		defer close(statusDone)
-		for s.processNext(ctx, s.statusQueue, func(ctx context.Context, _ string) error { return s.publishStatus(ctx, false) }) {
+		for s.processNext(ctx, s.status.queue, func(ctx context.Context, _ string) error { return s.status.publish(ctx, false) }) {
 		}
 	}()
 	for s.processNext(ctx, s.queue, func(ctx context.Context, _ string) error { return s.reconcile(ctx) }) {
@@ -413,7 +413,7 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 	if s.ready.synced.Load() {
 		// The status says what is left: nothing, once handed over and
 		// withdrawn (one write, past the rate limit).
-		if err := s.publishStatus(ctx, true); err != nil {
+		if err := s.status.publish(ctx, true); err != nil {
 			s.log.Warn("last SpeakerStatus write", "error", err)
 		}
 	}

@@ -8,35 +8,67 @@ import (
 	"slices"
 	"time"
 
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/bgp"
 )
 
-// publishStatus writes this node's SpeakerStatus if what it announces
-// changed; when the last write was less than StatusInterval ago, it
-// comes back once the interval has passed (the changes in between are
-// coalesced into that one write).
-func (s *Speaker) publishStatus(ctx context.Context, force bool) error {
-	node, err := s.nodes.Get(s.opts.NodeName)
+// statusReporter publishes this node's SpeakerStatus from its own
+// queue, apart from the reconciles, so that a slow API server never
+// delays announcing: a change asks for a write (changed), which is
+// coalesced and rate-limited (statusPublisher).
+type statusReporter struct {
+	queue   workqueue.TypedRateLimitingInterface[string]
+	pub     *statusPublisher
+	nodes   corelisters.NodeLister             // the status's owner, this node
+	content func() v1beta1.SpeakerStatusStatus // what this node announces now
+}
+
+func newStatusReporter(pub *statusPublisher, nodes corelisters.NodeLister, content func() v1beta1.SpeakerStatusStatus) *statusReporter {
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](time.Second, time.Minute),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker-status"})
+	return &statusReporter{queue: q, pub: pub, nodes: nodes, content: content}
+}
+
+// publish writes this node's SpeakerStatus if what it announces changed;
+// when the last write was less than the interval ago, it comes back once
+// the interval has passed (the changes in between are coalesced into
+// that one write). force writes at once (at shutdown).
+func (r *statusReporter) publish(ctx context.Context, force bool) error {
+	node, err := r.nodes.Get(r.pub.node)
 	if err != nil {
-		return fmt.Errorf("status: node %s (the SpeakerStatus's owner): %w", s.opts.NodeName, err)
+		return fmt.Errorf("status: node %s (the SpeakerStatus's owner): %w", r.pub.node, err)
 	}
-	wait, err := s.status.publish(ctx, s.statusContent(), node.UID, force)
+	wait, err := r.pub.publish(ctx, r.content(), node.UID, force)
 	if err != nil {
 		return err
 	}
 	if wait > 0 {
-		s.statusQueue.AddAfter(statusKey, wait)
+		r.queue.AddAfter(statusKey, wait)
 	}
 	return nil
 }
 
-// statusChanged asks for a status write (coalesced and rate-limited by
-// publishStatus; nothing is written when nothing changed).
-func (s *Speaker) statusChanged() { s.statusQueue.Add(statusKey) }
+// changed asks for a status write (coalesced and rate-limited by
+// publish; nothing is written when nothing changed).
+func (r *statusReporter) changed() { r.queue.Add(statusKey) }
+
+// watchOwn watches this node's SpeakerStatus alone (inf has a field
+// selector on its name): deleted by someone, it is written again.
+func (r *statusReporter) watchOwn(inf cache.SharedIndexInformer) error {
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		DeleteFunc: func(any) {
+			r.pub.forget()
+			r.changed()
+		},
+	})
+	return err
+}
 
 // statusContent is what this node announces now.
 func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
@@ -98,16 +130,4 @@ func (s *Speaker) settleL2Since(ip netip.Addr, now time.Time) {
 	case !known:
 		s.l2Since[ip] = now
 	}
-}
-
-// watchOwnStatus watches this node's SpeakerStatus alone (inf has a
-// field selector on its name): deleted by someone, it is written again.
-func (s *Speaker) watchOwnStatus(inf cache.SharedIndexInformer) error {
-	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		DeleteFunc: func(any) {
-			s.status.forget()
-			s.statusChanged()
-		},
-	})
-	return err
 }
