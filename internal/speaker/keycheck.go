@@ -45,7 +45,7 @@ func keyMismatch(own []string, peers map[string][]string) []string {
 // logged as an error and reported in a Warning Event on the Node, once
 // per change.
 func (s *Speaker) checkKeys(ctx context.Context, interval time.Duration) {
-	kf, ok := s.memberList().(keyFingerprinter)
+	kf, ok := s.liveness.memberList().(keyFingerprinter)
 	if !ok {
 		return
 	}
@@ -59,7 +59,7 @@ func (s *Speaker) checkKeys(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		bad := keyMismatch(own, s.leases.peerKeys())
+		bad := keyMismatch(own, s.liveness.leases.peerKeys())
 		s.metrics.keyMismatch.Set(float64(len(bad)))
 		if slices.Equal(bad, last) {
 			continue

@@ -74,18 +74,18 @@ func TestLiveNeverAliveBecauseNeverHeardOf(t *testing.T) {
 	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Alive}}
 	s, _ := livenessSpeaker(t, &now, ml, lease("node3", now.Add(-5*time.Second), 15), lease("node4", now.Add(-20*time.Second), 15))
 	nodes := nodeList("node1", "node2", "node3", "node4", "node5")
-	s.observeLiveness(nodes)
-	if s.live("node3") {
+	s.liveness.observe(nodes)
+	if s.liveness.live("node3") {
 		t.Error("node3 alive before its Lease was read")
 	}
-	s.leases.poll(context.Background())
+	s.liveness.leases.poll(context.Background())
 	for n, want := range map[string]bool{"node1": true, "node2": true, "node3": true, "node4": false, "node5": false} {
-		if got := s.live(n); got != want {
+		if got := s.liveness.live(n); got != want {
 			t.Errorf("%s: live=%v, want %v", n, got, want)
 		}
 	}
 	now = now.Add(11 * time.Second) // node3's Lease expires
-	if s.live("node3") {
+	if s.liveness.live("node3") {
 		t.Error("node3 alive after its Lease expired")
 	}
 }
@@ -94,10 +94,10 @@ func TestLiveNeverAliveBecauseNeverHeardOf(t *testing.T) {
 func TestLiveWithoutMemberList(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	s, _ := livenessSpeaker(t, &now, nil, lease("node2", now, 15))
-	s.observeLiveness(nodeList("node1", "node2", "node3"))
-	s.leases.poll(context.Background())
-	if !s.live("node2") || s.live("node3") {
-		t.Errorf("node2 %v (fresh Lease), node3 %v (none)", s.live("node2"), s.live("node3"))
+	s.liveness.observe(nodeList("node1", "node2", "node3"))
+	s.liveness.leases.poll(context.Background())
+	if !s.liveness.live("node2") || s.liveness.live("node3") {
+		t.Errorf("node2 %v (fresh Lease), node3 %v (none)", s.liveness.live("node2"), s.liveness.live("node3"))
 	}
 }
 
@@ -110,52 +110,52 @@ func TestLiveDeadAndIsolated(t *testing.T) {
 	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Dead, "node3": members.Alive, "node4": members.Left}}
 	s, kube := livenessSpeaker(t, &now, ml, lease("node2", now, 15), lease("node4", now, 15))
 	nodes := nodeList("node1", "node2", "node3", "node4")
-	if s.observeLiveness(nodes) {
+	if s.liveness.observe(nodes) {
 		t.Fatal("isolated while node3 is alive")
 	}
-	s.leases.poll(context.Background())
-	if s.live("node2") || s.live("node4") {
+	s.liveness.leases.poll(context.Background())
+	if s.liveness.live("node2") || s.liveness.live("node4") {
 		t.Error("a dead or left member alive while others are reachable")
 	}
 	ml.states["node3"] = members.Dead // cut off from everyone
-	if !s.observeLiveness(nodes) {
+	if !s.liveness.observe(nodes) {
 		t.Fatal("not isolated with every other member dead")
 	}
 	// Before their Leases are read, the dead members keep their
 	// addresses: an isolated node never claims every address.
-	if !s.live("node2") || !s.live("node3") || s.live("node4") {
-		t.Errorf("isolated, Leases not read yet: node2 %v, node3 %v (both want up), node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	if !s.liveness.live("node2") || !s.liveness.live("node3") || s.liveness.live("node4") {
+		t.Errorf("isolated, Leases not read yet: node2 %v, node3 %v (both want up), node4 (left) %v", s.liveness.live("node2"), s.liveness.live("node3"), s.liveness.live("node4"))
 	}
-	s.leases.poll(context.Background())
+	s.liveness.leases.poll(context.Background())
 	// Read once, a fresh Lease does not tell a speaker that died a moment
 	// ago from one on the other side of a partition: down until renewed.
-	if s.live("node2") || s.live("node3") || s.live("node4") {
-		t.Errorf("isolated, Leases read once: node2 (fresh, not renewed since) %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	if s.liveness.live("node2") || s.liveness.live("node3") || s.liveness.live("node4") {
+		t.Errorf("isolated, Leases read once: node2 (fresh, not renewed since) %v, node3 (none) %v, node4 (left) %v", s.liveness.live("node2"), s.liveness.live("node3"), s.liveness.live("node4"))
 	}
-	s.leases.poll(context.Background()) // read again, unchanged
-	if s.live("node2") {
+	s.liveness.leases.poll(context.Background()) // read again, unchanged
+	if s.liveness.live("node2") {
 		t.Error("isolated: node2 up although its Lease was not renewed")
 	}
 	now = now.Add(DefaultLeaseRenew)
 	if _, err := kube.CoordinationV1().Leases(testNS).Update(context.Background(), lease("node2", now, 15), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if !s.leases.poll(context.Background()) {
+	if !s.liveness.leases.poll(context.Background()) {
 		t.Error("a renewal seen is not reported as a change")
 	}
-	if !s.live("node2") || s.live("node3") || s.live("node4") {
-		t.Errorf("isolated, node2 renewed: node2 %v, node3 (none) %v, node4 (left) %v", s.live("node2"), s.live("node3"), s.live("node4"))
+	if !s.liveness.live("node2") || s.liveness.live("node3") || s.liveness.live("node4") {
+		t.Errorf("isolated, node2 renewed: node2 %v, node3 (none) %v, node4 (left) %v", s.liveness.live("node2"), s.liveness.live("node3"), s.liveness.live("node4"))
 	}
 	now = now.Add(16 * time.Second) // renewed once, then stopped: expires
-	if s.live("node2") {
+	if s.liveness.live("node2") {
 		t.Error("isolated: node2 up after its renewed Lease expired")
 	}
 	ml.states["node3"] = members.Alive // the partition heals
 	before := time.Now()
-	if s.observeLiveness(nodes) {
+	if s.liveness.observe(nodes) {
 		t.Fatal("isolated with node3 alive again")
 	}
-	if from := time.Unix(0, s.claimFrom.Load()); from.Before(before.Add(healSettle)) {
+	if from := time.Unix(0, s.liveness.claimFrom.Load()); from.Before(before.Add(healSettle)) {
 		t.Errorf("healed: claims allowed from %v, want no new claim for %v", from, healSettle)
 	}
 }
@@ -170,26 +170,26 @@ func TestLiveAloneAfterTheLastMemberLeft(t *testing.T) {
 	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Alive, "node3": members.Dead}}
 	s, _ := livenessSpeaker(t, &now, ml, lease("node2", now, 15), lease("node3", now, 15))
 	nodes := nodeList("node1", "node2", "node3")
-	if s.observeLiveness(nodes) {
+	if s.liveness.observe(nodes) {
 		t.Fatal("isolated while node2 is alive")
 	}
 	ml.states["node2"] = members.Left
-	if s.observeLiveness(nodes) {
+	if s.liveness.observe(nodes) {
 		t.Fatal("isolated after node2 left gracefully")
 	}
-	s.leases.poll(context.Background())
-	if s.live("node2") || s.live("node3") {
-		t.Errorf("node2 (left) %v, node3 (dead, fresh Lease) %v: want both down", s.live("node2"), s.live("node3"))
+	s.liveness.leases.poll(context.Background())
+	if s.liveness.live("node2") || s.liveness.live("node3") {
+		t.Errorf("node2 (left) %v, node3 (dead, fresh Lease) %v: want both down", s.liveness.live("node2"), s.liveness.live("node3"))
 	}
-	if s.observeLiveness(nodes) {
+	if s.liveness.observe(nodes) {
 		t.Fatal("isolated at the next reconcile, with nothing changed")
 	}
 	ml.states["node2"] = members.Alive // back after its restart
-	if s.observeLiveness(nodes) || !s.live("node2") || s.live("node3") {
-		t.Errorf("node2 back: node2 %v, node3 %v", s.live("node2"), s.live("node3"))
+	if s.liveness.observe(nodes) || !s.liveness.live("node2") || s.liveness.live("node3") {
+		t.Errorf("node2 back: node2 %v, node3 %v", s.liveness.live("node2"), s.liveness.live("node3"))
 	}
 	ml.states["node2"] = members.Dead // now it dies: this node may be the one cut off
-	if !s.observeLiveness(nodes) {
+	if !s.liveness.observe(nodes) {
 		t.Error("not isolated after the last live member died")
 	}
 }
@@ -203,19 +203,19 @@ func TestIsolatedStaleLeaseReadIsAChange(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	ml := &fakeMembers{settled: true, states: map[string]members.State{"node2": members.Dead}}
 	s, _ := livenessSpeaker(t, &now, ml, lease("node2", now.Add(-20*time.Second), 15))
-	if !s.observeLiveness(nodeList("node1", "node2")) {
+	if !s.liveness.observe(nodeList("node1", "node2")) {
 		t.Fatal("not isolated with the only other member dead")
 	}
-	if !s.live("node2") {
+	if !s.liveness.live("node2") {
 		t.Fatal("isolated: node2 down before its Lease was read")
 	}
-	if !s.leases.poll(context.Background()) {
+	if !s.liveness.leases.poll(context.Background()) {
 		t.Error("a first read that turns node2 down is not reported as a change")
 	}
-	if s.live("node2") {
+	if s.liveness.live("node2") {
 		t.Error("isolated: node2 up after its stale Lease was read")
 	}
-	if s.leases.poll(context.Background()) {
+	if s.liveness.leases.poll(context.Background()) {
 		t.Error("a second read that changes nothing is reported as a change")
 	}
 }
@@ -226,12 +226,12 @@ func TestLiveSelfOnlyOnceSynced(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	s, _ := livenessSpeaker(t, &now, nil)
 	s.ready.synced.Store(false)
-	if s.live("node1") {
+	if s.liveness.live("node1") {
 		t.Error("alive before syncing")
 	}
 	s.ready.synced.Store(true)
 	s.leaving.Store(true)
-	if s.live("node1") {
+	if s.liveness.live("node1") {
 		t.Error("alive while leaving")
 	}
 }
@@ -246,7 +246,7 @@ func TestLeaseRenewerWritesOncePerRenewal(t *testing.T) {
 	const renewals = 12
 	for range renewals {
 		now = now.Add(DefaultLeaseRenew)
-		if err := s.renewer.renew(context.Background()); err != nil {
+		if err := s.liveness.renewer.renew(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -261,7 +261,7 @@ func TestLeaseRenewerWritesOncePerRenewal(t *testing.T) {
 	if err != nil || !k8s.LeaseFresh(l, now) || k8s.LeaseFresh(l, now.Add(3*DefaultLeaseRenew)) || *l.Spec.HolderIdentity != "node1" {
 		t.Errorf("Lease %+v, %v", l, err)
 	}
-	if err := s.renewer.release(context.Background()); err != nil {
+	if err := s.liveness.renewer.release(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	writes := verbs["create"] + verbs["update"]
@@ -287,12 +287,12 @@ func TestLeaseBookReadsLeasesByName(t *testing.T) {
 		leases = append(leases, lease(n, now, 15))
 	}
 	s, _ := livenessSpeaker(t, &now, nil, leases...)
-	s.leases.want(append(names, "node2", "node3"))
-	s.leases.poll(context.Background())
-	if s.leases.alive("node2") {
+	s.liveness.leases.want(append(names, "node2", "node3"))
+	s.liveness.leases.poll(context.Background())
+	if s.liveness.leases.alive("node2") {
 		t.Error("node2 alive by a Lease node3 wrote with node2's identity")
 	}
-	if !s.leases.alive("node3") || !s.leases.alive("other0") {
-		t.Errorf("node3 %v, other0 %v: want both alive by their own Leases", s.leases.alive("node3"), s.leases.alive("other0"))
+	if !s.liveness.leases.alive("node3") || !s.liveness.leases.alive("other0") {
+		t.Errorf("node3 %v, other0 %v: want both alive by their own Leases", s.liveness.leases.alive("node3"), s.liveness.leases.alive("other0"))
 	}
 }

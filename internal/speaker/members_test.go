@@ -34,8 +34,8 @@ func node(name, ip string) *corev1.Node {
 // and every Node name to Retain, each only when it changed.
 func TestJoinMembersHandsOnlyChanges(t *testing.T) {
 	live := &recordingLiveness{}
-	s := &Speaker{opts: Options{NodeName: "node1", Members: live}}
-	s.members.Store(&memberHolder{live})
+	lv := &liveness{node: "node1"}
+	lv.members.Store(&memberHolder{live})
 	steps := []struct {
 		nodes []*corev1.Node
 		want  []string
@@ -49,7 +49,7 @@ func TestJoinMembersHandsOnlyChanges(t *testing.T) {
 	}
 	for i, st := range steps {
 		live.calls = nil
-		s.joinMembers(st.nodes)
+		lv.join(st.nodes)
 		if !slices.Equal(live.calls, st.want) {
 			t.Errorf("step %d: %q, want %q", i, live.calls, st.want)
 		}

@@ -59,7 +59,7 @@ func (s *Speaker) NotReadyReason() string {
 	case !s.ready.reconciled.Load():
 		return notReadyNoDecision
 	}
-	if ml := s.memberList(); ml != nil && !ml.Settled() {
+	if !s.liveness.settled() {
 		return notReadyUnsettled
 	}
 	if !s.bgpAttempted() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
-	"slices"
 	"strings"
 	"time"
 
@@ -22,7 +21,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	defer s.reconcileMu.Unlock()
 	start := time.Now()
 	defer func() { s.metrics.reconcile.Observe(time.Since(start).Seconds()) }()
-	welcomes, _ := s.memberList().(Welcomes)
+	welcomes, _ := s.liveness.memberList().(Welcomes)
 	var gen uint64
 	if welcomes != nil {
 		gen = welcomes.Generation() // before any member state is read
@@ -32,8 +31,8 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 		return fmt.Errorf("reading state: %w", err)
 	}
 	changes := s.svcCache.takeChanges()
-	s.joinMembers(st.Nodes)
-	isolated := s.observeLiveness(st.Nodes)
+	s.liveness.join(st.Nodes)
+	isolated := s.liveness.observe(st.Nodes)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	held := s.currentHold()
@@ -47,7 +46,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 			return err
 		}
 	}
-	if ml := s.memberList(); ml == nil || ml.Settled() {
+	if s.liveness.settled() {
 		s.ready.reconciled.Store(true)
 	}
 	s.status.changed()
@@ -64,9 +63,8 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	if s.opts.L2 == nil {
 		return
 	}
-	ml := s.memberList()
-	o := planOptions{settled: ml == nil || ml.Settled(), held: held, keep: isolated && !s.leaving.Load(),
-		claimFrom: time.Unix(0, s.claimFrom.Load()), now: now, grace: s.opts.ReleaseGrace}
+	o := planOptions{settled: s.liveness.settled(), held: held, keep: isolated && !s.leaving.Load(),
+		claimFrom: time.Unix(0, s.liveness.claimFrom.Load()), now: now, grace: s.opts.ReleaseGrace}
 	ch := changes.asChanges()
 	if !s.l2.incremental || !o.ungated() {
 		ch = announce.Changes{All: true} // plan looks at every address
@@ -79,7 +77,7 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	if !p.unchanged {
 		s.opts.L2.SetAnnouncements(p.want)
 	}
-	s.liftFences()
+	s.liveness.liftFences()
 	claimed := make([]netip.Addr, 0, len(p.claimed))
 	for _, o := range p.claimed {
 		claimed = append(claimed, o.IP)
@@ -93,7 +91,7 @@ func (s *Speaker) reconcileL2(st announce.State, changes serviceChanges, now tim
 	for _, ip := range p.dropped {
 		s.log.Info("stopped announcing", "ip", ip, "protocol", "l2")
 	}
-	if from := time.Unix(0, s.claimFrom.Load()); now.Before(from) {
+	if from := time.Unix(0, s.liveness.claimFrom.Load()); now.Before(from) {
 		p.recheck = earliest(p.recheck, from) // claims and fence lifts wait until then
 	}
 	if !p.recheck.IsZero() {
@@ -139,40 +137,6 @@ func (s *Speaker) service(key string) *corev1.Service {
 		return nil
 	}
 	return svc
-}
-
-// joinMembers hands the other nodes' addresses to the member list, and
-// the Node names to Retain, when they change.
-func (s *Speaker) joinMembers(nodes []*corev1.Node) {
-	ml := s.memberList()
-	if ml == nil {
-		return
-	}
-	var addrs, names []string
-	for _, n := range nodes {
-		names = append(names, n.Name)
-		if n.Name == s.opts.NodeName {
-			continue
-		}
-		if v4, v6 := nodeAddresses(n); v4.IsValid() {
-			addrs = append(addrs, v4.String())
-		} else if v6.IsValid() {
-			addrs = append(addrs, v6.String())
-		}
-	}
-	slices.Sort(addrs)
-	slices.Sort(names)
-	addrKey, nameKey := strings.Join(addrs, ","), strings.Join(names, ",")
-	s.mu.Lock()
-	addrsChanged, namesChanged := addrKey != s.joined, nameKey != s.retained
-	s.joined, s.retained = addrKey, nameKey
-	s.mu.Unlock()
-	if addrsChanged {
-		ml.Join(addrs)
-	}
-	if namesChanged {
-		ml.Retain(names)
-	}
 }
 
 func joinNames(names []string) string { return strings.Join(names, ", ") }

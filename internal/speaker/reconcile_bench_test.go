@@ -97,11 +97,11 @@ func benchSpeaker(b testing.TB, n int) (*Speaker, cache.Store) {
 	l2 := &nullL2{}
 	s, store := startedSpeaker(b, kube, herald, n, Options{NodeName: "node1", Namespace: testNS, L2: l2})
 	deadline := time.Now().Add(time.Minute)
-	for !s.live("node2") || !s.live("node3") {
+	for !s.liveness.live("node2") || !s.liveness.live("node3") {
 		if err := s.reconcile(context.Background()); err != nil { // wants the Leases
 			b.Fatal(err)
 		}
-		s.leases.poll(context.Background()) // as its loop does, when running
+		s.liveness.leases.poll(context.Background()) // as its loop does, when running
 		if time.Now().After(deadline) {
 			b.Fatal("node2 and node3 never alive by their Leases")
 		}

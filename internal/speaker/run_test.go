@@ -51,8 +51,8 @@ func TestUnsyncedSpeakerNeverJoins(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	poll(t, "the EndpointSlice list refused twice", func() bool { return attempts.Load() >= 2 })
-	if started.Load() || s.Ready() || s.live("node1") {
-		t.Fatalf("unsynced speaker: member list started %v, Ready %v, alive %v", started.Load(), s.Ready(), s.live("node1"))
+	if started.Load() || s.Ready() || s.liveness.live("node1") {
+		t.Fatalf("unsynced speaker: member list started %v, Ready %v, alive %v", started.Load(), s.Ready(), s.liveness.live("node1"))
 	}
 	if l, _ := kube.CoordinationV1().Leases(testNS).List(ctx, metav1.ListOptions{}); len(l.Items) != 0 {
 		t.Fatalf("unsynced speaker wrote Leases: %v", l.Items)

@@ -25,7 +25,6 @@ import (
 	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
-	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/vrf"
 )
@@ -109,26 +108,8 @@ type Speaker struct {
 	status  *statusReporter
 	leaving atomic.Bool
 	// ready tracks the conditions of Ready.
-	ready   readiness
-	members atomic.Pointer[memberHolder]
-	// isolated: the member list sees no other node alive (observeLiveness).
-	isolated atomic.Bool
-	// claimFrom (unix ns): no new L2 claims before then (healSettle).
-	claimFrom atomic.Int64
-	// deadBefore: the nodes the member list saw dead at the last
-	// reconcile; rejoined: one of them is a member again since the last
-	// liftFences (noteRejoins).
-	deadMu     sync.Mutex
-	deadBefore []string
-	rejoined   bool
-	// upBefore: the other nodes up at the last reconcile; aloneByLeave:
-	// none is up since the last of them left gracefully (noteAlone).
-	upBefore     []string
-	aloneByLeave bool
-	// speakerMACs: the set last handed to the L2 backend (macsKey).
-	speakerMACs string
-	renewer     *leaseRenewer
-	leases      *leaseBook
+	ready    readiness
+	liveness *liveness
 
 	mu      sync.Mutex // guards the reconcile state below
 	l2      l2State
@@ -138,11 +119,9 @@ type Speaker struct {
 	// reconcileMu serialises reconciles: the worker's and Shutdown's.
 	reconcileMu sync.Mutex
 	bgp         *bgpReconciler // nil without a BGP backend
-	joined      string         // node addresses last handed to Join
 	// fallbacks are the addresses last logged as announced for the pool
 	// their annotation names (noteFallbacks).
 	fallbacks string
-	retained  string // Node names last handed to Retain
 }
 
 const (
@@ -195,11 +174,12 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	if s.rec == nil {
 		s.rec = &record.FakeRecorder{}
 	}
+	s.liveness = &liveness{node: opts.NodeName, self: s.up, fence: opts.L2, log: s.log,
+		renewer: &leaseRenewer{leases: api.Leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now},
+		leases:  newLeaseBook(api.Leases, opts.Now, s.Trigger)}
 	if opts.Members != nil {
-		s.members.Store(&memberHolder{opts.Members})
+		s.liveness.members.Store(&memberHolder{opts.Members})
 	}
-	s.renewer = &leaseRenewer{leases: api.Leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now}
-	s.leases = newLeaseBook(api.Leases, opts.Now, s.Trigger)
 	ownStatus, err := s.setupInformers(api, statusName)
 	if err != nil {
 		return nil, err
@@ -308,20 +288,20 @@ func (s *Speaker) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("member list: %w", err)
 		}
-		s.members.Store(&memberHolder{ml})
+		s.liveness.members.Store(&memberHolder{ml})
 		if kf, ok := ml.(keyFingerprinter); ok {
-			s.renewer.keys = strings.Join(kf.KeyFingerprints(), ",")
+			s.liveness.renewer.keys = strings.Join(kf.KeyFingerprints(), ",")
 		}
 	}
 	s.ready.synced.Store(true)
 	s.log.Info("caches synced; announcing")
-	go s.renewer.run(ctx, s.opts.LeaseRenew, func(err error) {
+	go s.liveness.renewer.run(ctx, s.opts.LeaseRenew, func(err error) {
 		if err != nil {
 			s.log.Warn("liveness Lease not renewed", "error", err)
 		}
 		setErr(&s.ready.leaseErr, "liveness Lease not renewed", err)
 	})
-	go s.leases.run(ctx, s.opts.LeaseRenew)
+	go s.liveness.leases.run(ctx, s.opts.LeaseRenew)
 	go s.checkKeys(ctx, s.opts.LeaseRenew)
 	s.Trigger()
 	go s.watchSessions(ctx, 3*time.Second)
@@ -392,7 +372,7 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 			}
 		})
 	}
-	if ml := s.memberList(); ml != nil {
+	if ml := s.liveness.memberList(); ml != nil {
 		// The others learn of the leave within tens of milliseconds; do not
 		// wait the full broadcast timeout when they are stopping too.
 		leaveCtx, cancel := context.WithTimeout(ctx, time.Second)
@@ -405,7 +385,7 @@ func (s *Speaker) Shutdown(ctx context.Context) {
 	if s.ready.synced.Load() {
 		// The Lease goes with the speaker, so that no node reads it as
 		// alive for the rest of its duration.
-		if err := s.renewer.release(ctx); err != nil {
+		if err := s.liveness.renewer.release(ctx); err != nil {
 			s.log.Warn("deleting the liveness Lease", "error", err)
 		}
 	}
@@ -443,55 +423,6 @@ func (s *Speaker) waitHandedOver(ctx context.Context) {
 	}
 }
 
-// memberHolder lets the member list be stored once it has started.
-type memberHolder struct{ Liveness }
-
-// memberList returns the member list, nil before it started or without one.
-func (s *Speaker) memberList() Liveness {
-	if h := s.members.Load(); h != nil {
-		return h.Liveness
-	}
-	return nil
-}
-
-// live says whether a node's speaker is known to be up, from two sources:
-//   - this node: once synced, unless it is leaving;
-//   - alive (or suspect) in the member list: up; left: down (it said so);
-//   - seen dead in the member list (by this speaker, or by a member that
-//     reported it: internal/members' reports): down, unless this node is
-//     cut off from every other member (see isolated): then up until its
-//     Lease has been read, and afterwards only once the Lease has been
-//     renewed since (its speaker is alive on the other side of a
-//     partition);
-//   - never seen by the member list (or no member list): its Lease
-//     decides: renewed within its duration. A node whose Lease was never
-//     read is down: never "alive because never heard of".
-func (s *Speaker) live(node string) bool {
-	if node == s.opts.NodeName {
-		return s.ready.synced.Load() && !s.leaving.Load()
-	}
-	ml := s.memberList()
-	state := members.Unknown
-	if ml != nil {
-		state = ml.State(node)
-	}
-	switch state {
-	case members.Alive, members.Suspect:
-		return true
-	case members.Left:
-		return false
-	case members.Dead:
-		if !s.isolated.Load() {
-			return false
-		}
-		// Cut off from every other member, this node cannot tell a
-		// dead member from one it no longer hears. Until that member's
-		// Lease has been read it keeps its addresses (taking them would
-		// claim every address the moment the member list went quiet);
-		// then it is up only if its speaker renews the Lease: one that
-		// died stopped renewing it, though the Lease stays fresh for its
-		// duration (15 s), and its addresses must not stay dark so long.
-		return s.leases.unread(node) || s.leases.renewed(node)
-	}
-	return s.leases.alive(node)
-}
+// up says whether this node's speaker takes part: synced and not
+// leaving.
+func (s *Speaker) up() bool { return s.ready.synced.Load() && !s.leaving.Load() }

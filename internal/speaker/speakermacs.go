@@ -141,8 +141,8 @@ func macsKey(macs []net.HardwareAddr, complete bool) string {
 // changed, and returns the nodes whose Leases must be read for that.
 // Without a member list that carries the nodes' data, or before it has
 // settled, the set is never complete: the fence yields to any host.
-func (s *Speaker) tellSpeakerMACs(ml Liveness, others []string) []string {
-	l2, ok := s.opts.L2.(SpeakerMACs)
+func (lv *liveness) tellSpeakerMACs(ml Liveness, others []string) []string {
+	l2, ok := lv.fence.(SpeakerMACs)
 	if !ok {
 		return nil
 	}
@@ -151,22 +151,22 @@ func (s *Speaker) tellSpeakerMACs(ml Liveness, others []string) []string {
 	var unpublished []string
 	if nd, ok := ml.(NodeData); ok {
 		macs, complete, unpublished = speakerLinks(others, ml.State, nd.NodeData, func(n string) bool {
-			_, read := s.leases.lastRead(n) // not read yet: wanted from this reconcile on
-			return !read || s.leases.alive(n)
+			_, read := lv.leases.lastRead(n) // not read yet: wanted from this reconcile on
+			return !read || lv.leases.alive(n)
 		})
 		complete = complete && ml.Settled()
 	}
 	key := macsKey(macs, complete)
-	s.deadMu.Lock()
-	changed := key != s.speakerMACs
-	s.speakerMACs = key
-	s.deadMu.Unlock()
+	lv.mu.Lock()
+	changed := key != lv.speakerMACs
+	lv.speakerMACs = key
+	lv.mu.Unlock()
 	if changed {
 		l2.SetSpeakerMACs(macs, complete)
 		if complete {
-			s.log.Info("the other speakers' link-layer addresses are known: the L2 fence yields to no other host", "macs", len(macs))
+			lv.log.Info("the other speakers' link-layer addresses are known: the L2 fence yields to no other host", "macs", len(macs))
 		} else {
-			s.log.Info("some speakers' link-layer addresses are not known: the L2 fence yields to any host", "macs", len(macs))
+			lv.log.Info("some speakers' link-layer addresses are not known: the L2 fence yields to any host", "macs", len(macs))
 		}
 	}
 	return unpublished

@@ -125,36 +125,36 @@ func TestSpeakerMACsReachTheL2Backend(t *testing.T) {
 	}
 	s, _ := livenessSpeaker(t, &now, ml, lease("node5", now, 15))
 	l2 := &macsL2{}
-	s.opts.L2 = l2
+	s.liveness.fence = l2
 	nodes := nodeList("node1", "node2", "node3", "node4")
 	known := "02:00:00:00:00:02 02:00:00:00:00:03 "
 
-	s.observeLiveness(nodes)
+	s.liveness.observe(nodes)
 	l2.expect(t, known) // the member list has not settled
 	ml.settled = true
-	s.observeLiveness(nodes)
+	s.liveness.observe(nodes)
 	l2.expect(t) // node4 (never seen) published nothing and its Lease is unread
-	s.leases.poll(context.Background())
-	s.observeLiveness(nodes)
+	s.liveness.leases.poll(context.Background())
+	s.liveness.observe(nodes)
 	l2.expect(t, known+"complete") // node4 has no Lease: no speaker runs there
-	s.observeLiveness(nodes)
+	s.liveness.observe(nodes)
 	l2.expect(t) // unchanged
 
 	// node5, dead before this speaker started and reported by another
 	// member (no data), still renews its Lease: a partition, maybe.
 	ml.states["node5"] = members.Dead
 	nodes = nodeList("node1", "node2", "node3", "node4", "node5")
-	s.observeLiveness(nodes)
+	s.liveness.observe(nodes)
 	l2.expect(t, known)
-	s.leases.poll(context.Background())
-	s.observeLiveness(nodes)
+	s.liveness.leases.poll(context.Background())
+	s.liveness.observe(nodes)
 	l2.expect(t)
 	now = now.Add(20 * time.Second) // its Lease expired
-	s.observeLiveness(nodes)
+	s.liveness.observe(nodes)
 	l2.expect(t, known+"complete")
 
 	// node2 restarts as an older speaker that publishes nothing.
 	delete(ml.data, "node2")
-	s.observeLiveness(nodes)
+	s.liveness.observe(nodes)
 	l2.expect(t, "02:00:00:00:00:03 ")
 }

@@ -34,7 +34,7 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 		Config:   cfg,
 		Nodes:    nodes,
 		Services: svcs,
-		Live:     s.live,
+		Live:     s.liveness.live,
 
 		Eligibility: s.opts.Eligibility,
 	}, problems, nil
