@@ -20,13 +20,13 @@ func TestConflictWarnsOnTheServices(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	s, _ := livenessSpeaker(t, &now, nil)
 	rec := record.NewFakeRecorder(10)
-	s.rec = rec
+	s.l2.events.rec = rec
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
 	if err := s.serviceIndex.Add(svc); err != nil {
 		t.Fatal(err)
 	}
-	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
-	s.Conflict(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, false)
+	s.l2.state.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
+	s.l2.conflict(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, false)
 	select {
 	case ev := <-rec.Events:
 		if !strings.Contains(ev, "Warning AddressConflict") || !strings.Contains(ev, "02:00:00:00:00:12") || !strings.Contains(ev, "stopped answering") {
@@ -35,7 +35,7 @@ func TestConflictWarnsOnTheServices(t *testing.T) {
 	default:
 		t.Fatal("no event")
 	}
-	s.Conflict(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, true)
+	s.l2.conflict(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x12}, true)
 	if len(rec.Events) != 0 {
 		t.Error("event for an address this node does not announce")
 	}
@@ -47,13 +47,13 @@ func TestForeignClaimWarnsOnTheServices(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	s, _ := livenessSpeaker(t, &now, nil)
 	rec := record.NewFakeRecorder(10)
-	s.rec = rec
+	s.l2.events.rec = rec
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
 	if err := s.serviceIndex.Add(svc); err != nil {
 		t.Fatal(err)
 	}
-	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
-	s.ForeignClaim(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x66})
+	s.l2.state.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
+	s.l2.foreignClaim(vip, "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x66})
 	select {
 	case ev := <-rec.Events:
 		if !strings.Contains(ev, "Warning ForeignAddressClaim") || !strings.Contains(ev, "02:00:00:00:00:66") || !strings.Contains(ev, "keeps answering") {
@@ -62,7 +62,7 @@ func TestForeignClaimWarnsOnTheServices(t *testing.T) {
 	default:
 		t.Fatal("no event")
 	}
-	s.ForeignClaim(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x66})
+	s.l2.foreignClaim(netip.MustParseAddr("198.51.100.99"), "eth0", net.HardwareAddr{2, 0, 0, 0, 0, 0x66})
 	if len(rec.Events) != 0 {
 		t.Error("event for an address this node does not announce")
 	}

@@ -21,7 +21,7 @@ import (
 //
 // Publishing never blocks: it appends under a mutex held only for the
 // append and wakes the loop without waiting for it, so a slow reconcile
-// (which holds the speaker's lock) never stalls a backend, and the L2
+// (which holds the reconcilers' locks) never stalls a backend, and the L2
 // read path never waits on the speaker. Nothing is dropped: a dropped
 // hand-over would leave it waiting until its grace ends, and the L2
 // reports are few by construction (a conflict or foreign claim once per
@@ -49,7 +49,7 @@ type conflictEvent struct {
 	won   bool
 }
 
-func (e conflictEvent) deliver(s *Speaker) { s.Conflict(e.vip, e.iface, e.by, e.won) }
+func (e conflictEvent) deliver(s *Speaker) { s.l2.conflict(e.vip, e.iface, e.by, e.won) }
 
 type foreignClaimEvent struct {
 	vip   netip.Addr
@@ -57,11 +57,11 @@ type foreignClaimEvent struct {
 	by    net.HardwareAddr
 }
 
-func (e foreignClaimEvent) deliver(s *Speaker) { s.ForeignClaim(e.vip, e.iface, e.by) }
+func (e foreignClaimEvent) deliver(s *Speaker) { s.l2.foreignClaim(e.vip, e.iface, e.by) }
 
 type yieldEvent struct{ vip netip.Addr }
 
-func (e yieldEvent) deliver(s *Speaker) { s.Yielded(e.vip) }
+func (e yieldEvent) deliver(s *Speaker) { s.l2.yielded(e.vip) }
 
 type sessionEvent struct{ ev bgp.SessionEvent }
 

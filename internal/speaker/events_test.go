@@ -68,11 +68,11 @@ func TestEventLoopDelivers(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	s, _ := livenessSpeaker(t, &now, nil)
 	rec := record.NewFakeRecorder(10)
-	s.rec = rec
+	s.l2.events.rec = rec
 	if err := s.serviceIndex.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}
-	s.l2.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
+	s.l2.state.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
 	by := net.HardwareAddr{2, 0, 0, 0, 0, 0x12}
 	s.events.Conflict(vip, "eth0", by, false) // before the loop runs
 	ctx, cancel := context.WithCancel(context.Background())

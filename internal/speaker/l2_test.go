@@ -227,15 +227,15 @@ func TestYieldedPerInterface(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.l2.releasing[vip] = &release{newOwner: "node2", since: time.Unix(1000, 0)}
+	s.l2.state.releasing[vip] = &release{newOwner: "node2", since: time.Unix(1000, 0)}
 	l2.answering = []string{"eth1"} // taken over on eth0 only
-	s.Yielded(vip)
-	if s.l2.releasing[vip].takenOver {
+	s.l2.yielded(vip)
+	if s.l2.state.releasing[vip].takenOver {
 		t.Fatal("hand-over ended after the takeover on eth0 while eth1 still answers")
 	}
 	l2.answering = nil // and on eth1
-	s.Yielded(vip)
-	if !s.l2.releasing[vip].takenOver {
+	s.l2.yielded(vip)
+	if !s.l2.state.releasing[vip].takenOver {
 		t.Error("hand-over not ended once no interface answers")
 	}
 }

@@ -20,22 +20,21 @@ import (
 	"github.com/herald-lb/herald/internal/layer2"
 )
 
-// l2Pipeline is what reconcileL2 keeps between reconciles: the Service
-// cache, the memo, the plan's state, the times since each address is
-// announced (in Speaker), and the last want handed over.
+// l2Pipeline is what the L2 reconciler keeps between reconciles (the
+// memo, the plan's state, the times since each address is announced),
+// the Service cache, and the last want handed over.
 type l2Pipeline struct {
-	Speaker
+	l2Reconciler
 	cache *serviceCache
-	memo  announce.L2Memo
 	want  []layer2.Announcement
 }
 
 func newL2Pipeline(now func() time.Time) *l2Pipeline {
-	return &l2Pipeline{Speaker: Speaker{opts: Options{Now: now}, l2: newL2State(), l2Since: map[netip.Addr]time.Time{}},
+	return &l2Pipeline{l2Reconciler: l2Reconciler{now: now, state: newL2State(), since: map[netip.Addr]time.Time{}},
 		cache: newServiceCache()}
 }
 
-// step runs one reconcile's L2 part as reconcileL2 does (incremental
+// step runs one reconcile's L2 part as l2Reconciler.reconcile does (incremental
 // when allowed), or always deciding and planning every address (full).
 func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o planOptions, full bool) l2Plan {
 	t.Helper()
@@ -46,13 +45,13 @@ func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o 
 	st.Services = svcs
 	ch := p.cache.takeChanges()
 	c := ch.asChanges()
-	if full || !p.l2.incremental || !o.ungated() {
+	if full || !p.state.incremental || !o.ungated() {
 		c = announce.Changes{All: true}
 	}
 	if !o.held {
 		c = p.memo.Update(st, c, p.cache.holdersIn(st.Services))
 	}
-	plan := p.l2.plan("node1", c, &p.memo, o)
+	plan := p.state.plan("node1", c, &p.memo, o)
 	if !plan.unchanged {
 		p.want = plan.want
 	}
@@ -60,7 +59,7 @@ func (p *l2Pipeline) step(t *testing.T, src serviceSource, st announce.State, o 
 	for _, o := range plan.claimed {
 		claimed = append(claimed, o.IP)
 	}
-	p.noteL2Since(claimed, announce.Changes{All: c.All, IPs: plan.left})
+	p.noteSince(claimed, announce.Changes{All: c.All, IPs: plan.left})
 	return plan
 }
 
@@ -137,9 +136,9 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 		case op == 31: // the member list reconnects: claims wait a while
 			claimFrom = now.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
 		case op == 32: // the new owner of an address being handed over announced itself
-			for ip := range inc.l2.releasing {
-				inc.l2.yielded(ip)
-				full.l2.yielded(ip)
+			for ip := range inc.state.releasing {
+				inc.state.yielded(ip)
+				full.state.yielded(ip)
 				break
 			}
 		}
@@ -159,7 +158,7 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 		st := announce.State{Config: c, Nodes: ns, Live: func(n string) bool { return live[n] }}
 		o := planOptions{settled: rng.IntN(100) != 0, held: rng.IntN(150) == 0, keep: rng.IntN(150) == 0,
 			claimFrom: claimFrom, now: now, grace: 2 * time.Second}
-		incremental := inc.l2.incremental && o.ungated()
+		incremental := inc.state.incremental && o.ungated()
 		pi := inc.step(t, src, st, o, false)
 		pf := full.step(t, src, st, o, true)
 		if incremental {
@@ -167,17 +166,17 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 		} else {
 			fullPlans++
 		}
-		if !reflect.DeepEqual(inc.l2.owned, full.l2.owned) && !(len(inc.l2.owned) == 0 && len(full.l2.owned) == 0) {
-			t.Fatalf("step %d: owned\n incremental %v\n full        %v", step, inc.l2.owned, full.l2.owned)
+		if !reflect.DeepEqual(inc.state.owned, full.state.owned) && !(len(inc.state.owned) == 0 && len(full.state.owned) == 0) {
+			t.Fatalf("step %d: owned\n incremental %v\n full        %v", step, inc.state.owned, full.state.owned)
 		}
-		if !reflect.DeepEqual(inc.l2.releasing, full.l2.releasing) {
+		if !reflect.DeepEqual(inc.state.releasing, full.state.releasing) {
 			t.Fatalf("step %d: releasing differs", step)
 		}
 		if !reflect.DeepEqual(inc.want, full.want) && !(len(inc.want) == 0 && len(full.want) == 0) {
 			t.Fatalf("step %d: want\n incremental %+v\n full        %+v", step, inc.want, full.want)
 		}
-		if !maps.Equal(inc.l2Since, full.l2Since) {
-			t.Fatalf("step %d: announced since\n incremental %v\n full        %v", step, inc.l2Since, full.l2Since)
+		if !maps.Equal(inc.since, full.since) {
+			t.Fatalf("step %d: announced since\n incremental %v\n full        %v", step, inc.since, full.since)
 		}
 		if !reflect.DeepEqual(pi.claimed, pf.claimed) || !reflect.DeepEqual(pi.dropped, pf.dropped) || pi.recheck != pf.recheck {
 			t.Fatalf("step %d: claimed %v / %v, dropped %v / %v, recheck %v / %v (incremental / full)", step, pi.claimed, pf.claimed, pi.dropped, pf.dropped, pi.recheck, pf.recheck)

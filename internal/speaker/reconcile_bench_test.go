@@ -64,9 +64,9 @@ func BenchmarkReconcile(b *testing.B) {
 			s, _ := benchSpeaker(b, n)
 			b.ResetTimer()
 			for range b.N {
-				s.mu.Lock()
-				s.l2.incremental = false // the next plan looks at every address
-				s.mu.Unlock()
+				s.l2.mu.Lock()
+				s.l2.state.incremental = false // the next plan looks at every address
+				s.l2.mu.Unlock()
 				if err := s.reconcile(context.Background()); err != nil {
 					b.Fatal(err)
 				}

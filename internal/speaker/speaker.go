@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	discoverylisters "k8s.io/client-go/listers/discovery/v1"
@@ -111,14 +109,13 @@ type Speaker struct {
 	ready    readiness
 	liveness *liveness
 
-	mu      sync.Mutex // guards the reconcile state below
-	l2      l2State
-	l2Memo  announce.L2Memo // the L2 decisions of the last reconcile, per address
-	hold    announceHold    // the announcement hold last acted on
-	l2Since map[netip.Addr]time.Time
-	// reconcileMu serialises reconciles: the worker's and Shutdown's.
+	l2  *l2Reconciler
+	bgp *bgpReconciler // nil without a BGP backend
+
+	// reconcileMu serialises reconciles (the worker's and Shutdown's),
+	// and guards what they alone read and write below.
 	reconcileMu sync.Mutex
-	bgp         *bgpReconciler // nil without a BGP backend
+	hold        announceHold // the announcement hold last acted on
 	// fallbacks are the addresses last logged as announced for the pool
 	// their annotation names (noteFallbacks).
 	fallbacks string
@@ -168,8 +165,6 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
-		l2:      newL2State(),
-		l2Since: map[netip.Addr]time.Time{},
 	}
 	if s.rec == nil {
 		s.rec = &record.FakeRecorder{}
@@ -193,9 +188,13 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	if err := s.status.watchOwn(ownStatus); err != nil {
 		return nil, err
 	}
+	events := serviceEvents{services: s.services, rec: s.rec}
+	s.l2 = &l2Reconciler{backend: opts.L2, node: opts.NodeName, grace: opts.ReleaseGrace, liveness: s.liveness,
+		leaving: s.leaving.Load, holders: s.svcCache.holdersIn, reconcileAfter: s.reconcileAfter,
+		events: events, log: s.log, metrics: m, now: opts.Now, state: newL2State(), since: map[netip.Addr]time.Time{}}
 	if opts.BGP != nil {
 		s.bgp = &bgpReconciler{backend: opts.BGP, node: opts.NodeName, nodes: s.nodes, log: s.log, metrics: m, now: opts.Now, vrfs: s.vrfTable,
-			events: serviceEvents{services: s.services, rec: s.rec}, advert: map[string][]string{}}
+			events: events, advert: map[string][]string{}}
 	}
 	return s, nil
 }
@@ -213,64 +212,9 @@ func (s *Speaker) syncCaches(ctx context.Context) bool {
 // Lease changes).
 func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 
-// Yielded records that another node took over an address this node was
-// handing over (the L2 backend saw its gratuitous announcement). The
-// backend stops answering on the interface where it saw it; the hand-over
-// ends only once no interface still answers (an address announced on two
-// links is taken over on each separately).
-func (s *Speaker) Yielded(ip netip.Addr) {
-	if s.opts.L2 != nil && len(s.opts.L2.Interfaces(ip)) > 0 {
-		return
-	}
-	s.mu.Lock()
-	s.l2.yielded(ip)
-	s.mu.Unlock()
-	s.Trigger()
-}
-
-// Conflict records, as a Warning event on the Services holding vip, that
-// another host (MAC by) announced an address this node announces, and what
-// the L2 fence decided: won (this node keeps answering) or lost (it
-// stopped). The event loop calls it for Events.Conflict.
-func (s *Speaker) Conflict(vip netip.Addr, iface string, by net.HardwareAddr, won bool) {
-	s.mu.Lock()
-	o, ok := s.l2.owned[vip]
-	s.mu.Unlock()
-	if !ok {
-		return
-	}
-	verdict := "lost the tie-break and stopped answering"
-	if won {
-		verdict = "won the tie-break and keeps answering"
-	}
-	for _, key := range o.Services {
-		if svc := s.service(key); svc != nil {
-			s.rec.Eventf(svc, corev1.EventTypeWarning, "AddressConflict",
-				"node %s and another host (MAC %s) both announce %s on %s: node %s %s (split brain: check that the speakers reach each other on the member-list port)",
-				s.opts.NodeName, by, vip, iface, s.opts.NodeName, verdict)
-		}
-	}
-}
-
-// ForeignClaim records, as a Warning event on the Services holding vip,
-// that a host that is no other speaker's node (MAC by) announced an
-// address this node announces, and that this node kept answering and
-// announced it again. The event loop calls it for Events.ForeignClaim.
-func (s *Speaker) ForeignClaim(vip netip.Addr, iface string, by net.HardwareAddr) {
-	s.mu.Lock()
-	o, ok := s.l2.owned[vip]
-	s.mu.Unlock()
-	if !ok {
-		return
-	}
-	for _, key := range o.Services {
-		if svc := s.service(key); svc != nil {
-			s.rec.Eventf(svc, corev1.EventTypeWarning, "ForeignAddressClaim",
-				"a host that runs no Herald speaker (MAC %s) announces %s on %s: node %s keeps answering and announced it again (a misconfigured host with this address, or an attempt to take it over)",
-				by, vip, iface, s.opts.NodeName)
-		}
-	}
-}
+// reconcileAfter asks for a reconcile once d has passed (at once when d
+// is not positive).
+func (s *Speaker) reconcileAfter(d time.Duration) { s.queue.AddAfter(reconcileKey, d) }
 
 // Run starts the informers and the event loop (consumeEvents) and
 // reconciles until ctx ends. It does not hand over or withdraw anything:
@@ -409,10 +353,7 @@ func (s *Speaker) waitHandedOver(ctx context.Context) {
 		if err := s.reconcile(ctx); err != nil {
 			s.log.Warn("reconcile during hand-over", "error", err)
 		}
-		s.mu.Lock()
-		n := s.l2.announcedCount()
-		s.mu.Unlock()
-		if n == 0 {
+		if s.l2.announcedCount() == 0 {
 			return
 		}
 		select {

@@ -3,9 +3,6 @@ package speaker
 import (
 	"context"
 	"fmt"
-	"maps"
-	"net/netip"
-	"slices"
 	"time"
 
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -72,62 +69,10 @@ func (r *statusReporter) watchOwn(inf cache.SharedIndexInformer) error {
 
 // statusContent is what this node announces now.
 func (s *Speaker) statusContent() v1beta1.SpeakerStatusStatus {
-	s.mu.Lock()
-	var l2 []l2Entry
-	for _, ip := range slices.SortedFunc(maps.Keys(s.l2.owned), netip.Addr.Compare) {
-		l2 = append(l2, l2Entry{IP: ip, Since: s.l2Since[ip]})
-	}
-	s.mu.Unlock()
 	var routes []announce.Route
-	if s.bgp != nil {
-		routes = s.bgp.routes()
-	}
-	if s.opts.L2 != nil {
-		for i := range l2 {
-			l2[i].Interfaces = s.opts.L2.Interfaces(l2[i].IP)
-		}
-	}
 	var sessions []bgp.SessionState
-	if s.opts.BGP != nil {
-		sessions = s.opts.BGP.Sessions()
+	if s.bgp != nil {
+		routes, sessions = s.bgp.routes(), s.bgp.backend.Sessions()
 	}
-	return buildStatus(s.opts.PodName, l2, sessions, routes)
-}
-
-// noteL2Since records when this node started answering for each address
-// it owns: claimed now, or owned without a time yet; an address it no
-// longer owns is forgotten. ch names the addresses whose ownership may
-// have changed besides claimed (all of them with ch.All; after a plan of
-// some addresses, those it left): the others' times stay as they are. Call
-// with s.mu held.
-func (s *Speaker) noteL2Since(claimed []netip.Addr, ch announce.Changes) {
-	now := s.opts.Now()
-	for _, ip := range claimed {
-		s.l2Since[ip] = now
-	}
-	if !ch.All {
-		for _, ip := range ch.IPs {
-			s.settleL2Since(ip, now)
-		}
-		return
-	}
-	for ip := range s.l2Since {
-		s.settleL2Since(ip, now)
-	}
-	for ip := range s.l2.owned {
-		s.settleL2Since(ip, now)
-	}
-}
-
-// settleL2Since brings the time of one address in line with what this
-// node owns.
-func (s *Speaker) settleL2Since(ip netip.Addr, now time.Time) {
-	_, owned := s.l2.owned[ip]
-	_, known := s.l2Since[ip]
-	switch {
-	case !owned:
-		delete(s.l2Since, ip)
-	case !known:
-		s.l2Since[ip] = now
-	}
+	return buildStatus(s.opts.PodName, s.l2.entries(), sessions, routes)
 }

@@ -74,6 +74,6 @@ func TestReconcileReportsAppliedGeneration(t *testing.T) {
 	if err := s.reconcile(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	_, kept := s.l2.owned[netip.MustParseAddr("2001:db8:f::1")]
+	_, kept := s.l2.state.owned[netip.MustParseAddr("2001:db8:f::1")]
 	check(9, !kept) // handed to node2, or kept unchanged
 }
