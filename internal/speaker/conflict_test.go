@@ -22,7 +22,7 @@ func TestConflictWarnsOnTheServices(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	s.l2.events.rec = rec
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	if err := s.serviceIndex.Add(svc); err != nil {
+	if err := s.cluster.serviceIndex.Add(svc); err != nil {
 		t.Fatal(err)
 	}
 	s.l2.state.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}
@@ -49,7 +49,7 @@ func TestForeignClaimWarnsOnTheServices(t *testing.T) {
 	rec := record.NewFakeRecorder(10)
 	s.l2.events.rec = rec
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}
-	if err := s.serviceIndex.Add(svc); err != nil {
+	if err := s.cluster.serviceIndex.Add(svc); err != nil {
 		t.Fatal(err)
 	}
 	s.l2.state.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}

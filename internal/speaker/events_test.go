@@ -69,7 +69,7 @@ func TestEventLoopDelivers(t *testing.T) {
 	s, _ := livenessSpeaker(t, &now, nil)
 	rec := record.NewFakeRecorder(10)
 	s.l2.events.rec = rec
-	if err := s.serviceIndex.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
+	if err := s.cluster.serviceIndex.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}); err != nil {
 		t.Fatal(err)
 	}
 	s.l2.state.owned[vip] = announce.L2Owner{IP: vip, Node: "node1", Services: []string{"ns/web"}}

@@ -36,7 +36,7 @@ func holdOf(l *coordinationv1.Lease, now time.Time) announceHold {
 // currentHold reads the hold Lease from its informer, logs when the hold
 // starts or ends, and asks for a reconcile when a timed hold runs out.
 func (s *Speaker) currentHold() bool {
-	l, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease)
+	l, err := s.cluster.holdLeases.Get(heraldv1.AnnounceHoldLease)
 	if err != nil {
 		l = nil // not found: no hold
 	}

@@ -156,7 +156,7 @@ func TestHoldLease(t *testing.T) {
 	if _, err := leases.Create(context.Background(), hold, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the hold in the cache", func() bool { _, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease); return err == nil })
+	poll(t, "the hold in the cache", func() bool { _, err := s.cluster.holdLeases.Get(heraldv1.AnnounceHoldLease); return err == nil })
 	reconcile()
 	if l2.n != 0 || len(routes.last.Sessions) != 0 || len(routes.last.Paths) != 0 {
 		t.Fatalf("held: %d L2 announcements, BGP %+v", l2.n, routes.last)
@@ -164,7 +164,7 @@ func TestHoldLease(t *testing.T) {
 	if err := leases.Delete(context.Background(), heraldv1.AnnounceHoldLease, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the hold gone from the cache", func() bool { _, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease); return err != nil })
+	poll(t, "the hold gone from the cache", func() bool { _, err := s.cluster.holdLeases.Get(heraldv1.AnnounceHoldLease); return err != nil })
 	reconcile()
 	if l2.n != 1 || len(routes.last.Sessions) != 1 {
 		t.Fatalf("released: %d L2 announcements, BGP %+v", l2.n, routes.last)
@@ -175,7 +175,7 @@ func TestHoldLease(t *testing.T) {
 	if _, err := leases.Create(context.Background(), hold, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the timed hold in the cache", func() bool { _, err := s.holdLeases.Get(heraldv1.AnnounceHoldLease); return err == nil })
+	poll(t, "the timed hold in the cache", func() bool { _, err := s.cluster.holdLeases.Get(heraldv1.AnnounceHoldLease); return err == nil })
 	reconcile()
 	if l2.n != 0 {
 		t.Fatalf("timed hold: %d L2 announcements", l2.n)
@@ -224,11 +224,11 @@ func TestBGPApplySkippedWhenNothingChanged(t *testing.T) {
 	if err := store.Update(svc); err != nil {
 		t.Fatal(err)
 	}
-	s.svcCache.touchObject(svc)
+	s.cluster.svcCache.touchObject(svc)
 	handOvers("a Service changed", 1, 1)
 	handOvers("nothing changed again", 1, 1)
 	routes.err = errors.New("refused")
-	s.svcCache.touchObject(svc)
+	s.cluster.svcCache.touchObject(svc)
 	svc = svc.DeepCopy()
 	svc.Labels = map[string]string{"rev": "6"}
 	if err := store.Update(svc); err != nil {
@@ -267,14 +267,14 @@ func TestIncrementalBGPEqualsFull(t *testing.T) {
 		case k == 0 && len(svcs) > 1:
 			i := rng.IntN(len(svcs))
 			must(t, store.Delete(svcs[i]))
-			s.svcCache.touchObject(svcs[i])
+			s.cluster.svcCache.touchObject(svcs[i])
 			svcs = slices.Delete(svcs, i, i+1)
 		case k == 1:
 			svc := benchService(next, 0)
 			next++
 			must(t, store.Add(svc))
-			must(t, s.sliceIndex.Add(readySlice(svc)))
-			s.svcCache.touchObject(svc)
+			must(t, s.cluster.sliceIndex.Add(readySlice(svc)))
+			s.cluster.svcCache.touchObject(svc)
 			svcs = append(svcs, svc)
 		default:
 			i := rng.IntN(len(svcs))
@@ -286,7 +286,7 @@ func TestIncrementalBGPEqualsFull(t *testing.T) {
 				svc.Status = benchService(1+rng.IntN(next), 0).Status // maybe another Service's address
 			}
 			must(t, store.Update(svc))
-			s.svcCache.touchObject(svc)
+			s.cluster.svcCache.touchObject(svc)
 			svcs[i] = svc
 		}
 		if rng.IntN(10) == 0 {
@@ -294,7 +294,7 @@ func TestIncrementalBGPEqualsFull(t *testing.T) {
 			// takes never reach the memo, the next reconcile's must.
 			st, _, err := s.state()
 			must(t, err)
-			err = s.bgp.reconcile(context.Background(), st, s.svcCache.takeChanges().asChanges(), true, false)
+			err = s.bgp.reconcile(context.Background(), st, s.cluster.svcCache.takeChanges().asChanges(), true, false)
 			must(t, err)
 			if len(routes.last.Paths) != 0 {
 				t.Fatalf("step %d: held, and the backend holds paths", step)
@@ -303,7 +303,7 @@ func TestIncrementalBGPEqualsFull(t *testing.T) {
 		must(t, s.reconcile(context.Background()))
 		st, _, err := s.state()
 		must(t, err)
-		me, err := s.nodes.Get("node1")
+		me, err := s.cluster.nodes.Get("node1")
 		must(t, err)
 		v4, v6 := nodeAddresses(me)
 		want := announce.BGP(st, "node1")
@@ -353,7 +353,7 @@ func TestConcurrentReconcilesAreSerialised(t *testing.T) {
 				if err := store.Update(svc); err != nil {
 					_ = store.Add(svc)
 				}
-				s.svcCache.touchObject(svc)
+				s.cluster.svcCache.touchObject(svc)
 				if err := s.reconcile(context.Background()); err != nil {
 					t.Error(err)
 					return
@@ -381,8 +381,8 @@ func TestOwnNodeDeletedWithdrawsBGP(t *testing.T) {
 	routes := &recordingBGP{}
 	s, _ := startedSpeaker(t, kube, herald, 1, Options{NodeName: "node1", Namespace: testNS, BGP: routes})
 	s.ready.synced.Store(true)
-	must(t, s.sliceIndex.Add(readySlice(svc)))
-	s.svcCache.touchObject(svc)
+	must(t, s.cluster.sliceIndex.Add(readySlice(svc)))
+	s.cluster.svcCache.touchObject(svc)
 	reconcile := func(what string, sessions, paths int) {
 		t.Helper()
 		if err := s.reconcile(context.Background()); err != nil {
@@ -396,13 +396,13 @@ func TestOwnNodeDeletedWithdrawsBGP(t *testing.T) {
 	if err := nodes.Delete(context.Background(), "node1", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "node1 gone from the cache", func() bool { _, err := s.nodes.Get("node1"); return err != nil })
+	poll(t, "node1 gone from the cache", func() bool { _, err := s.cluster.nodes.Get("node1"); return err != nil })
 	reconcile("Node deleted", 0, 0)
 	reconcile("Node still deleted", 0, 0)
 	node.ResourceVersion = ""
 	if _, err := nodes.Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "node1 back in the cache", func() bool { _, err := s.nodes.Get("node1"); return err == nil })
+	poll(t, "node1 back in the cache", func() bool { _, err := s.cluster.nodes.Get("node1"); return err == nil })
 	reconcile("registered again", 1, 1)
 }

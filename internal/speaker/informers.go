@@ -1,6 +1,7 @@
 package speaker
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -13,11 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
 	"k8s.io/client-go/tools/cache"
 
 	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
 	heraldv1 "github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
@@ -82,23 +83,44 @@ func (i kindInformers) all() []cache.SharedIndexInformer {
 		i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles, i.status}
 }
 
-// setupInformers builds the informers, their listers and handlers; it
-// returns the informer of this node's SpeakerStatus (for the status
-// reporter).
-func (s *Speaker) setupInformers(api *lean.API, statusName string) (cache.SharedIndexInformer, error) {
-	ns := s.opts.Namespace
-	i, err := newKindInformers(api, statusName, s.opts.Installation, s.log)
+// cluster is what the speaker reads of the cluster: the informers'
+// caches, the Services converted for announce, and the configuration in
+// force (state).
+type cluster struct {
+	informers    []cache.SharedIndexInformer // all of them, started by sync
+	synced       []cache.InformerSynced      // those announcing waits for
+	serviceIndex cache.Indexer
+	services     corelisters.ServiceLister
+	sliceIndex   cache.Indexer
+	nodes        corelisters.NodeLister
+	holdLeases   coordinationlisters.LeaseNamespaceLister
+	listers      k8s.ConfigListers
+	ownStatus    cache.SharedIndexInformer // this node's SpeakerStatus, not among synced
+	lastGood     *config.LastGood          // keeps refused edits' last valid versions in force
+	svcCache     *serviceCache             // Services converted for announce
+}
+
+// newCluster builds the informers, their listers and handlers, over
+// Herald's namespace ns, installation inst's configuration and this
+// node's SpeakerStatus (statusName); batch asks for a reconcile of the
+// changes seen (after objectBatch).
+func newCluster(api *lean.API, statusName string, inst installation.Name, ns string, log *slog.Logger, batch func()) (*cluster, error) {
+	i, err := newKindInformers(api, statusName, inst, log)
 	if err != nil {
 		return nil, err
 	}
-	s.informers = i.all()
-	s.serviceIndex = i.services.GetIndexer()
-	s.services = corelisters.NewServiceLister(s.serviceIndex)
-	s.slices = discoverylisters.NewEndpointSliceLister(i.slices.GetIndexer())
-	s.nodes = corelisters.NewNodeLister(i.nodes.GetIndexer())
-	s.sliceIndex = i.slices.GetIndexer()
-	s.holdLeases = coordinationlisters.NewLeaseLister(i.hold.GetIndexer()).Leases(ns)
-	s.listers = k8s.ConfigListers{
+	c := &cluster{
+		informers:    i.all(),
+		serviceIndex: i.services.GetIndexer(),
+		sliceIndex:   i.slices.GetIndexer(),
+		nodes:        corelisters.NewNodeLister(i.nodes.GetIndexer()),
+		holdLeases:   coordinationlisters.NewLeaseLister(i.hold.GetIndexer()).Leases(ns),
+		ownStatus:    i.status,
+		lastGood:     config.NewLastGood(),
+		svcCache:     newServiceCache(),
+	}
+	c.services = corelisters.NewServiceLister(c.serviceIndex)
+	c.listers = k8s.ConfigListers{
 		Pools:       heraldlisters.NewIPAddressPoolLister(i.pools.GetIndexer()),
 		L2Adverts:   heraldlisters.NewL2AdvertisementLister(i.l2Adverts.GetIndexer()),
 		BGPAdverts:  heraldlisters.NewBGPAdvertisementLister(i.bgpAdverts.GetIndexer()),
@@ -107,43 +129,51 @@ func (s *Speaker) setupInformers(api *lean.API, statusName string) (cache.Shared
 		BFDProfiles: heraldlisters.NewBFDProfileLister(i.bfdProfiles.GetIndexer()),
 		Secrets:     corelisters.NewSecretLister(i.secrets.GetIndexer()).Secrets(ns),
 	}
-	return i.status, s.addHandlers(i)
+	return c, c.addHandlers(i, batch)
 }
 
-// addHandlers queues a reconcile on every change.
-func (s *Speaker) addHandlers(i kindInformers) error {
+// sync starts the informers until ctx ends and waits for the ones
+// announcing needs to sync; false means ctx ended first.
+func (c *cluster) sync(ctx context.Context) bool {
+	for _, inf := range c.informers {
+		go inf.RunWithContext(ctx)
+	}
+	return k8s.WaitForCacheSync(ctx, c.synced...)
+}
+
+// addHandlers asks for a reconcile (batch) on every change.
+func (c *cluster) addHandlers(i kindInformers, batch func()) error {
 	// Object changes are batched for a few milliseconds: a burst of
 	// Services, EndpointSlices and status writes costs one reconcile, not
 	// one each. Member changes and hand-over confirmations (Trigger) are not
 	// delayed.
-	batch := func() { s.queue.AddAfter(reconcileKey, objectBatch) }
 	trigger := batchHandler(func(any) {}, batch)
 	// Service and EndpointSlice changes also mark the Services to convert
 	// again (serviceCache), in the same handler, before the reconcile is
 	// queued.
-	touchAndTrigger := batchHandler(s.svcCache.touchObject, batch)
+	touchAndTrigger := batchHandler(c.svcCache.touchObject, batch)
 	for _, inf := range []cache.SharedIndexInformer{i.services, i.slices} {
 		if _, err := inf.AddEventHandler(touchAndTrigger); err != nil {
 			return err
 		}
-		s.synced = append(s.synced, inf.HasSynced)
+		c.synced = append(c.synced, inf.HasSynced)
 	}
 	if _, err := i.nodes.AddEventHandler(nodeHandler(batch)); err != nil {
 		return err
 	}
-	s.synced = append(s.synced, i.nodes.HasSynced)
+	c.synced = append(c.synced, i.nodes.HasSynced)
 	for _, inf := range []cache.SharedIndexInformer{i.secrets, i.hold, i.pools, i.l2Adverts, i.bgpAdverts, i.peers, i.communities, i.bfdProfiles} {
 		if _, err := inf.AddEventHandler(trigger); err != nil {
 			return err
 		}
-		s.synced = append(s.synced, inf.HasSynced)
+		c.synced = append(c.synced, inf.HasSynced)
 	}
 	return nil
 }
 
 // endpointSlicesOf returns the EndpointSlices of a Service.
-func (s *Speaker) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
-	return k8s.SlicesOf(s.sliceIndex, svc)
+func (c *cluster) endpointSlicesOf(svc *corev1.Service) []*discoveryv1.EndpointSlice {
+	return k8s.SlicesOf(c.sliceIndex, svc)
 }
 
 // nodeHandler queues a reconcile (batch) for a Node added, deleted, or

@@ -27,7 +27,7 @@ func (s *Speaker) reconcile(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading state: %w", err)
 	}
-	changes := s.svcCache.takeChanges()
+	changes := s.cluster.svcCache.takeChanges()
 	s.liveness.join(st.Nodes)
 	isolated := s.liveness.observe(st.Nodes)
 	held := s.currentHold()

@@ -53,7 +53,7 @@ func BenchmarkReconcile(b *testing.B) {
 				if err := store.Update(svc); err != nil {
 					b.Fatal(err)
 				}
-				s.svcCache.touchObject(svc) // as the informer's handler does
+				s.cluster.svcCache.touchObject(svc) // as the informer's handler does
 				b.StartTimer()
 				if err := s.reconcile(context.Background()); err != nil {
 					b.Fatal(err)
@@ -140,11 +140,11 @@ func startedSpeaker(b testing.TB, kube *fake.Clientset, herald *heraldfake.Clien
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
-	if !s.syncCaches(ctx) {
+	if !s.cluster.sync(ctx) {
 		b.Fatal("caches did not sync")
 	}
 	deadline := time.Now().Add(time.Minute)
-	for len(s.serviceIndex.ListKeys()) < n {
+	for len(s.cluster.serviceIndex.ListKeys()) < n {
 		if time.Now().After(deadline) {
 			b.Fatal("Services not in the cache")
 		}
@@ -153,7 +153,7 @@ func startedSpeaker(b testing.TB, kube *fake.Clientset, herald *heraldfake.Clien
 	if err := s.reconcile(ctx); err != nil {
 		b.Fatal(err)
 	}
-	return s, s.serviceIndex
+	return s, s.cluster.serviceIndex
 }
 
 // benchService is Service i of n with address 2001:db8:f::i.

@@ -53,7 +53,7 @@ func BenchmarkReconcileBGP(b *testing.B) {
 					if err := store.Update(svc); err != nil {
 						b.Fatal(err)
 					}
-					s.svcCache.touchObject(svc)
+					s.cluster.svcCache.touchObject(svc)
 					if kind == "full" {
 						s.bgp.applied = bgpApplied{} // as after a change of the node
 					}

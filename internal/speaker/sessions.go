@@ -15,7 +15,7 @@ import (
 // Events.SessionChanged.
 func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
 	s.status.changed()
-	peer, err := s.listers.Peers.Get(ev.Name)
+	peer, err := s.cluster.listers.Peers.Get(ev.Name)
 	if ev.Up {
 		s.log.Info("BGP session established", "session", ev.Name, "peer", ev.Peer)
 	} else {
@@ -55,7 +55,7 @@ func (s *Speaker) reportSessionProblems(seen sessionProblems) {
 			continue
 		}
 		s.log.Warn("BGP session problem", "session", st.Name, "problem", problem)
-		if peer, err := s.listers.Peers.Get(st.Name); err == nil {
+		if peer, err := s.cluster.listers.Peers.Get(st.Name); err == nil {
 			s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionProblem", "node %s: %s", s.opts.NodeName, problem)
 		}
 	}

@@ -158,18 +158,19 @@ func TestSlimObjectsInTheInformers(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if !s.syncCaches(ctx) {
+	if !s.cluster.sync(ctx) {
 		t.Fatal("caches did not sync")
 	}
-	svc, err := s.services.Services("shop").Get("web")
+	svc, err := s.cluster.services.Services("shop").Get("web")
 	if err != nil || svc.Spec.Ports != nil || svc.Status.LoadBalancer.Ingress[0].IP != "198.51.100.10" {
 		t.Errorf("cached Service %+v, %v: want the slimmed one", svc, err)
 	}
-	es, err := s.slices.EndpointSlices("shop").Get("web-abc")
-	if err != nil || es.Endpoints[0].TargetRef != nil || *es.Endpoints[0].NodeName != "node2" {
+	obj, _, err := s.cluster.sliceIndex.GetByKey("shop/web-abc")
+	es, _ := obj.(*discoveryv1.EndpointSlice)
+	if err != nil || es == nil || es.Endpoints[0].TargetRef != nil || *es.Endpoints[0].NodeName != "node2" {
 		t.Errorf("cached EndpointSlice %+v, %v: want the slimmed one", es, err)
 	}
-	sec, err := s.listers.Secrets.Get("s")
+	sec, err := s.cluster.listers.Secrets.Get("s")
 	if err != nil || sec.ManagedFields != nil {
 		t.Errorf("cached Secret %+v, %v: want it without managedFields", sec, err)
 	}

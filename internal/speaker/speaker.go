@@ -11,17 +11,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	coordinationlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
-	discoverylisters "k8s.io/client-go/listers/discovery/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/herald-lb/herald/internal/announce"
-	"github.com/herald-lb/herald/internal/config"
 	"github.com/herald-lb/herald/internal/installation"
-	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
 	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/vrf"
@@ -82,35 +77,26 @@ type Options struct {
 	VRFs func() (vrf.Table, error)
 }
 
-// Speaker announces the addresses this node should announce.
+// Speaker announces the addresses this node should announce. It wires
+// objects with one job each and runs the loop that drives them: what it
+// reads of the cluster (cluster), who is alive (liveness), what this node
+// answers ARP/NDP for (l2) and the routes it advertises (bgp), and its
+// SpeakerStatus (status).
 type Speaker struct {
 	opts    Options
 	events  *Events // the backends' reports, consumed by consumeEvents
 	log     *slog.Logger
 	rec     record.EventRecorder
 	metrics *metrics
-
-	informers    []cache.SharedIndexInformer // all of them, started by Run
-	serviceIndex cache.Indexer
-	services     corelisters.ServiceLister
-	slices       discoverylisters.EndpointSliceLister
-	sliceIndex   cache.Indexer
-	nodes        corelisters.NodeLister
-	holdLeases   coordinationlisters.LeaseNamespaceLister
-	listers      k8s.ConfigListers
-	lastGood     *config.LastGood // keeps refused edits' last valid versions in force
-	svcCache     *serviceCache    // Services converted for announce
-	synced       []cache.InformerSynced
-
-	queue   workqueue.TypedRateLimitingInterface[string]
-	status  *statusReporter
+	queue   workqueue.TypedRateLimitingInterface[string] // reconciles
 	leaving atomic.Bool
-	// ready tracks the conditions of Ready.
-	ready    readiness
-	liveness *liveness
+	ready   readiness // the conditions of Ready
 
-	l2  *l2Reconciler
-	bgp *bgpReconciler // nil without a BGP backend
+	cluster  *cluster
+	liveness *liveness
+	l2       *l2Reconciler
+	bgp      *bgpReconciler // nil without a BGP backend
+	status   *statusReporter
 
 	// reconcileMu serialises reconciles (the worker's and Shutdown's),
 	// and guards what they alone read and write below.
@@ -131,6 +117,36 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	if opts.NodeName == "" {
 		return nil, fmt.Errorf("speaker: the node name is required (--node-name or $NODE_NAME)")
 	}
+	opts = withDefaults(opts)
+	statusName, err := opts.Installation.SpeakerStatus(opts.NodeName)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	s := &Speaker{
+		opts: opts, events: opts.Events, log: opts.Logger, rec: opts.Recorder, metrics: m,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
+	}
+	if s.rec == nil {
+		s.rec = &record.FakeRecorder{}
+	}
+	s.cluster, err = newCluster(api, statusName, opts.Installation, opts.Namespace, s.log, func() { s.reconcileAfter(objectBatch) })
+	if err != nil {
+		return nil, err
+	}
+	if err := s.wire(api, statusName); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// withDefaults fills in the options left unset.
+func withDefaults(opts Options) Options {
 	if opts.ReleaseGrace == 0 {
 		opts.ReleaseGrace = 2 * time.Second
 	}
@@ -152,60 +168,34 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 	if opts.Events == nil {
 		opts.Events = NewEvents()
 	}
-	statusName, err := opts.Installation.SpeakerStatus(opts.NodeName)
-	if err != nil {
-		return nil, err
-	}
-	m, err := newMetrics(opts.Registerer)
-	if err != nil {
-		return nil, err
-	}
-	s := &Speaker{
-		opts: opts, events: opts.Events, log: opts.Logger, rec: opts.Recorder, metrics: m, lastGood: config.NewLastGood(), svcCache: newServiceCache(),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](50*time.Millisecond, 10*time.Second),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "speaker"}),
-	}
-	if s.rec == nil {
-		s.rec = &record.FakeRecorder{}
-	}
+	return opts
+}
+
+// wire builds the liveness, the reconcilers and the status reporter
+// (of the SpeakerStatus statusName) over the cluster's caches.
+func (s *Speaker) wire(api *lean.API, statusName string) error {
+	opts, c := s.opts, s.cluster
 	s.liveness = &liveness{node: opts.NodeName, self: s.up, fence: opts.L2, log: s.log,
 		renewer: &leaseRenewer{leases: api.Leases, node: opts.NodeName, duration: 3 * opts.LeaseRenew, now: opts.Now},
 		leases:  newLeaseBook(api.Leases, opts.Now, s.Trigger)}
 	if opts.Members != nil {
 		s.liveness.members.Store(&memberHolder{opts.Members})
 	}
-	ownStatus, err := s.setupInformers(api, statusName)
-	if err != nil {
-		return nil, err
+	events := serviceEvents{services: c.services, rec: s.rec}
+	s.l2 = &l2Reconciler{backend: opts.L2, node: opts.NodeName, grace: opts.ReleaseGrace, liveness: s.liveness,
+		leaving: s.leaving.Load, holders: c.svcCache.holdersIn, reconcileAfter: s.reconcileAfter,
+		events: events, log: s.log, metrics: s.metrics, now: opts.Now, state: newL2State(), since: map[netip.Addr]time.Time{}}
+	if opts.BGP != nil {
+		s.bgp = &bgpReconciler{backend: opts.BGP, node: opts.NodeName, nodes: c.nodes, log: s.log, metrics: s.metrics, now: opts.Now,
+			vrfs: s.vrfTable, events: events, advert: map[string][]string{}}
 	}
 	pub := &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName, name: statusName,
 		labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
-		interval: opts.StatusInterval, now: opts.Now, onWrite: m.statusWrites.Inc}
-	s.status = newStatusReporter(pub, s.nodes, s.statusContent)
+		interval: opts.StatusInterval, now: opts.Now, onWrite: s.metrics.statusWrites.Inc}
+	s.status = newStatusReporter(pub, c.nodes, s.statusContent)
 	// Not among the synced informers: announcing never waits for the
 	// status object.
-	if err := s.status.watchOwn(ownStatus); err != nil {
-		return nil, err
-	}
-	events := serviceEvents{services: s.services, rec: s.rec}
-	s.l2 = &l2Reconciler{backend: opts.L2, node: opts.NodeName, grace: opts.ReleaseGrace, liveness: s.liveness,
-		leaving: s.leaving.Load, holders: s.svcCache.holdersIn, reconcileAfter: s.reconcileAfter,
-		events: events, log: s.log, metrics: m, now: opts.Now, state: newL2State(), since: map[netip.Addr]time.Time{}}
-	if opts.BGP != nil {
-		s.bgp = &bgpReconciler{backend: opts.BGP, node: opts.NodeName, nodes: s.nodes, log: s.log, metrics: m, now: opts.Now, vrfs: s.vrfTable,
-			events: events, advert: map[string][]string{}}
-	}
-	return s, nil
-}
-
-// syncCaches starts the informers until ctx ends and waits for the ones
-// announcing needs to sync; false means ctx ended first.
-func (s *Speaker) syncCaches(ctx context.Context) bool {
-	for _, inf := range s.informers {
-		go inf.RunWithContext(ctx)
-	}
-	return k8s.WaitForCacheSync(ctx, s.synced...)
+	return s.status.watchOwn(c.ownStatus)
 }
 
 // Trigger asks for a reconcile (member changes, hand-over confirmations,
@@ -221,14 +211,14 @@ func (s *Speaker) reconcileAfter(d time.Duration) { s.queue.AddAfter(reconcileKe
 // call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
 	go s.consumeEvents(ctx)
-	if !s.syncCaches(ctx) {
+	if !s.cluster.sync(ctx) {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("caches did not sync")
 	}
 	if s.opts.StartMembers != nil {
-		ml, err := s.opts.StartMembers(ctx, s.listers.Secrets)
+		ml, err := s.opts.StartMembers(ctx, s.cluster.listers.Secrets)
 		if err != nil {
 			return fmt.Errorf("member list: %w", err)
 		}

@@ -8,24 +8,32 @@ import (
 
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/config"
+	"github.com/herald-lb/herald/internal/service"
 )
 
 // state reads everything a decision depends on from the listers.
 func (s *Speaker) state() (announce.State, []config.Problem, error) {
-	in, err := s.listers.Input()
+	return s.cluster.state(s.opts.Class, s.opts.Eligibility, s.liveness.live)
+}
+
+// state reads everything a decision depends on from the listers: the
+// Services of class, the configuration in force, the nodes; live says
+// which nodes' speakers are alive.
+func (c *cluster) state(class service.Class, elig announce.Eligibility, live func(string) bool) (announce.State, []config.Problem, error) {
+	in, err := c.listers.Input()
 	if err != nil {
 		return announce.State{}, nil, err
 	}
-	cfg, problems := s.lastGood.Build(in)
-	nodes, err := s.nodes.List(labels.Everything())
+	cfg, problems := c.lastGood.Build(in)
+	nodes, err := c.nodes.List(labels.Everything())
 	if err != nil {
 		return announce.State{}, nil, err
 	}
-	svcs, err := s.svcCache.services(serviceSource{
-		list:     func() ([]*corev1.Service, error) { return s.services.List(labels.Everything()) },
-		get:      func(ns, name string) (*corev1.Service, error) { return s.services.Services(ns).Get(name) },
-		ours:     s.opts.Class.IsOurs,
-		slicesOf: s.endpointSlicesOf,
+	svcs, err := c.svcCache.services(serviceSource{
+		list:     func() ([]*corev1.Service, error) { return c.services.List(labels.Everything()) },
+		get:      func(ns, name string) (*corev1.Service, error) { return c.services.Services(ns).Get(name) },
+		ours:     class.IsOurs,
+		slicesOf: c.endpointSlicesOf,
 	})
 	if err != nil {
 		return announce.State{}, nil, err
@@ -34,9 +42,9 @@ func (s *Speaker) state() (announce.State, []config.Problem, error) {
 		Config:   cfg,
 		Nodes:    nodes,
 		Services: svcs,
-		Live:     s.liveness.live,
+		Live:     live,
 
-		Eligibility: s.opts.Eligibility,
+		Eligibility: elig,
 	}, problems, nil
 }
 
