@@ -5,8 +5,8 @@
 // and applies the difference through two backends with a handful of
 // methods: L2 (ARP/NDP, internal/layer2) and BGP (internal/bgp). The
 // Speaker wires objects with one job each and runs the loop: cluster
-// (what it reads), liveness, l2Reconciler, bgpReconciler and
-// statusReporter, each owning its state and lock. Node
+// (what it reads), liveness, l2Reconciler, bgpReconciler,
+// statusReporter and sessionReporter, each owning its state and lock. Node
 // liveness has two sources: internal/members, and for nodes the member
 // list has not seen the per-node Leases each synced speaker renews
 // (lease.go, leasebook.go, liveness.go); a node known to neither is down.

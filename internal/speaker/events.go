@@ -65,7 +65,7 @@ func (e yieldEvent) deliver(s *Speaker) { s.l2.yielded(e.vip) }
 
 type sessionEvent struct{ ev bgp.SessionEvent }
 
-func (e sessionEvent) deliver(s *Speaker) { s.SessionChanged(e.ev) }
+func (e sessionEvent) deliver(s *Speaker) { s.sessions.changed(e.ev) }
 
 // Conflict publishes the L2 fence's decision on another host's
 // announcement of vip (layer2.Config.OnConflict).

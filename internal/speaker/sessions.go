@@ -2,20 +2,36 @@ package speaker
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	heraldlisters "github.com/herald-lb/herald/api/generated/listers/api/v1beta1"
 
 	"github.com/herald-lb/herald/internal/bgp"
 )
 
-// SessionChanged records a BGP session going up or down as an event on its
+// sessionReporter reports the BGP sessions: their transitions and
+// problems as events on their BGPPeers, and as changes of the status.
+type sessionReporter struct {
+	backend BGP // nil: no session, only the status's refresh
+	peers   heraldlisters.BGPPeerLister
+	node    string
+	rec     record.EventRecorder
+	log     *slog.Logger
+	// statusChanged asks for a status write (statusReporter.changed).
+	statusChanged func()
+}
+
+// changed records a BGP session going up or down as an event on its
 // BGPPeer, naming this node and the reason. The event loop calls it for
 // Events.SessionChanged.
-func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
-	s.status.changed()
-	peer, err := s.cluster.listers.Peers.Get(ev.Name)
+func (s *sessionReporter) changed(ev bgp.SessionEvent) {
+	s.statusChanged()
+	peer, err := s.peers.Get(ev.Name)
 	if ev.Up {
 		s.log.Info("BGP session established", "session", ev.Name, "peer", ev.Peer)
 	} else {
@@ -25,26 +41,26 @@ func (s *Speaker) SessionChanged(ev bgp.SessionEvent) {
 		return
 	}
 	if ev.Up {
-		s.rec.Eventf(peer, corev1.EventTypeNormal, "SessionEstablished", "node %s: session with %s established", s.opts.NodeName, ev.Peer)
+		s.rec.Eventf(peer, corev1.EventTypeNormal, "SessionEstablished", "node %s: session with %s established", s.node, ev.Peer)
 		return
 	}
-	s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionDown", "node %s: session with %s down: %s", s.opts.NodeName, ev.Peer, ev.Reason)
+	s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionDown", "node %s: session with %s down: %s", s.node, ev.Peer, ev.Reason)
 }
 
 // sessionProblems remembers the last problem reported per BGPPeer, so a
 // problem is reported once, when it appears or changes.
 type sessionProblems map[string]string
 
-// reportSessionProblems turns what the BGP backend says about sessions
+// reportProblems turns what the BGP backend says about sessions
 // that are not established (connect errors, a password that does not
 // match) or are refused or configured with warnings into Warning events on
 // the BGPPeers, once per new problem.
-func (s *Speaker) reportSessionProblems(seen sessionProblems) {
-	if s.opts.BGP == nil {
+func (s *sessionReporter) reportProblems(seen sessionProblems) {
+	if s.backend == nil {
 		return
 	}
 	current := map[string]bool{}
-	for _, st := range s.opts.BGP.Sessions() {
+	for _, st := range s.backend.Sessions() {
 		problem := sessionProblem(st)
 		current[st.Name] = true
 		if problem == seen[st.Name] {
@@ -55,8 +71,8 @@ func (s *Speaker) reportSessionProblems(seen sessionProblems) {
 			continue
 		}
 		s.log.Warn("BGP session problem", "session", st.Name, "problem", problem)
-		if peer, err := s.cluster.listers.Peers.Get(st.Name); err == nil {
-			s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionProblem", "node %s: %s", s.opts.NodeName, problem)
+		if peer, err := s.peers.Get(st.Name); err == nil {
+			s.rec.Eventf(peer, corev1.EventTypeWarning, "SessionProblem", "node %s: %s", s.node, problem)
 		}
 	}
 	for name := range seen {
@@ -80,9 +96,9 @@ func sessionProblem(st bgp.SessionState) string {
 	return strings.Join(st.Warnings, "; ")
 }
 
-// watchSessions reports session problems every interval until ctx ends.
+// watch reports session problems every interval until ctx ends.
 // Connect errors happen between reconciles, so they are read on a timer.
-func (s *Speaker) watchSessions(ctx context.Context, interval time.Duration) {
+func (s *sessionReporter) watch(ctx context.Context, interval time.Duration) {
 	seen := sessionProblems{}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -91,8 +107,8 @@ func (s *Speaker) watchSessions(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.reportSessionProblems(seen)
-			s.status.changed() // states other than Established change unannounced
+			s.reportProblems(seen)
+			s.statusChanged() // states other than Established change unannounced
 
 		}
 	}

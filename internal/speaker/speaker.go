@@ -80,8 +80,8 @@ type Options struct {
 // Speaker announces the addresses this node should announce. It wires
 // objects with one job each and runs the loop that drives them: what it
 // reads of the cluster (cluster), who is alive (liveness), what this node
-// answers ARP/NDP for (l2) and the routes it advertises (bgp), and its
-// SpeakerStatus (status).
+// answers ARP/NDP for (l2) and the routes it advertises (bgp), its
+// SpeakerStatus (status) and its BGP sessions' events (sessions).
 type Speaker struct {
 	opts    Options
 	events  *Events // the backends' reports, consumed by consumeEvents
@@ -97,6 +97,7 @@ type Speaker struct {
 	l2       *l2Reconciler
 	bgp      *bgpReconciler // nil without a BGP backend
 	status   *statusReporter
+	sessions *sessionReporter
 
 	// reconcileMu serialises reconciles (the worker's and Shutdown's),
 	// and guards what they alone read and write below.
@@ -193,6 +194,8 @@ func (s *Speaker) wire(api *lean.API, statusName string) error {
 		labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
 		interval: opts.StatusInterval, now: opts.Now, onWrite: s.metrics.statusWrites.Inc}
 	s.status = newStatusReporter(pub, c.nodes, s.statusContent)
+	s.sessions = &sessionReporter{backend: opts.BGP, peers: c.listers.Peers, node: opts.NodeName, rec: s.rec, log: s.log,
+		statusChanged: s.status.changed}
 	// Not among the synced informers: announcing never waits for the
 	// status object.
 	return s.status.watchOwn(c.ownStatus)
@@ -238,7 +241,7 @@ func (s *Speaker) Run(ctx context.Context) error {
 	go s.liveness.leases.run(ctx, s.opts.LeaseRenew)
 	go s.checkKeys(ctx, s.opts.LeaseRenew)
 	s.Trigger()
-	go s.watchSessions(ctx, 3*time.Second)
+	go s.sessions.watch(ctx, 3*time.Second)
 	go func() {
 		<-ctx.Done()
 		s.queue.ShutDown()
