@@ -91,11 +91,9 @@ func (b *bgpReconciler) reconcile(ctx context.Context, st announce.State, change
 		// took: no O(routes) work, no events to compare.
 		return nil
 	}
-	// Everything changed unless only Services did and the last hand-over
-	// took with these node addresses: then the backend gets the changed
-	// prefixes alone, and only the Services whose routes may have
-	// changed are compared for events.
-	all := held || b.memo.Changes().All || b.applied != applied
+	// Only the Services whose routes may have changed are compared for
+	// events, unless everything changed.
+	all := bgpWhole(held, b.memo.Changes().All, b.applied, applied)
 	var res announce.BGPResult // held: no session, no route
 	if all && !held {
 		res = b.memo.Result()
@@ -116,6 +114,16 @@ func (b *bgpReconciler) reconcile(ctx context.Context, st announce.State, change
 		return err
 	}
 	return nil // refused sessions are reported, not retried in a loop
+}
+
+// bgpWhole says whether everything changed for the backend: held (no
+// session, no route), the memo changed everything (the configuration,
+// this node), or the last hand-over did not take with these node
+// addresses and VRFs (last, from the previous reconcile; now, this
+// one's). Else
+// only some Services changed, and the backend gets their prefixes alone.
+func bgpWhole(held, memoAll bool, last, now bgpApplied) bool {
+	return held || memoAll || last != now
 }
 
 // ownAddresses are this node's addresses; gone: its Node object is not
