@@ -180,7 +180,7 @@ func startNodes(t *testing.T, refresh, settle time.Duration, env ...string) (*ha
 		m1, _ := net.ParseMAC(macNode1)
 		m2, _ := net.ParseMAC(macNode2)
 		winner[vip] = macNode2
-		if fenceWins(netip.MustParseAddr(vip), m1, m2) {
+		if FenceWins(netip.MustParseAddr(vip), m1, m2) {
 			winner[vip] = macNode1
 		}
 	}
