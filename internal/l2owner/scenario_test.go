@@ -36,7 +36,10 @@ import (
 //	tick at=T [speaker=true]                      a Wake has come
 //
 // The machine's address is 198.51.100.10 and its MAC 02:00:00:00:00:0a
-// unless new says otherwise; the fence's timing is the default's.
+// unless new says otherwise; the fence's timing is the default's. A
+// scenario may play several machines (the same address on two nodes, or
+// on two interfaces of one node): every command takes m=NAME to say
+// which (default: the one without a name).
 // The output of an event is its actions, one a line ("wake at=T",
 // "defer to=MAC at=T", "announce", "conflict to=MAC why=won"...), or
 // "(none)", then "-> phase" (and " by=MAC" when deferred, fenced or
@@ -133,8 +136,13 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 // epoch is the start of every scenario.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// run plays s on m and returns its output.
-func (s step) run(m *Machine) ([]string, error) {
+// run plays s on its machine among ms and returns its output.
+func (s step) run(ms map[string]*Machine) ([]string, error) {
+	m := ms[s.args["m"]]
+	if m == nil {
+		m = &Machine{}
+		ms[s.args["m"]] = m
+	}
 	switch s.cmd {
 	case "new":
 		return s.newMachine(m)
@@ -273,10 +281,10 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var m Machine
+			ms := map[string]*Machine{}
 			outs := map[int][]string{}
 			for _, s := range steps {
-				got, err := s.run(&m)
+				got, err := s.run(ms)
 				if err != nil {
 					t.Fatalf("%s:%d: %v", f, s.line, err)
 				}
@@ -356,9 +364,9 @@ func FuzzParseScenario(f *testing.F) {
 		if format(again) != format(steps) {
 			t.Fatalf("round trip changed the script:\n%s\n---\n%s", format(steps), format(again))
 		}
-		var m Machine
+		ms := map[string]*Machine{}
 		for _, s := range steps {
-			_, _ = s.run(&m) // never panics, whatever the events
+			_, _ = s.run(ms) // never panics, whatever the events
 		}
 	})
 }
