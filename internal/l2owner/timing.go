@@ -77,13 +77,19 @@ const ReleaseGrace = 2 * time.Second
 // WelcomeTimeout bounds how long a starting speaker waits for the members
 // it greeted to welcome it (they have acted on its arrival: the old owners
 // of its addresses have turned releasing and answer until it announces
-// itself) before it settles and claims anyway (members.Config's default).
-// It must stay well below ReleaseGrace: an old owner that reconciled as
-// early as the newcomer's first successful join started its grace then,
-// and past it stops answering whether or not the newcomer has announced.
-// A welcome takes a round trip and one reconcile (tens of ms; 300 ms on a
-// busy machine): 1 s covers that and leaves half the grace.
-const WelcomeTimeout = time.Second
+// itself) before it settles and claims anyway: members.Config's
+// WelcomeTimeout, set by the speaker with WelcomeTimeoutFor. It must stay
+// well below ReleaseGrace: an old owner that reconciled as early as the
+// newcomer's first successful join started its grace then, and past it
+// stops answering whether or not the newcomer has announced. Half the
+// grace leaves the other half for the newcomer's claim and first
+// announcement; a welcome takes a round trip and one reconcile (tens of
+// ms; 300 ms seen on a busy machine), well within it.
+const WelcomeTimeout = ReleaseGrace / 2
+
+// WelcomeTimeoutFor is WelcomeTimeout for a release grace set by the
+// operator (--release-grace): half of it, for the same reason.
+func WelcomeTimeoutFor(grace time.Duration) time.Duration { return grace / 2 }
 
 // GratuitousCount and GratuitousInterval shape the burst a new owner
 // sends when it starts answering an address: one gratuitous ARP /
