@@ -25,6 +25,7 @@ import (
 	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
+	"github.com/herald-lb/herald/internal/l2owner"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/vrf"
@@ -168,7 +169,7 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 		return nil, fmt.Errorf("speaker: the node name is required (--node-name or $NODE_NAME)")
 	}
 	if opts.ReleaseGrace == 0 {
-		opts.ReleaseGrace = 2 * time.Second
+		opts.ReleaseGrace = l2owner.ReleaseGrace
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -235,15 +236,15 @@ func (s *Speaker) syncCaches(ctx context.Context) bool {
 	return k8s.WaitForCacheSync(ctx, s.synced...)
 }
 
-// Trigger asks for a reconcile (member changes, hand-over confirmations,
+// Trigger asks for a reconcile (member changes, takeovers seen by L2,
 // Lease changes).
 func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 
 // Yielded records that another node took over an address this node was
-// handing over (the L2 backend saw its gratuitous announcement). The
-// backend stops answering on the interface where it saw it; the hand-over
-// ends only once no interface still answers (an address announced on two
-// links is taken over on each separately).
+// releasing (the L2 backend's machine yielded to it, see
+// internal/l2owner). The backend stops answering on the interface where
+// it saw it; the release ends only once no interface still answers (an
+// address announced on two links is taken over on each separately).
 func (s *Speaker) Yielded(ip netip.Addr) {
 	if s.opts.L2 != nil && len(s.opts.L2.Interfaces(ip)) > 0 {
 		return
@@ -299,7 +300,7 @@ func (s *Speaker) ForeignClaim(vip netip.Addr, iface string, by net.HardwareAddr
 }
 
 // Run starts the informers and the event loop (consumeEvents) and
-// reconciles until ctx ends. It does not hand over or withdraw anything:
+// reconciles until ctx ends. It does not release or withdraw anything:
 // call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
 	go s.consumeEvents(ctx)
@@ -433,7 +434,7 @@ func (s *Speaker) waitHandedOver(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		if err := s.reconcile(ctx); err != nil {
-			s.log.Warn("reconcile during hand-over", "error", err)
+			s.log.Warn("reconcile while releasing the addresses", "error", err)
 		}
 		s.mu.Lock()
 		n := s.l2.announcedCount()
