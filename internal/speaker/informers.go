@@ -112,7 +112,7 @@ func (s *Speaker) setupInformers(api *lean.API) error {
 func (s *Speaker) addHandlers(i kindInformers) error {
 	// Object changes are batched for a few milliseconds: a burst of
 	// Services, EndpointSlices and status writes costs one reconcile, not
-	// one each. Member changes and hand-over confirmations (Trigger) are not
+	// one each. Member changes and takeovers seen by L2 (Trigger) are not
 	// delayed.
 	batch := func() { s.queue.AddAfter(reconcileKey, objectBatch) }
 	trigger := batchHandler(func(any) {}, batch)

@@ -175,7 +175,7 @@ func (s *Speaker) reconcileBGP(ctx context.Context, st announce.State, changes s
 	if !held && s.bgpMemo.Same() && s.bgpApplied == applied {
 		// Nothing the sessions and routes depend on changed (member-list
 		// and Lease changes are not among it) and the last Apply took:
-		// no O(routes) hand-over to the backend, no events to compare.
+		// no O(routes) Apply on the backend, no events to compare.
 		return nil
 	}
 	// Only Services changed, and the last Apply took with these node
