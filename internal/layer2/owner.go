@@ -75,8 +75,9 @@ func (a *Announcer) stepLocked(o *owner, mac net.HardwareAddr, ev l2owner.Event,
 		o.mac = mac
 	}
 	o.m.Configure(a.machineConfig(o.vip, o.mac))
+	watched := o.m.By() // the host a lifted fence was for
 	acts := o.m.Step(ev)
-	a.act(o, acts, ev.At, sk)
+	a.act(o, acts, ev.At, sk, watched)
 	return acts
 }
 
@@ -169,9 +170,10 @@ func (a *Announcer) LiftFences() int {
 }
 
 // act takes the actions of o's machine, under o.mu, at now (the event's
-// time). Questions and announcements are left to sk when it collects
-// them, sent at once otherwise.
-func (a *Announcer) act(o *owner, acts []l2owner.Action, now time.Time, sk *sink) {
+// time); watched is the host the machine watched before the event.
+// Questions and announcements are left to sk when it collects them, sent
+// at once otherwise.
+func (a *Announcer) act(o *owner, acts []l2owner.Action, now time.Time, sk *sink, watched string) {
 	s, iface, vip := o.s, o.iface, o.vip
 	proto := protocolOf(vip)
 	for _, act := range acts {
@@ -213,7 +215,7 @@ func (a *Announcer) act(o *owner, acts []l2owner.Action, now time.Time, sk *sink
 		case l2owner.Fence:
 			s.quietUntil.Store(act.At.UnixNano())
 		case l2owner.Lift:
-			a.lifted(iface, proto, vip, act.Why, o.m.By())
+			a.lifted(iface, proto, vip, act.Why, watched)
 		case l2owner.Yield:
 			s.quietUntil.Store(0)
 			s.answering.Store(false)
