@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/internal/installation"
+	"github.com/herald-lb/herald/internal/l2owner"
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/speaker"
@@ -63,7 +64,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.DurationVar(&f.gossipInterval, "memberlist-gossip-interval", d.GossipInterval, "interval between gossip rounds")
 	fs.StringVar(&f.memberlistTiming, "memberlist-timing", "default", "member-list timing preset: default (a dead node noticed in about 0.3 s on a small cluster), large (about 1 s on a few nodes, 2-3 s at 200; less probe traffic and fewer false alarms on big or busy clusters) or large-fast (about 1-1.5 s at 200, for speakers that keep their CPU request; not for nodes where they may be starved); the --memberlist-* flags override single values")
 	fs.StringVar(&f.excludeInterfaces, "l2-exclude-interfaces", strings.Join(layer2.DefaultExcludeInterfaces(), ","), "comma-separated interface name patterns never used by default for ARP/NDP (an L2Advertisement's interfaces override them)")
-	fs.DurationVar(&f.releaseGrace, "release-grace", 2*time.Second, "how long a node that lost an address keeps answering for it while the new owner takes over")
+	fs.DurationVar(&f.releaseGrace, "release-grace", l2owner.ReleaseGrace, "how long a node that lost an address keeps answering for it while the new owner takes over")
 	fs.DurationVar(&f.l2Refresh, "l2-refresh", layer2.DefaultRefresh, "how often every address announced in L2 mode is announced again (one gratuitous ARP / unsolicited NA): two nodes answering for one address hear each other and the fence stops one; stale client caches heal. Negative disables it, and with it the fence")
 	fs.DurationVar(&f.leaseRenew, "lease-renew", speaker.DefaultLeaseRenew, "how often the speaker renews its liveness Lease herald-speaker-<node> once synced (it lasts three renewals): one API write per renewal per node")
 	fs.DurationVar(&f.statusInterval, "status-interval", speaker.DefaultStatusInterval, "least time between two writes of this node's SpeakerStatus (written only when what the node announces changed; changes within the interval become one write)")

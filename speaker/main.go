@@ -28,6 +28,7 @@ import (
 	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s"
 	"github.com/herald-lb/herald/internal/k8s/lean"
+	"github.com/herald-lb/herald/internal/l2owner"
 	"github.com/herald-lb/herald/internal/layer2"
 	"github.com/herald-lb/herald/internal/members"
 	"github.com/herald-lb/herald/internal/service"
@@ -217,10 +218,10 @@ func startMembers(ctx context.Context, nodes lean.NodeClient, secrets corelister
 			return members.Config{
 				NodeName: f.nodeName, BindAddr: bind, BindPort: f.memberlistPort, AdvertiseAddr: bind,
 				SecretKey: keys.Primary, OtherKeys: keys.Others, Logger: log, Registerer: reg, Timing: f.timing(), OnChange: onChange,
-				// the speaker calls Applied after each reconcile; an old owner keeps
-				// answering for release-grace, so a member that never welcomes this
-				// one must not hold it back that long
-				WelcomeAfterApplied: true, WelcomeTimeout: f.releaseGrace / 2,
+				// the speaker calls Applied after each reconcile; how long a
+				// member that never welcomes may hold this one back is the
+				// L2 hand-over's (l2owner.WelcomeTimeout says why)
+				WelcomeAfterApplied: true, WelcomeTimeout: l2owner.WelcomeTimeoutFor(f.releaseGrace),
 				// the other speakers' L2 fence yields only to these
 				NodeData: ownLinkAddrs(f, log),
 			}

@@ -109,7 +109,7 @@ func TestDrainOwnerNode(t *testing.T) {
 	// timeout (DefaultTiming: about 200 ms) is declared dead, another node
 	// claims the address, and the two answer side by side until the
 	// refutation hands it back: the other node asks who answers and
-	// yields to the owner's answer (layer2's releaseask.go; the fence
+	// yields to the owner's answer (l2owner's release ask, drain.txt; the fence
 	// could not end it when the owner's claim was younger than its settle
 	// time: 420 ms side by side in CI). Neither can happen before the owner
 	// runs again: in an outside CI run the owner's answers came up to

@@ -73,9 +73,9 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 
 // announcementEvents tells the story of who may announce the Service:
 // Warning UnAvailableLoadBalancer when nobody may, UpdatedLoadBalancer when
-// the announcing nodes change. A hand-over usually passes through Unknown
-// (the new owner has not reported the address yet), so the change is
-// measured against the last True condition, not the one just before.
+// the announcing nodes change. A change of owner usually passes through
+// Unknown (the new owner has not reported the address yet), so the change
+// is measured against the last True condition, not the one just before.
 func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 	prev := findCondition(svc.Status.Conditions, v1beta1.ConditionAnnounced)
 	changed := c.announced.NoteTrue(cache.MetaObjectToName(svc), prev, now.status(), now.Message)

@@ -187,7 +187,7 @@ func (c *Controller) syncLease(_ context.Context, node string) error {
 
 // reporters returns the nodes whose live speakers report index key k,
 // the most recent claim first (an L2 address another node still reports
-// was claimed before: a hand-over in progress, or a stale report).
+// was claimed before: a change of owner in progress, or a stale report).
 func (c *Controller) reporters(k string) []string {
 	objs, _ := c.speakerIndex.ByIndex(speakersByAnnounced, k)
 	type rep struct{ node, since string }

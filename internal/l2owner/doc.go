@@ -1,53 +1,77 @@
-// Package l2owner decides, for one address on one interface, whether this
-// node answers ARP / NDP for it, and what it tells the segment: the L2
-// ownership machine. It is pure and deterministic: no sockets, no clocks,
-// no goroutines. Its inputs are events with their times (the decision
-// lists the address as owned or released here, this process was not
-// scheduled for a while, another host answered or announced the address,
-// another host asked who answers it, a time the machine asked to be woken
-// at has come); its outputs are actions (answer on or off, announce with a
-// gratuitous ARP / unsolicited NA, ask who answers, defer to or yield to
-// another host, wake me at). internal/layer2 keeps the sockets and timers
-// and feeds a Machine inline on its read path, so the fast path stays a
-// few atomic loads.
+// Package l2owner is the one home of the L2 hand-over: for one address on
+// one interface, whether this node answers ARP / NDP for it, and what it
+// tells the segment, while the address changes owner. It is pure and
+// deterministic: no sockets, no clocks, no goroutines. internal/layer2
+// keeps the sockets, timers and clocks and feeds a Machine inline on its
+// read path (the fast path, answering a request, stays a few atomic
+// loads); internal/speaker decides which addresses this node owns;
+// internal/members says who is alive and carries the welcomes.
 //
-// # A paused process
+// # The map
 //
-// A process that was not scheduled for longer than the member list needs
-// to declare a silent member dead (Config.PauseAfter: a VM pause, a live
-// migration, every process of the node stopped) may come back to find
-// that another node took its addresses over in the meantime. Its own view
-// has not changed: it never saw anything happen. If it simply went on
-// answering, the old and the new owner would answer side by side until
-// the member list and the fence sorted it out, flipping the address back
-// and forth (seen in the lab: about 170 ms, owners changing up to three
-// times). So on a pause the machine stops answering and advertising at
-// once (Asking), asks who answers the address, and waits AskFor:
+// Phases (Machine.Phase): Idle (not announced here), Owner (answered and
+// advertised), Releasing (handed over: answered, not advertised, until
+// the new owner shows itself), Yielded (taken over: silent), Fenced (owned,
+// but another speaker that outranks this one announces it too: silent),
+// Asking (back from a pause: silent, asking who answers), Deferred (back
+// from a pause, another speaker answers: silent).
 //
-//   - another speaker answers or announces it: that node answers now, and
-//     this one stays silent (Deferred) until that node gives the address
-//     up, which it shows by asking who answers it (a node handing an
-//     address over asks, see layer2's releaseask.go) or by no longer
-//     answering; then this node claims it, make-before-break: it announces
-//     first and answers requests received from its announcement on, and
-//     the other stops when it reads that announcement. One change of
-//     owner, no request answered by both;
-//   - nobody answers within AskFor: nobody took over (the process was
-//     starved, not dead for the others), and it claims the address again
-//     the same way.
+// Events (Kind): the decision (Claim, Release, Drop); this process was
+// not scheduled (Pause); frames from another host (Announced to everyone,
+// Heard in answer to a question, Asked who answers, Notified to this
+// node alone by a fence's loser, GaveUp to this node alone by a fence's
+// winner), each saying whether that host is another speaker's node; the
+// member list healed (Healed); a wake asked for (Tick).
 //
-// A host that is not another speaker's node never makes it defer: only a
-// speaker can have taken an address over.
+// Actions (Do): answer off, on (from the next announcement: the host
+// that answered until then answers the requests received before it), or
+// now; announce (a burst), announce once, reassert (against a foreign
+// claim); ask who answers; wake; defer, fence, lift; yield; tell the
+// winner, tell the loser; report a conflict, a foreign claim, a claim
+// still settling.
 //
-// A gap no longer than PauseAfter changes nothing: a CPU-starved process
-// that keeps running cannot have been declared dead, so it keeps
-// answering (no false failover under load).
+// Timing (timing.go): AskFor, Refresh, FenceSettle, FenceVerify,
+// ContestedMemory, ReleaseAsks, ReleaseGrace, WelcomeTimeout,
+// GratuitousCount and GratuitousInterval, HeartbeatsPerPause, each with
+// why its value.
 //
-// # Scope
+// # The rules
 //
-// The machine covers the pause rule today; the fence, the give-up, the
-// release ask and the hand-over of internal/layer2 are to move into it,
-// as further events and phases, with their scenarios under testdata/.
-// Every scenario file there is a script of events in and the actions
-// expected out (see scenario_test.go for the format).
+// Make-before-break (release.go): a node losing an address answers it
+// until the new owner shows itself (its announcement, or its answer to
+// the question the releasing node asks at each of ReleaseAsks: a new
+// owner declared dead by mistake answered all along and never
+// announces), then stops at once; the new owner answers from its first
+// announcement on. A new owner heard announcing before the old one's
+// release (within ContestedMemory) is yielded to at once.
+//
+// The fence (fence.go): two owners of one address (a split brain) hear
+// each other's refreshes; Wins ranks their MACs per address, both sides
+// compute the same, and the loser (once its claim is FenceSettle old)
+// falls silent for 2 × Refresh after it last heard the winner, verifying
+// every FenceVerify that the winner still answers. The winner tells a
+// loser when it gives the address up (TellLoser), the loser tells a
+// winner that may not have heard it (TellWinner), a healed member list
+// lifts every fence. Only another speaker's node can win: any other host
+// announcing an owned address is a foreign claim, reported, answered with
+// a burst, never yielded to.
+//
+// A pause (pause.go): a process that was not scheduled for longer than
+// the member list's quickest detection (Config.PauseAfter) answers
+// nothing until it has learned who answers now: it asks, defers to a
+// speaker that answers until that speaker gives the address up, or
+// claims it again when nobody answered within AskFor. A shorter gap (a
+// CPU-starved process) changes nothing.
+//
+// # Scenarios
+//
+// testdata/*.txt are scripts of events and the actions expected, one a
+// scenario (format: scenario_test.go), read by TestScenarios:
+// graceful-handover, abrupt-failover, partition-fence, crash-loop,
+// restarted-owner, restarted-nonowner, held-back, rolling-update, drain,
+// kubelet-stopped, malformed-arp, metallb-hold, cpu-starved-owner, and
+// the faults: paused-owner (with paused-again, paused-releasing,
+// paused-foreign-host), hung-members, stale-lease, lan-host-attack,
+// two-interfaces. claim-release is the decision alone. The end-to-end
+// tests named in each file are the proof on the wire.
 package l2owner

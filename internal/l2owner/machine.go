@@ -2,26 +2,32 @@ package l2owner
 
 import (
 	"fmt"
+	"net"
+	"net/netip"
 	"time"
 )
 
-// AskFor is how long a process that found it was paused waits, silent,
-// for another host to answer its question of who answers an address
-// before it claims the address again. A node that took the address over
-// answers in well under a millisecond on a LAN; a busy one was measured
-// answering up to about 30 ms late in the lab (herald_l2_answer_delay
-// during rolling updates). 100 ms covers that three times over, and it is
-// the price of a false alarm: an address whose owner was starved, not
-// dead, stays dark that much longer than the stall itself.
-const AskFor = 100 * time.Millisecond
-
-// Config holds what a Machine needs to know of the member list.
+// Config holds what a Machine needs to know: the member list's detection,
+// the fence's timing, and whose machine it is.
 type Config struct {
 	// PauseAfter is the longest this process may go unscheduled without
 	// another node possibly having declared it dead and taken its
 	// addresses over: the member list's quickest detection
-	// (members.Timing.MinDetection). A longer gap is a pause.
+	// (members.Timing.MinDetection). A longer gap is a pause. 0: no
+	// pause detection.
 	PauseAfter time.Duration
+	// Refresh is how often owners announce their addresses again (0:
+	// Refresh); a lost fence lasts 2 × Refresh after the winner was last
+	// heard. Negative: nobody refreshes, and a lost fence silences
+	// nothing (it is still reported).
+	Refresh time.Duration
+	// FenceSettle and FenceVerify: see the constants (0: those).
+	FenceSettle time.Duration
+	FenceVerify time.Duration
+	// Addr is the address, MAC the MAC of this node's interface: the
+	// fence ranks it against the other host's (Wins).
+	Addr netip.Addr
+	MAC  net.HardwareAddr
 }
 
 // Paused reports whether this process, which last ran at last and runs
@@ -30,6 +36,23 @@ type Config struct {
 func (c Config) Paused(last, now time.Time) bool {
 	return c.PauseAfter > 0 && now.Sub(last) > c.PauseAfter
 }
+
+func (c Config) withDefaults() Config {
+	if c.Refresh == 0 {
+		c.Refresh = Refresh
+	}
+	if c.FenceSettle <= 0 {
+		c.FenceSettle = FenceSettle
+	}
+	if c.FenceVerify <= 0 {
+		c.FenceVerify = FenceVerify
+	}
+	return c
+}
+
+// hold is how long a lost fence or a deferral lasts after the winner was
+// last heard: two refreshes, so that one lost frame does not lift it.
+func (c Config) hold() time.Duration { return 2 * c.Refresh }
 
 // Phase is where a Machine is.
 type Phase uint8
@@ -42,19 +65,23 @@ const (
 	// and advertised.
 	Owner
 	// Releasing: handed over (make-before-break); answered but never
-	// advertised, until the new owner announces itself.
+	// advertised, until the new owner shows itself.
 	Releasing
 	// Asking: back from a pause; silent, asked who answers, waiting
 	// until AskFor has passed.
 	Asking
 	// Deferred: back from a pause, another speaker answers (Machine.By);
-	// silent until it gives the address up.
+	// silent until it gives the address up or stops answering.
 	Deferred
 	// Yielded: released and taken over by another host; silent.
 	Yielded
+	// Fenced: owned here, but another speaker's node (Machine.By) that
+	// outranks this one (Wins) announces it too: silent while that node
+	// is heard, and while it answers the fence's verification.
+	Fenced
 )
 
-var phaseNames = [...]string{"idle", "owner", "releasing", "asking", "deferred", "yielded"}
+var phaseNames = [...]string{"idle", "owner", "releasing", "asking", "deferred", "yielded", "fenced"}
 
 func (p Phase) String() string {
 	if int(p) < len(phaseNames) {
@@ -66,28 +93,43 @@ func (p Phase) String() string {
 // Kind is the kind of an Event.
 type Kind uint8
 
-// The kinds of events.
+// The kinds of events. By is the other host's MAC, Speaker whether it is
+// another speaker's node (known from the member list or the Nodes).
 const (
 	// Claim: the decision lists the address as owned here.
 	Claim Kind = iota + 1
 	// Release: the decision hands the address over to another node.
 	Release
+	// Drop: the address is no longer announced here (on this interface).
+	Drop
 	// Pause: this process was not scheduled for Event.Gap, ending at
 	// Event.At.
 	Pause
-	// Heard: the host Event.By answered for the address or announced it
-	// (Event.Speaker: it is another speaker's node).
+	// Announced: By sent a gratuitous ARP / unsolicited NA for the
+	// address to everyone.
+	Announced
+	// Heard: By answered this node's question of who answers (By ""
+	// when the answer did not say).
 	Heard
-	// Asked: the host Event.By asked who answers the address.
+	// Asked: By asked who answers the address (an ARP probe, a
+	// neighbour solicitation from its MAC).
 	Asked
-	// Gone: the host this node deferred to no longer answers (nobody
-	// answered a question of who answers).
-	Gone
-	// Tick: a time the machine asked to be woken at (Wake) has come.
+	// Notified: By announced the address to this node's MAC alone: it
+	// lost the fence to this node and tells it so (TellWinner).
+	Notified
+	// GaveUp: By probed the address to this node's MAC alone: it won the
+	// fence against this node and gave the address up (TellLoser).
+	GaveUp
+	// Healed: the member list sees a node alive again that it had seen
+	// dead (a partition healed): both sides agree on the owners again.
+	Healed
+	// Tick: a time the machine asked to be woken at (Wake) has come. By
+	// may name the host a fenced or deferred machine watches (By()), and
+	// Speaker whether it still counts as another speaker's node.
 	Tick
 )
 
-var kindNames = [...]string{"", "claim", "release", "pause", "heard", "asked", "gone", "tick"}
+var kindNames = [...]string{"", "claim", "release", "drop", "pause", "announced", "heard", "asked", "notified", "gave-up", "healed", "tick"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) && k != 0 {
@@ -100,11 +142,8 @@ func (k Kind) String() string {
 type Event struct {
 	Kind Kind
 	At   time.Time
-	// By is the MAC of the other host (Heard, Asked), in net.HardwareAddr
-	// String form.
-	By string
-	// Speaker: By is another speaker's node (known from the member list
-	// or the Nodes).
+	// By is the MAC of the other host, in net.HardwareAddr String form.
+	By      string
 	Speaker bool
 	// Gap is how long this process was not scheduled (Pause).
 	Gap time.Duration
@@ -115,27 +154,60 @@ type Do uint8
 
 // The actions.
 const (
-	// AnswerOff: answer nothing for the address and advertise nothing.
+	// AnswerOff: answer nothing for the address and advertise nothing,
+	// until told otherwise.
 	AnswerOff Do = iota + 1
-	// AnswerOn: answer again. An owner answers the requests received
-	// from its next announcement on (the host that answered until then
-	// answers those before); a releasing node at once.
+	// AnswerOn: answer again, the requests received from this node's
+	// next announcement on (the host that answered until then answers
+	// those before: make-before-break).
 	AnswerOn
-	// Announce: send one gratuitous ARP / unsolicited NA now.
+	// AnswerNow: answer again at once (nobody else answers).
+	AnswerNow
+	// Announce: start a burst of gratuitous ARP / unsolicited NA
+	// (GratuitousCount), as a new owner does.
 	Announce
+	// AnnounceOnce: send one gratuitous ARP / unsolicited NA now.
+	AnnounceOnce
+	// Reassert: announce again against a foreign claim: a burst, one at
+	// a time (a host that repeats its claim gets one frame per claim).
+	Reassert
 	// Ask: ask who answers the address (an ARP probe / a neighbour
 	// solicitation); the answers come back as Heard.
 	Ask
 	// Wake: feed a Tick at Action.At.
 	Wake
-	// Defer: the host Action.To answers the address; stay silent and
-	// watch it (layer2's fence and its verification).
+	// Defer: back from a pause, the host To answers the address: answer
+	// nothing until Action.At, or until lifted.
 	Defer
-	// Yield: a released address was taken over by Action.To.
+	// Fence: lost the fence to the host To: answer and advertise
+	// nothing until Action.At, or until lifted.
+	Fence
+	// Lift: a fence or deferral ends (Why: gone, gave-up, healed,
+	// foreign, handed); counted and logged. An AnswerOn or AnswerNow
+	// follows.
+	Lift
+	// Yield: a released address was taken over by To; answer nothing
+	// more for it, report the hand-over.
 	Yield
+	// TellWinner: announce the address to To's MAC alone (this node
+	// lost the fence to To, which may not have heard this node).
+	TellWinner
+	// TellLoser: probe the address to To's MAC alone (To lost the fence
+	// to this node, which gave the address up or still answers it).
+	TellLoser
+	// Conflict: report a conflict with the speaker To (Why: won, lost).
+	Conflict
+	// Foreign: a host that is no speaker's node (To) claimed the address;
+	// counted every time, reported (logged, an event) when Report.
+	Foreign
+	// Settling: another speaker (To) announced an address this node
+	// claimed less than FenceSettle ago: a hand-over in progress, which
+	// the releasing side ends; logged only.
+	Settling
 )
 
-var doNames = [...]string{"", "answer-off", "answer-on", "announce", "ask", "wake", "defer", "yield"}
+var doNames = [...]string{"", "answer-off", "answer-on", "answer-now", "announce", "announce-once", "reassert", "ask", "wake",
+	"defer", "fence", "lift", "yield", "tell-winner", "tell-loser", "conflict", "foreign", "settling"}
 
 func (d Do) String() string {
 	if int(d) < len(doNames) && d != 0 {
@@ -147,10 +219,15 @@ func (d Do) String() string {
 // Action is one output of a Machine.
 type Action struct {
 	Do Do
-	// At is when to wake (Wake).
+	// At is when to wake (Wake), or until when to stay silent (Defer,
+	// Fence).
 	At time.Time
-	// To is the other host's MAC (Defer, Yield).
+	// To is the other host's MAC.
 	To string
+	// Why qualifies Lift and Conflict.
+	Why string
+	// Report: a Foreign claim to log and report (once per 2 × Refresh).
+	Report bool
 }
 
 // Machine is the ownership machine of one address on one interface. The
@@ -158,181 +235,141 @@ type Action struct {
 type Machine struct {
 	cfg   Config
 	phase Phase
-	// before is the phase a pause interrupted (Owner or Releasing),
-	// while Asking.
-	before Phase
-	// askUntil is when Asking gives up waiting; askedAgain: the second
-	// question went out.
+	// by is the host deferred to, fenced for, or yielded to.
+	by string
+
+	// The pause: before is the phase it interrupted (Owner or
+	// Releasing), while Asking; askUntil when the wait ends; askedAgain:
+	// the second question went out; handing are the speakers heard
+	// asking who answers the address since the pause: they give it up.
+	before     Phase
 	askUntil   time.Time
 	askedAgain bool
-	// by is the host deferred to or yielded to.
-	by string
-	// handing are the speakers heard asking who answers the address
-	// since the pause: they are giving it up.
-	handing map[string]bool
+	handing    map[string]bool
+
+	// The fence. claimedAt is when the claim began or was renewed (a
+	// lifted fence); quietUntil ends a fence or deferral; verifyAt is
+	// when its verification asks next, askedAt when it asked (zero: no
+	// question out); heardAt when another speaker (or a host that did
+	// not say who it is) last answered or announced the address.
+	claimedAt  time.Time
+	quietUntil time.Time
+	verifyAt   time.Time
+	askedAt    time.Time
+	heardAt    time.Time
+	// beaten is the last speaker this node won the fence against while
+	// owning the address: silent since, and told when this node gives
+	// the address up. contested is the last speaker heard announcing the
+	// address while owned here, at contestedAt.
+	beaten      string
+	contested   string
+	contestedAt time.Time
+	// When a conflict, a foreign claim, a winner's give-up and a told
+	// loser were last handled (rate limits).
+	conflictAt, foreignAt, gaveUpAt, toldLoserAt time.Time
+
+	// The release: when it began, and how many of ReleaseAsks went out.
+	releasedAt time.Time
+	asks       int
 }
 
 // New returns an Idle Machine.
-func New(cfg Config) Machine { return Machine{cfg: cfg} }
+func New(cfg Config) Machine { return Machine{cfg: cfg.withDefaults()} }
 
 // NewIn returns a Machine already in phase p (Owner or Releasing): one
 // created for an address that was announced before the machine existed.
-func NewIn(cfg Config, p Phase) Machine { return Machine{cfg: cfg, phase: p} }
+// Its claim counts as settled.
+func NewIn(cfg Config, p Phase) Machine { return Machine{cfg: cfg.withDefaults(), phase: p} }
+
+// Configure replaces the machine's configuration (the announcer's timing
+// changed); its state stays.
+func (m *Machine) Configure(cfg Config) { m.cfg = cfg.withDefaults() }
 
 // Phase is the machine's phase.
 func (m *Machine) Phase() Phase { return m.phase }
 
-// By is the host deferred or yielded to ("" when none).
+// By is the host deferred to, fenced for or yielded to ("" when none).
 func (m *Machine) By() string { return m.by }
 
+// Beaten is the last speaker this node won the fence against while
+// owning the address ("" when none).
+func (m *Machine) Beaten() string { return m.beaten }
+
+// HeardAt is when another speaker was last heard answering or announcing
+// the address (zero: never).
+func (m *Machine) HeardAt() time.Time { return m.heardAt }
+
 // Silent reports whether the address is answered by nobody here because
-// of the machine: it asks who answers, or defers, or yielded.
+// of the machine: it asks who answers, defers, is fenced, or yielded.
 func (m *Machine) Silent() bool {
-	return m.phase == Asking || m.phase == Deferred || m.phase == Yielded
+	switch m.phase {
+	case Asking, Deferred, Yielded, Fenced:
+		return true
+	}
+	return false
+}
+
+// Watching reports whether the machine is silent for a host it watches
+// (fenced or deferred), at now.
+func (m *Machine) Watching(now time.Time) bool {
+	return (m.phase == Fenced || m.phase == Deferred) && now.Before(m.quietUntil)
 }
 
 // Step applies one event and returns the actions to take, in order.
 func (m *Machine) Step(ev Event) []Action {
+	m.expire(ev.At)
 	switch ev.Kind {
 	case Claim:
-		return m.claim()
+		return m.claim(ev)
 	case Release:
-		return m.release()
+		return m.release(ev)
+	case Drop:
+		return m.drop()
 	case Pause:
 		return m.pause(ev)
+	case Announced:
+		return m.announced(ev)
 	case Heard:
 		return m.heard(ev)
 	case Asked:
 		return m.asked(ev)
-	case Gone:
-		return m.gone()
+	case Notified:
+		return m.notified(ev)
+	case GaveUp:
+		return m.gaveUp(ev)
+	case Healed:
+		return m.healed(ev)
 	case Tick:
 		return m.tick(ev)
 	}
 	return nil
 }
 
-// claim: the decision lists the address as owned. A new or released
-// address is claimed; one asked about or deferred stays so (the pause
-// rule decides).
-func (m *Machine) claim() []Action {
-	switch m.phase {
-	case Idle, Releasing, Yielded:
-		return m.become(Owner)
-	case Asking:
-		m.before = Owner
+// expire ends a fence or deferral whose time has passed: the winner was
+// not heard for 2 × Refresh, and the address is answered here again (the
+// silence was only ever until then).
+func (m *Machine) expire(now time.Time) {
+	if (m.phase == Fenced || m.phase == Deferred) && !now.Before(m.quietUntil) {
+		m.toOwner(m.claimedAt)
 	}
-	return nil
 }
 
-// release: the decision hands the address over. An owner answers until
-// the new owner announces itself; a deferred one was handed over already.
-func (m *Machine) release() []Action {
-	switch m.phase {
-	case Owner:
-		m.phase = Releasing
-	case Asking:
-		m.before = Releasing
-	case Deferred:
-		m.phase = Yielded
-		return []Action{{Do: Yield, To: m.by}}
-	}
-	return nil
+// toOwner makes the machine an owner whose claim began at claimed, with
+// no fence or deferral.
+func (m *Machine) toOwner(claimed time.Time) {
+	m.phase, m.by, m.handing = Owner, "", nil
+	m.claimedAt, m.quietUntil, m.verifyAt, m.askedAt = claimed, time.Time{}, time.Time{}, time.Time{}
 }
 
-// pause: a gap longer than PauseAfter silences an answered address and
-// asks who answers it now.
-func (m *Machine) pause(ev Event) []Action {
-	if m.cfg.PauseAfter <= 0 || ev.Gap <= m.cfg.PauseAfter {
-		return nil
-	}
-	switch m.phase {
-	case Owner, Releasing:
-		m.before = m.phase
-	case Asking:
-	default:
-		return nil
-	}
-	m.phase = Asking
-	m.askUntil = ev.At.Add(AskFor)
-	m.askedAgain = false
-	m.handing = nil
-	return []Action{{Do: AnswerOff}, {Do: Ask}, {Do: Wake, At: ev.At.Add(AskFor / 2)}}
-}
-
-// heard: another host answered or announced the address. While asking, a
-// speaker that answers is deferred to (or, for a released address,
-// yielded to), unless it was heard giving the address up: then this node
-// claims it. Other hosts are ignored here.
-func (m *Machine) heard(ev Event) []Action {
-	if m.phase != Asking || !ev.Speaker || ev.By == "" {
-		return nil
-	}
-	if m.before == Releasing {
-		m.phase, m.by = Yielded, ev.By
-		return []Action{{Do: Yield, To: ev.By}}
-	}
-	if m.handing[ev.By] {
-		return m.become(Owner)
-	}
-	m.phase, m.by = Deferred, ev.By
-	return []Action{{Do: Defer, To: ev.By}}
-}
-
-// asked: another speaker asked who answers the address. The one deferred
-// to gives it up (it hands it over): claim it. While asking, remember it.
-func (m *Machine) asked(ev Event) []Action {
-	if !ev.Speaker || ev.By == "" {
-		return nil
-	}
-	switch m.phase {
-	case Deferred:
-		if ev.By == m.by {
-			return m.become(Owner)
-		}
-	case Asking:
-		if m.handing == nil {
-			m.handing = map[string]bool{}
-		}
-		m.handing[ev.By] = true
-	}
-	return nil
-}
-
-// gone: the host deferred to stopped answering: claim the address.
-func (m *Machine) gone() []Action {
-	if m.phase != Deferred {
-		return nil
-	}
-	return m.become(Owner)
-}
-
-// tick: while asking, ask a second time halfway (a question or its
-// answer may be lost), and when AskFor has passed with no speaker heard,
-// nobody took the address over: answer it again.
+// tick: a time asked for has come.
 func (m *Machine) tick(ev Event) []Action {
-	if m.phase != Asking {
-		return nil
+	switch m.phase {
+	case Asking:
+		return m.askTick(ev)
+	case Releasing:
+		return m.releaseTick(ev)
+	case Fenced, Deferred:
+		return m.verifyTick(ev)
 	}
-	if ev.At.Before(m.askUntil) {
-		if m.askedAgain {
-			return nil
-		}
-		m.askedAgain = true
-		return []Action{{Do: Ask}, {Do: Wake, At: m.askUntil}}
-	}
-	if m.before == Releasing {
-		m.phase = Releasing
-		return []Action{{Do: AnswerOn}}
-	}
-	return m.become(Owner)
-}
-
-// become claims the address as its owner: answer the requests received
-// from its announcement on, and announce it. The host that answered
-// until then answers those received before, and stops when it reads the
-// announcement (make-before-break).
-func (m *Machine) become(p Phase) []Action {
-	m.phase, m.by, m.handing = p, "", nil
-	return []Action{{Do: AnswerOn}, {Do: Announce}}
+	return nil
 }

@@ -1,7 +1,10 @@
 package l2owner
 
 import (
+	"flag"
 	"fmt"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,18 +20,40 @@ import (
 // outside a block's output are comments. Times are offsets from the
 // scenario's start (Go durations).
 //
-//	new pause-after=240ms [phase=owner|releasing]   a fresh machine
-//	claim at=T                                       the decision: owned
-//	release at=T                                     the decision: released
-//	pause at=T gap=D                                 not scheduled for D, until T
-//	heard at=T by=MAC [speaker=true]                 MAC answered or announced
-//	asked at=T by=MAC [speaker=true]                 MAC asked who answers
-//	gone at=T                                        the host deferred to is gone
-//	tick at=T                                        a Wake has come
+//	new [pause-after=D] [phase=owner|releasing] [addr=IP] [mac=MAC]
+//	    [refresh=D] [settle=D] [verify=D]         a fresh machine
+//	rank by=MAC                                   who wins the fence
+//	claim at=T                                    the decision: owned
+//	release at=T                                  the decision: released
+//	drop at=T                                     no longer announced here
+//	pause at=T gap=D                              not scheduled for D, until T
+//	announced at=T by=MAC [speaker=true]          MAC announced the address
+//	heard at=T [by=MAC] [speaker=true]            MAC answered our question
+//	asked at=T by=MAC [speaker=true]              MAC asked who answers
+//	notified at=T by=MAC [speaker=true]           MAC announced it to us alone
+//	gave-up at=T by=MAC [speaker=true]            MAC probed it to us alone
+//	healed at=T                                   the member list healed
+//	tick at=T [speaker=true]                      a Wake has come
 //
+// The machine's address is 198.51.100.10 and its MAC 02:00:00:00:00:0a
+// unless new says otherwise; the fence's timing is the default's. A
+// scenario may play several machines (the same address on two nodes, or
+// on two interfaces of one node): every command takes m=NAME to say
+// which (default: the one without a name).
 // The output of an event is its actions, one a line ("wake at=T",
-// "defer to=MAC", "announce"...), or "(none)", then "-> phase" (and
-// " by=MAC" when deferred or yielded). The output of new is "-> phase".
+// "defer to=MAC at=T", "announce", "conflict to=MAC why=won"...), or
+// "(none)", then "-> phase" (and " by=MAC" when deferred, fenced or
+// yielded). The output of new is "-> phase", of rank "this node wins" or
+// "MAC wins". Run the test with -rewrite to write the outputs the machine
+// gives into the files (then read the diff).
+
+var rewrite = flag.Bool("rewrite", false, "write the outputs the machine gives into the scenario files")
+
+// The machine of a scenario unless new says otherwise.
+var (
+	scenarioAddr = netip.MustParseAddr("198.51.100.10")
+	scenarioMAC  = net.HardwareAddr{0x02, 0, 0, 0, 0, 0x0a}
+)
 
 // step is one block of a scenario.
 type step struct {
@@ -111,28 +136,25 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 // epoch is the start of every scenario.
 var epoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// run plays s on m and returns its output.
-func (s step) run(m *Machine) ([]string, error) {
-	if s.cmd == "new" {
-		cfg := Config{}
-		if v, ok := s.args["pause-after"]; ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				return nil, err
-			}
-			cfg.PauseAfter = d
+// run plays s on its machine among ms and returns its output.
+func (s step) run(ms map[string]*Machine) ([]string, error) {
+	m := ms[s.args["m"]]
+	if m == nil {
+		m = &Machine{}
+		ms[s.args["m"]] = m
+	}
+	switch s.cmd {
+	case "new":
+		return s.newMachine(m)
+	case "rank":
+		by, err := net.ParseMAC(s.args["by"])
+		if err != nil {
+			return nil, fmt.Errorf("by: %w", err)
 		}
-		*m = New(cfg)
-		switch s.args["phase"] {
-		case "", "idle":
-		case "owner":
-			*m = NewIn(cfg, Owner)
-		case "releasing":
-			*m = NewIn(cfg, Releasing)
-		default:
-			return nil, fmt.Errorf("unknown phase %q", s.args["phase"])
+		if Wins(m.cfg.Addr, m.cfg.MAC, by) {
+			return []string{"this node wins"}, nil
 		}
-		return []string{phaseLine(m)}, nil
+		return []string{by.String() + " wins"}, nil
 	}
 	ev, err := s.event()
 	if err != nil {
@@ -148,9 +170,50 @@ func (s step) run(m *Machine) ([]string, error) {
 	return append(out, phaseLine(m)), nil
 }
 
+// newMachine plays a new step.
+func (s step) newMachine(m *Machine) ([]string, error) {
+	cfg := Config{Addr: scenarioAddr, MAC: scenarioMAC}
+	for k, d := range map[string]*time.Duration{"pause-after": &cfg.PauseAfter, "refresh": &cfg.Refresh, "settle": &cfg.FenceSettle, "verify": &cfg.FenceVerify} {
+		if v, ok := s.args[k]; ok {
+			var err error
+			if *d, err = time.ParseDuration(v); err != nil {
+				return nil, fmt.Errorf("%s: %w", k, err)
+			}
+		}
+	}
+	if v, ok := s.args["addr"]; ok {
+		a, err := netip.ParseAddr(v)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Addr = a
+	}
+	if v, ok := s.args["mac"]; ok {
+		hw, err := net.ParseMAC(v)
+		if err != nil {
+			return nil, err
+		}
+		cfg.MAC = hw
+	}
+	switch s.args["phase"] {
+	case "", "idle":
+		*m = New(cfg)
+	case "owner":
+		*m = NewIn(cfg, Owner)
+	case "releasing":
+		*m = NewIn(cfg, Releasing)
+	default:
+		return nil, fmt.Errorf("unknown phase %q", s.args["phase"])
+	}
+	return []string{phaseLine(m)}, nil
+}
+
 // event builds the Event of a step.
 func (s step) event() (Event, error) {
-	kinds := map[string]Kind{"claim": Claim, "release": Release, "pause": Pause, "heard": Heard, "asked": Asked, "gone": Gone, "tick": Tick}
+	kinds := map[string]Kind{}
+	for k := Claim; k <= Tick; k++ {
+		kinds[k.String()] = k
+	}
 	k, ok := kinds[s.cmd]
 	if !ok {
 		return Event{}, fmt.Errorf("unknown command %q", s.cmd)
@@ -182,6 +245,12 @@ func actionLine(a Action) string {
 	if a.To != "" {
 		l += " to=" + a.To
 	}
+	if a.Why != "" {
+		l += " why=" + a.Why
+	}
+	if a.Report {
+		l += " report"
+	}
 	return l
 }
 
@@ -212,19 +281,49 @@ func TestScenarios(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var m Machine
+			ms := map[string]*Machine{}
+			outs := map[int][]string{}
 			for _, s := range steps {
-				got, err := s.run(&m)
+				got, err := s.run(ms)
 				if err != nil {
 					t.Fatalf("%s:%d: %v", f, s.line, err)
 				}
-				if !slices.Equal(got, s.want) {
+				outs[s.line] = got
+				if !slices.Equal(got, s.want) && !*rewrite {
 					t.Errorf("%s:%d: %s %v:\ngot\n  %s\nwant\n  %s", f, s.line, s.cmd, s.args,
 						strings.Join(got, "\n  "), strings.Join(s.want, "\n  "))
 				}
 			}
+			if *rewrite {
+				if err := os.WriteFile(f, []byte(rewritten(string(data), outs)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
 		})
 	}
+}
+
+// rewritten is text with the output of the command at each line of outs
+// replaced by that output; comments and commands stay.
+func rewritten(text string, outs map[int][]string) string {
+	lines := strings.Split(text, "\n")
+	var b strings.Builder
+	for i := 0; i < len(lines); i++ {
+		b.WriteString(lines[i] + "\n")
+		got, ok := outs[i+1]
+		if !ok || i+1 >= len(lines) {
+			continue
+		}
+		i++
+		b.WriteString(lines[i] + "\n") // ----
+		for i+1 < len(lines) && strings.TrimSpace(lines[i+1]) != "" {
+			i++
+		}
+		for _, g := range got {
+			b.WriteString(g + "\n")
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // TestParseScenario checks the parser on a small script and its errors.
@@ -265,9 +364,9 @@ func FuzzParseScenario(f *testing.F) {
 		if format(again) != format(steps) {
 			t.Fatalf("round trip changed the script:\n%s\n---\n%s", format(steps), format(again))
 		}
-		var m Machine
+		ms := map[string]*Machine{}
 		for _, s := range steps {
-			_, _ = s.run(&m) // never panics, whatever the events
+			_, _ = s.run(ms) // never panics, whatever the events
 		}
 	})
 }

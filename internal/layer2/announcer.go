@@ -39,9 +39,6 @@ type Announcer struct {
 	log     *slog.Logger
 	metrics *metrics
 	owned   atomic.Pointer[ownership]
-	// contested remembers other hosts' announcements of VIPs this node
-	// owns (vipOnLink -> contested), see contestedMemory.
-	contested sync.Map
 	// speakers: the other speakers' MACs, the only hosts the fence yields
 	// to once complete (SetSpeakerMACs); nil: any host.
 	speakers atomic.Pointer[speakerMACs]

@@ -9,15 +9,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/herald-lb/herald/internal/l2owner"
 )
 
-// Defaults for GratuitousConfig: one announcement at once, then five more a
-// second apart. Linux ignores a neighbour update that arrives within its ARP
-// locktime (1 s) of the previous one, so a single gratuitous ARP right after
-// the old owner's last reply can be lost; the repeats cover that window.
+// Defaults for GratuitousConfig: l2owner's, which say why.
 const (
-	DefaultGratuitousCount    = 6
-	DefaultGratuitousInterval = time.Second
+	DefaultGratuitousCount    = l2owner.GratuitousCount
+	DefaultGratuitousInterval = l2owner.GratuitousInterval
 )
 
 // Config configures an Announcer.
@@ -84,11 +83,12 @@ type Config struct {
 	PauseAfter time.Duration
 }
 
-// Defaults of the periodic refresh and the fence.
+// Defaults of the periodic refresh and the fence: l2owner's, which say
+// why.
 const (
-	DefaultRefresh     = 3 * time.Second
-	DefaultFenceSettle = 2 * time.Second
-	DefaultFenceVerify = 500 * time.Millisecond
+	DefaultRefresh     = l2owner.Refresh
+	DefaultFenceSettle = l2owner.FenceSettle
+	DefaultFenceVerify = l2owner.FenceVerify
 )
 
 // GratuitousConfig sets the gratuitous ARP / unsolicited NA burst sent when a

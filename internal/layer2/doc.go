@@ -14,25 +14,24 @@
 //     the responders in step with the interfaces, without polling;
 //   - the herald_l2_* Prometheus counters, among them hand-overs.
 //
-// Hand-over (make-before-break): a VIP the speaker lists as Releasing is
-// still answered but never advertised, until another host announces it with
-// a gratuitous ARP or an unsolicited NA; the responder reading that packet
-// stops answering for the VIP on that interface at once and Config.OnYield
-// tells the speaker. Requests and announcements come through one socket
+// Who answers a VIP on an interface while it changes owner is decided by
+// that VIP's ownership machine (internal/l2owner: make-before-break, the
+// split-brain fence, the give-up, the release ask, the pause rule; its
+// testdata/ has a scenario for each). This package is its socket side
+// (owner.go): the read path feeds the machine every frame that concerns
+// it (another host's announcement, answer, question, notice or give-up)
+// inline, reconcile feeds it the speaker's decision, timers its wakes,
+// and its actions become the atomics the fast path reads (vipState),
+// frames, metrics, logs and callbacks (Config.OnYield, OnConflict,
+// OnForeignClaim). Requests and announcements come through one socket
 // per protocol, so a request that reached the interface before the new
-// owner's announcement is still answered. On the other side, a VIP is answered from its first
-// gratuitous packet on, so the new owner announces itself before it
-// answers.
+// owner's announcement is still answered by the old one.
 //
-// Every announced VIP is announced again every Config.Refresh, and two
-// owners of one VIP (a split brain) are fenced on the wire: the one whose
-// MAC ranks lower for the VIP stops (fence.go). Frames that do not parse
-// are counted and skipped; only a failing socket pauses a read loop.
-//
-// A process that was not scheduled for longer than Config.PauseAfter (a
-// VM pause: the others may have taken its VIPs over) answers none of them
-// until it knows who answers them now; the rule is internal/l2owner's
-// machine, fed from the read path (pause.go).
+// Every announced VIP is announced again every Config.Refresh, so that
+// two owners hear each other; frames that do not parse are counted and
+// skipped; only a failing socket pauses a read loop. A heartbeat detects
+// that this process was not scheduled for longer than Config.PauseAfter
+// (pause.go) and feeds the pause to every machine.
 //
 // It never decides which VIPs this node owns (the speaker does, through
 // SetAnnouncements), never adds addresses, routes or neighbour entries to the

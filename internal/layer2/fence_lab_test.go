@@ -13,7 +13,7 @@ import (
 // TestLabFenceSplitBrain: node1 and node2 both claim the same VIPs (as
 // when the member-list port is blocked between them). With a 300 ms
 // refresh and a 500 ms settle time each hears the other's refresh, both
-// pick the same winner per VIP (fenceWins), the loser stops: within one
+// pick the same winner per VIP (l2owner.Wins), the loser stops: within one
 // refresh interval after the settle time every probe is answered by the
 // winner alone, and both report the conflict.
 func TestLabFenceSplitBrain(t *testing.T) {
@@ -180,7 +180,7 @@ func startNodes(t *testing.T, refresh, settle time.Duration, env ...string) (*ha
 		m1, _ := net.ParseMAC(macNode1)
 		m2, _ := net.ParseMAC(macNode2)
 		winner[vip] = macNode2
-		if fenceWins(netip.MustParseAddr(vip), m1, m2) {
+		if FenceWins(netip.MustParseAddr(vip), m1, m2) {
 			winner[vip] = macNode1
 		}
 	}
@@ -432,7 +432,7 @@ func TestLabFenceWinnerReleasesToFencedLoser(t *testing.T) {
 // created a moment before, as in e2e/l2's drain test), so the takeover's
 // announcement does not fence it, and it has no reason to announce the
 // VIPs again: it never stopped. The node handing back asks who answers
-// (releaseask.go) and yields to the owner's answer. Before, it answered
+// (the release ask, l2owner release.go) and yields to the owner's answer. Before, it answered
 // beside the owner until the owner's next periodic announcement or the
 // end of the release grace (420 ms side by side in CI).
 func TestLabHandBackToAnsweringOwner(t *testing.T) {

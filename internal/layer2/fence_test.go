@@ -25,12 +25,12 @@ func TestFenceWinsIsOneSided(t *testing.T) {
 				if a.String() == b.String() {
 					continue
 				}
-				if fenceWins(vip, a, b) == fenceWins(vip, b, a) {
+				if FenceWins(vip, a, b) == FenceWins(vip, b, a) {
 					t.Fatalf("%s: %s vs %s: both or neither win", vip, a, b)
 				}
 			}
 		}
-		if fenceWins(vip, ourMAC, otherMAC) {
+		if FenceWins(vip, ourMAC, otherMAC) {
 			wins[ourMAC.String()]++
 		} else {
 			wins[otherMAC.String()]++
@@ -111,7 +111,7 @@ func TestFenceTakesNoAnnouncerLock(t *testing.T) {
 	var winner, loser net.HardwareAddr              // another host that wins, one that loses
 	for i := 1; i < 1<<16 && (winner == nil || loser == nil); i++ {
 		by := net.HardwareAddr{0x02, byte(i >> 8), byte(i), byte(i * 31), byte(i * 17), byte(i * 7)}
-		if fenceWins(vip4, mac, by) {
+		if FenceWins(vip4, mac, by) {
 			loser = by
 		} else {
 			winner = by

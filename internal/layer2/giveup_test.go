@@ -97,7 +97,7 @@ func fenceVIP(t *testing.T, weWin bool) netip.Addr {
 	t.Helper()
 	for i := 70; i < 120; i++ {
 		vip := netip.AddrFrom4([4]byte{198, 51, 100, byte(i)})
-		if fenceWins(vip, ourMAC, otherMAC) == weWin {
+		if FenceWins(vip, ourMAC, otherMAC) == weWin {
 			return vip
 		}
 	}

@@ -5,105 +5,17 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"time"
 
 	"github.com/mdlayher/arp"
 	"github.com/mdlayher/ndp"
 )
 
-// Make-before-break hand-over: the node losing a VIP keeps answering for it
-// (Announcement.Releasing) until the new owner announces itself, then stops
-// at once. The decision is taken in the packet path, on the same socket as
-// the requests: a request read before the new owner's gratuitous packet is
+// Make-before-break hand-over, socket side: the node losing a VIP keeps
+// answering for it (Announcement.Releasing) until the new owner announces
+// itself, then stops at once (the machine's Yield). The frames are read
+// and fed to the machine in the packet path, on the same socket as the
+// requests: a request read before the new owner's gratuitous packet is
 // answered, one read after it is not.
-
-// contestedMemory is how long another host's gratuitous announcement of a
-// VIP this node still owns is remembered: when the VIP turns releasing
-// within that time, the new owner has already announced itself (it learned
-// of the change first) and this node stops answering at once instead of
-// waiting for the next announcement of the burst (a second later).
-const contestedMemory = 3 * time.Second
-
-// foreignAnnouncement handles another host's gratuitous ARP or unsolicited
-// NA for vip, read on iface: a releasing VIP is yielded; an owned one is
-// remembered as contested (see contestedMemory) and, when owned long
-// enough, fenced (see fence). An announcement by a host that runs no
-// speaker is neither remembered nor counted as heard (it must not keep a
-// fence up); the fence reports it and announces the VIP again (see
-// foreignClaim).
-func (a *Announcer) foreignAnnouncement(iface, proto string, vip netip.Addr, ourMAC, by net.HardwareAddr) {
-	if a.pauseHeard(iface, vip, by) {
-		return // back from a pause, asking who answers (pause.go)
-	}
-	if a.yield(iface, proto, vip, by) {
-		return
-	}
-	s := a.owned.Load().state(iface, vip)
-	if s == nil || s.releasing {
-		return
-	}
-	if a.fromSpeaker(by) {
-		s.markHeard()
-		a.contested.Store(vipOnLink{vip, iface}, contested{at: time.Now(), by: slices.Clone(by)})
-	}
-	if !a.fence(iface, proto, vip, ourMAC, by) {
-		a.log.Info("another host announced a VIP this node just claimed (hand-over in progress)", "ip", vip, "interface", iface, "protocol", proto, "by", by.String())
-	}
-}
-
-// contested records another host announcing a VIP this node owned.
-type contested struct {
-	at time.Time
-	by net.HardwareAddr
-}
-
-// turnedVIP is a VIP on an interface that turned from owned to
-// releasing; fencedBy is the MAC of the host it was fenced for then (nil:
-// it was not fenced), beaten the MAC of the last host this node won the
-// fence against (nil: none).
-type turnedVIP struct {
-	vipOnLink
-	fencedBy net.HardwareAddr
-	beaten   net.HardwareAddr
-}
-
-// yieldContestedLocked yields at once the VIPs that just turned releasing
-// on an interface where their new owner was already heard announcing them,
-// and reports as handed over those that were fenced (silent already: the
-// host that won the fence answers them; see nextVIPState). A host this
-// node beat in the fence was silent since, whatever it announced before:
-// the VIP is answered here until that host, told (tellBeaten), announces
-// it again.
-func (a *Announcer) yieldContestedLocked(turned []turnedVIP, now time.Time) {
-	for _, t := range turned {
-		k := t.vipOnLink
-		v, ok := a.contested.LoadAndDelete(k)
-		if t.fencedBy != nil {
-			a.handedOver(k.iface, protocolOf(k.vip), k.vip, t.fencedBy)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		c := v.(contested)
-		if now.Sub(c.at) > contestedMemory || bytes.Equal(c.by, t.beaten) {
-			continue
-		}
-		a.yield(k.iface, protocolOf(k.vip), k.vip, c.by)
-	}
-}
-
-// yield marks vip as taken over on iface by the host with MAC by, if it is
-// still being released there. It reports whether it did; only the first
-// announcement counts, so OnYield and the metric fire once per hand-over.
-func (a *Announcer) yield(iface, proto string, vip netip.Addr, by net.HardwareAddr) bool {
-	s := a.owned.Load().state(iface, vip)
-	if s == nil || !s.releasing || !s.answering.CompareAndSwap(true, false) {
-		return false
-	}
-	a.handedOver(iface, proto, vip, by)
-	return true
-}
 
 // handedOver counts, logs and reports (OnYield) that vip stopped being
 // answered on iface because another host (by) took it over.

@@ -59,7 +59,7 @@ func (f ndpFrame) toUs(ourMAC net.HardwareAddr) bool {
 // Both kinds come through one socket so that they are read in the order
 // the interface received them: a solicitation that arrived before the new
 // owner's unsolicited advertisement is still answered by the node
-// releasing the VIP, one that arrived after is not (handover.go).
+// releasing the VIP, one that arrived after is not (its machine yields).
 func ndpFilter() ([]bpf.RawInstruction, error) {
 	return bpf.Assemble([]bpf.Instruction{
 		bpf.LoadExtension{Num: bpf.ExtType},

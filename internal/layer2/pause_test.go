@@ -61,8 +61,11 @@ func TestPausedOwnerDefersThenClaims(t *testing.T) {
 	labkit.Eventually(t, 5*time.Second, "answered again from its announcement", func() bool {
 		return a.owns("eth0", vip4) && p.count(vip4) > sent
 	})
-	if s.pause.Load() != nil {
-		t.Fatal("the pause is dealt with, its machine still there")
+	s.own.mu.Lock()
+	phase := s.own.m.Phase()
+	s.own.mu.Unlock()
+	if phase != l2owner.Owner {
+		t.Fatalf("the pause is dealt with, its machine is %v", phase)
 	}
 }
 

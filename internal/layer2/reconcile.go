@@ -7,51 +7,58 @@ import (
 	"net/netip"
 	"slices"
 	"time"
+
+	"github.com/herald-lb/herald/internal/l2owner"
 )
 
 // reconcileLocked computes where each wanted VIP is announced and applies
-// the difference: ownership snapshot first (so a withdrawn VIP is not
-// answered any more, and a releasing one not advertised), then responders,
-// then gratuitous announcements.
+// the difference: the VIPs' machines step first (claimed, released,
+// dropped) and the ownership snapshot is stored (so a withdrawn VIP is
+// not answered any more, and a releasing one not advertised), then what
+// the machines asked for is sent on the responders still open (telling a
+// beaten host, asking who answers), then responders are synced, then
+// gratuitous announcements start.
 func (a *Announcer) reconcileLocked() {
 	assigned := a.assignLocked()
-	turned, beaten := a.syncStatesLocked(assigned)
+	sk := &sink{asks: map[responderKey][]netip.Addr{}, announce: map[vipOnLink]bool{}}
+	a.syncStatesLocked(assigned, sk)
 	prev := a.owned.Load()
 	o := newOwnership(assigned, a.states)
 	a.owned.Store(&o)
-	a.yieldContestedLocked(turned, time.Now())
-	a.tellBeaten(beaten)
-	a.askWhoAnswersLocked(turned)
+	for k, vips := range sk.asks {
+		a.askAll(k, vips)
+	}
 	recreated := a.syncRespondersLocked(assigned)
-	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated)
+	a.logAndAnnounceLocked(a.assigned, assigned, *prev, recreated, sk.announce)
 	a.assigned = assigned
 }
 
 // syncStatesLocked gives each VIP its state on each interface it is
-// announced on (see nextVIPState). The state of a releasing VIP outlives
-// the interface choice, so that a link going down and up again does not
-// undo a takeover; only SetAnnouncements listing the VIP as owned, or not
-// at all, does.
-// It returns the VIPs on interfaces that turned from owned to releasing,
-// and those this node stopped advertising (turned releasing, or no longer
-// announced there) after it won the fence for them.
-func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) ([]turnedVIP, []beatenVIP) {
+// announced on (see nextVIPState), and feeds its machine the decision:
+// claimed (new, or claimed back), released, or dropped (no longer
+// announced there). The state of a releasing VIP outlives the interface
+// choice, so that a link going down and up again does not undo a
+// takeover; only SetAnnouncements listing the VIP as owned, or not at
+// all, does. Actions that send on a responder run now, before
+// responders close (a beaten host is told on the interface the VIP
+// leaves); questions and new announcements are left to sk.
+func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string, sk *sink) {
 	next := map[vipOnLink]*vipState{}
-	var turned []turnedVIP
-	var beaten []beatenVIP
 	now := time.Now()
 	for vip, names := range assigned {
 		for _, name := range names {
 			k := vipOnLink{vip, name}
 			old := a.states[k]
-			next[k] = nextVIPState(old, a.releasing[vip], now)
-			if old != nil && !old.releasing && a.releasing[vip] {
-				b := old.beatenHost()
-				turned = append(turned, turnedVIP{k, old.fenceWinner(now), b})
-				if b != nil {
-					beaten = append(beaten, beatenVIP{k, b})
-				}
+			s := nextVIPState(old, a.releasing[vip])
+			next[k] = s
+			if s == old {
+				continue
 			}
+			kind := l2owner.Claim
+			if s.releasing {
+				kind = l2owner.Release
+			}
+			a.stepState(k, s, kind, now, sk)
 		}
 	}
 	for k, s := range a.states {
@@ -60,12 +67,31 @@ func (a *Announcer) syncStatesLocked(assigned map[netip.Addr][]string) ([]turned
 		}
 		if s.releasing && a.releasing[k.vip] {
 			next[k] = s
-		} else if b := s.beatenHost(); b != nil && !s.releasing {
-			beaten = append(beaten, beatenVIP{k, b})
+			continue
 		}
+		a.stepState(k, s, l2owner.Drop, now, sk)
 	}
 	a.states = next
-	return turned, beaten
+}
+
+// stepState makes s the current state of the VIP on its interface (k)
+// and feeds its machine an event of kind (Claim, Release, Drop); a VIP
+// new there gets a machine.
+func (a *Announcer) stepState(k vipOnLink, s *vipState, kind l2owner.Kind, now time.Time, sk *sink) {
+	mac, _ := net.ParseMAC(a.net.ident[k.iface].mac)
+	if s.own == nil {
+		s.own = &owner{iface: k.iface, vip: k.vip, m: l2owner.New(a.machineConfig(k.vip, mac))}
+	}
+	o := s.own
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if kind == l2owner.Drop {
+		a.stepLocked(o, mac, l2owner.Event{Kind: kind, At: now}, sk)
+		o.dropped = true
+		return
+	}
+	o.s = s
+	a.stepLocked(o, mac, l2owner.Event{Kind: kind, At: now}, sk)
 }
 
 // assignLocked runs ChooseInterfaces for every wanted VIP, keeping only
@@ -193,7 +219,7 @@ func (a *Announcer) openLocked(k responderKey) *responderEntry {
 // becomes owned (new, claimed back from releasing, or on a responder just
 // reopened) and stops the burst where it becomes releasing. prev is the
 // ownership snapshot of before.
-func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, prev ownership, reopened map[responderKey]bool) {
+func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, prev ownership, reopened map[responderKey]bool, announce map[vipOnLink]bool) {
 	for _, vip := range slices.SortedFunc(maps.Keys(before), netip.Addr.Compare) {
 		for _, name := range before[vip] {
 			if slices.Contains(after[vip], name) {
@@ -221,10 +247,10 @@ func (a *Announcer) logAndAnnounceLocked(before, after map[netip.Addr][]string, 
 				a.log.Info("releasing VIP: answering until another host announces it", "ip", vip, "interface", name, "protocol", k.proto)
 				h.silence(vip)
 			case a.releasing[vip]:
-			case isNew:
+			case isNew && announce[vipOnLink{vip, name}]:
 				a.log.Info("started announcing VIP", "ip", vip, "interface", name, "protocol", k.proto)
 				h.announce(vip)
-			case !prev.advertises(name, vip):
+			case announce[vipOnLink{vip, name}]:
 				a.log.Info("claiming VIP back", "ip", vip, "interface", name, "protocol", k.proto,
 					"takenOver", prev.yielded(name, vip))
 				h.announce(vip)

@@ -34,8 +34,8 @@ func TestReleasingVIPAsksWhoAnswers(t *testing.T) {
 	labkit.Eventually(t, 5*time.Second, "answered from its first announcement", func() bool { return a.owns("eth0", vip4) })
 	a.answered("eth0", vip4, otherMAC)
 	s := a.owned.Load().state("eth0", vip4)
-	if !a.owns("eth0", vip4) || s.heardAt.Load() == 0 {
-		t.Fatalf("owned VIP: answering %v, answer recorded %v; want both", a.owns("eth0", vip4), s.heardAt.Load() != 0)
+	if !a.owns("eth0", vip4) || !s.heard() {
+		t.Fatalf("owned VIP: answering %v, answer recorded %v; want both", a.owns("eth0", vip4), s.heard())
 	}
 	if n := p.questions(vip4); n != 0 {
 		t.Fatalf("%d questions about an owned VIP", n)

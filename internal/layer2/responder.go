@@ -57,7 +57,7 @@ type responderSpec struct {
 	// gratuitous packets may be sent for it, announced records that one
 	// was (see vipState), releasing says whether vip is being handed over
 	// and still answered; yield records that another host (by) announced
-	// it (see Announcer.yield).
+	// it (fed to its machine, see Announcer.foreignAnnouncement).
 	owns func(vip netip.Addr) bool
 	// answersFrom is when this node began answering for an owned vip with
 	// its first gratuitous packet (zero: answering carried over, or no

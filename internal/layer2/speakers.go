@@ -3,21 +3,20 @@ package layer2
 import (
 	"net"
 	"net/netip"
-	"slices"
-	"time"
 )
 
 // Which hosts the fence yields to. The fence exists for split brain
 // between two speakers, and only another speaker's node may make this one
 // stop answering: any host on the segment can send a gratuitous ARP from a
-// made-up MAC that outranks this node's in fenceWins, and then answer this
-// node's verification: yielding to it leaves the address dark for as long
-// as that host keeps doing so. So the speaker tells the announcer the MACs of the other
-// speakers' nodes (SetSpeakerMACs), and an announcement of an owned VIP
-// from any other MAC is a foreign claim: counted, reported
-// (Config.OnForeignClaim), answered with a gratuitous burst of this
-// node's own so that clients' caches point here again (reassertBurst), and
-// never yielded to.
+// made-up MAC that outranks this node's in l2owner.Wins, and then answer
+// this node's verification: yielding to it leaves the address dark for as
+// long as that host keeps doing so. So the speaker tells the announcer the
+// MACs of the other speakers' nodes (SetSpeakerMACs), every event fed to
+// a machine says whether its host is one (l2owner.Event.Speaker), and an
+// announcement of an owned VIP from any other MAC is a foreign claim:
+// counted, reported (Config.OnForeignClaim), answered with a gratuitous
+// burst of this node's own so that clients' caches point here again
+// (reassertBurst), and never yielded to.
 //
 // Until the speaker says the set is complete (every other node that may
 // run a speaker has published its MACs), every MAC counts as a speaker's,
@@ -50,24 +49,6 @@ func (a *Announcer) fromSpeaker(by net.HardwareAddr) bool {
 	return sp == nil || !sp.complete || sp.macs[by.String()]
 }
 
-// foreignClaim handles an announcement of vip, owned here (state s), by a
-// host that is no speaker's (by): this node keeps answering and announces
-// the VIP again (reassertBurst), so that the clients that took the foreign
-// announcement point here again; it is counted every time and reported
-// once per 2 × Refresh, like a conflict.
-func (a *Announcer) foreignClaim(iface, proto string, vip netip.Addr, by net.HardwareAddr, s *vipState) {
-	a.reassertBurst(iface, proto, vip, s)
-	a.metrics.foreignClaims.WithLabelValues(iface, proto).Inc()
-	if !onceEvery(&s.foreignAt, time.Now(), 2*a.cfg.Refresh) {
-		return
-	}
-	a.log.Warn("a host that runs no speaker announces a VIP this node announces: keeping it and announcing it again", "ip", vip, "interface", iface, "protocol", proto, "by", by.String())
-	if cb := a.cfg.OnForeignClaim; cb != nil {
-		by := slices.Clone(by)
-		go cb(vip, iface, by)
-	}
-}
-
 // reassertBurst announces vip on iface at once and, unless such a burst
 // runs already for the state s, follows with the rest of a gratuitous
 // burst (Config.Gratuitous): a client's neighbour cache ignores an update
@@ -90,19 +71,4 @@ func (a *Announcer) reassertBurst(iface, proto string, vip netip.Addr, s *vipSta
 			r.sendBurst(r.ctx, vip)
 		}
 	}()
-}
-
-// liftForeignFence lifts the fence of an owned VIP (state s) lost to a
-// host that no longer counts as a speaker (the set became complete after
-// the fence), and announces the VIP again; it reports whether it did.
-func (a *Announcer) liftForeignFence(iface, proto string, vip netip.Addr, s *vipState) bool {
-	w := s.fenceWinner(time.Now())
-	if len(w) == 0 || a.fromSpeaker(w) {
-		return false
-	}
-	s.fencedUntil.Store(0)
-	a.metrics.fenceLifted.WithLabelValues(iface, proto).Inc()
-	a.log.Warn("the host that won the fence runs no speaker: answering again", "ip", vip, "interface", iface, "protocol", proto, "winner", w.String())
-	a.reassert(iface, proto, vip)
-	return true
 }

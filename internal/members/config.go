@@ -54,10 +54,8 @@ type Config struct {
 	// WelcomeTimeout bounds how long this node, starting, waits for the
 	// others' welcomes and its first joins once it has reached a member
 	// (and how long it waits to reach one) before it settles; zero means
-	// DefaultWelcomeTimeout.
-	// Keep it well below the time an old owner keeps answering for an
-	// address while the new owner has not claimed it (the speaker's
-	// --release-grace), or a member that never welcomes leaves a gap.
+	// DefaultWelcomeTimeout. Its user says how long the others may wait
+	// for it (the speaker: internal/l2owner's WelcomeTimeout).
 	WelcomeTimeout time.Duration
 	// NodeData is published to the other members with this node's
 	// metadata, opaque to this package, and read there with
@@ -70,7 +68,9 @@ type Config struct {
 // of a node's metadata less this package's own header.
 const MaxNodeData = memberlist.MetaMaxSize - metaByteSize
 
-// DefaultWelcomeTimeout is Config.WelcomeTimeout's default.
+// DefaultWelcomeTimeout is Config.WelcomeTimeout's default: a welcome
+// takes a round trip and one Applied of the user (tens of milliseconds,
+// a few hundred on a busy node), and a second covers that.
 const DefaultWelcomeTimeout = time.Second
 
 func (c Config) withDefaults() Config {

@@ -12,7 +12,7 @@
 // anything changed, says when the first join has settled (the other members
 // have acted on this node's arrival, within a bound however many member
 // addresses hang: welcome.go), and on SIGTERM
-// leaves gracefully so that the others hand over before this node goes quiet.
+// leaves gracefully so that the others see it gone before it goes quiet.
 //
 // It reads its key (keysource.go) from the file mounted from the key's
 // Secret and, while the kubelet has not filled that volume yet (right after

@@ -137,15 +137,15 @@ const startJoinParallelism = directJoinLimit
 // outcome. It exchanges state with every wanted address (up to
 // directJoinLimit of them), live member or not, so that each peer merges
 // this node directly rather than through gossip tens of milliseconds
-// later, and greets the members (welcome.go: a peer that still owns an
-// address this node is about to take must already be handing it over,
-// or both would answer for it for a moment).
+// later, and greets the members (welcome.go: each must have acted on
+// this node's arrival before it settles).
 //
 // The joins never delay the greeting. It starts as soon as a join
 // succeeds or any other member is known: from then on a peer may see
-// this node alive and start its old owner's release grace, so this node
-// must settle within welcomeTimeout of it (which is below that grace),
-// however many addresses hang. The greeting also waits for the joins
+// this node alive and act on it, and this node must settle within
+// welcomeTimeout of that (the user of the member list bounds how long
+// a peer's action on the arrival waits for it), however many addresses
+// hang. The greeting also waits for the joins
 // still running, since one may bring a member nobody told this node of,
 // but no longer than that. A node that reaches nobody within
 // welcomeTimeout settles alone; its joins go on and later rounds retry

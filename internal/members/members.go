@@ -158,7 +158,7 @@ func (m *Members) Applied(gen uint64) { m.welcome.setApplied(gen) }
 // once (this node too, so it stops claiming), then memberlist's own leave,
 // which is queued even when ctx has run out. If ctx runs out before the
 // flag has been gossiped, the leave supersedes it and members that missed
-// it record Dead instead of Left (the handover is just as fast, but they
+// it record Dead instead of Left (they learn of it just as fast, but
 // count a failure). Joining stops. Call it first on
 // SIGTERM, then withdraw announcements, then Shutdown; a Members that left
 // cannot join again (start a new one).

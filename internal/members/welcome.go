@@ -13,35 +13,26 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// A starting member claims nothing until the members it found have acted
-// on its arrival.
+// A starting member settles only once the members it found have acted on
+// its arrival: their user (the speaker) has applied a decision that saw
+// it up. What acting on it means is the user's (internal/l2owner says
+// why the speaker needs it); this file only carries the messages, opaque
+// beyond who sent them.
 //
-// Its first join round makes it a member of every live member's list, and
-// each of them then hands it the addresses it is to own: the member's
-// speaker reconciles, and the old owner of such an address keeps
-// answering until it hears the newcomer's gratuitous ARP or unsolicited
-// NA (make-before-break). That works only if the old owner has reconciled
-// before the newcomer announces; otherwise both answer until it does. A
-// fixed wait after the joins (150 ms before this) failed on a busy
-// machine, where a member's speaker reconciled 300 ms late: two nodes
-// answered side by side for 260-410 ms.
-//
-// So the newcomer greets every live member with a hello, a memberlist user
+// The newcomer greets every live member with a hello, a memberlist user
 // message in a UDP packet (encrypted like the rest), resent until
 // answered, from its first successful join on, and each member it learns
 // of while it waits (through gossip or a join still running). A member
-// answers with a welcome once its owner has applied a decision that saw
+// answers with a welcome once its user has applied a decision that saw
 // the newcomer up (Members.Applied; at once when Config.WelcomeAfterApplied
 // is off), and the newcomer settles once every member it greeted has
 // welcomed it or is no longer a live member and its first joins have
 // returned, or Config.WelcomeTimeout after the greeting began (a member
-// of an earlier version ignores the hello). The timeout must stay below
-// the old owner's release grace: an old owner that reconciled at once,
-// as early as the newcomer's first successful join, started its grace
-// then, and past it stops answering whether or not the newcomer has
-// announced. That is why the joins never delay the greeting (joiner.start):
-// an address that accepts a connection and never answers holds a join
-// for Timing.StreamTimeout, longer than the grace.
+// of an earlier version ignores the hello). A fixed wait after the joins
+// instead (150 ms before this) failed on a busy machine, whose user
+// applied 300 ms late. The joins never delay the greeting
+// (joiner.start): an address that accepts a connection and never answers
+// holds a join for Timing.StreamTimeout, far longer than the timeout.
 
 // Messages are memberlist user messages: a magic byte, a version, the
 // kind, the newcomer's nonce (a welcome echoes the hello's) and the
@@ -88,7 +79,7 @@ type welcomer struct {
 	wake         chan struct{} // the outbox has messages
 
 	mu      sync.Mutex
-	applied uint64            // the highest generation the owner applied
+	applied uint64            // the highest generation the user applied
 	pending map[string]uint64 // members that greeted this one: their nonce
 	outbox  []outgoing
 
@@ -133,7 +124,7 @@ func (w *welcomer) receive(b []byte) {
 	}
 }
 
-// setApplied records that the owner applied a decision taken from states
+// setApplied records that the user applied a decision taken from states
 // at least as new as generation gen, and welcomes who it may now.
 func (w *welcomer) setApplied(gen uint64) {
 	w.mu.Lock()
@@ -153,7 +144,7 @@ func (w *welcomer) flush() {
 
 // flushLocked queues a welcome for every member that greeted this one,
 // is up in the book and, with afterApplied, came up no later than the
-// generation the owner applied.
+// generation the user applied.
 func (w *welcomer) flushLocked() {
 	queued := false
 	for node, nonce := range w.pending {

@@ -13,11 +13,11 @@
 // The member list starts only once the caches synced, and Ready
 // (readiness.go) is what /readyz serves.
 //
-// L2 hand-over is make-before-break: a node that loses an address to
-// another live node keeps answering until the new owner's gratuitous ARP /
-// unsolicited NA is seen (or a grace period ends), then stops at once, so
-// clients see neither a gap nor two answers. A restarting speaker claims
-// nothing until its view of the other members has settled. On SIGTERM the
-// speaker hands its addresses over, leaves the member list, and withdraws
-// its BGP routes before closing the sessions.
+// In L2 mode the speaker's plan (l2.go) lists the addresses this node
+// owns and those it releases to another live node (for at most the
+// release grace); who answers them meanwhile, make-before-break, is
+// internal/l2owner's machine, fed by internal/layer2. A restarting
+// speaker claims nothing until its view of the other members has
+// settled. On SIGTERM the speaker releases its addresses, leaves the
+// member list, and withdraws its BGP routes before closing the sessions.
 package speaker

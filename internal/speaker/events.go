@@ -11,7 +11,7 @@ import (
 )
 
 // Events carries what the backends report to the speaker (the L2
-// announcer's conflicts, foreign claims and hand-overs, the BGP sessions'
+// announcer's conflicts, foreign claims and takeovers, the BGP sessions'
 // transitions, the member list's changes) from their goroutines to the
 // speaker's event loop, which Run starts. The backends are built before
 // the Speaker (it takes them as Options), so their callbacks publish here
@@ -23,10 +23,10 @@ import (
 // append and wakes the loop without waiting for it, so a slow reconcile
 // (which holds the reconcilers' locks) never stalls a backend, and the L2
 // read path never waits on the speaker. Nothing is dropped: a dropped
-// hand-over would leave it waiting until its grace ends, and the L2
-// reports are few by construction (a conflict or foreign claim once per
-// address and interface every 2 × Refresh, a hand-over once per address
-// and interface), the BGP transitions one per session state change. The
+// takeover would leave a release waiting until its grace ends, and the
+// L2 reports are few by construction (a conflict or foreign claim once
+// per address and interface every 2 × Refresh, a takeover once per
+// address and interface), the BGP transitions one per session state change. The
 // member list's changes carry nothing (the reconcile reads its
 // snapshot), so a burst of them coalesces into one reconcile.
 type Events struct {
@@ -126,7 +126,7 @@ func (e *Events) take() ([]backendEvent, bool) {
 
 // consumeEvents is the speaker's event loop: it delivers the backends'
 // reports, in the order they were published, until ctx ends. Run starts
-// it first and it outlives Run's return, so that hand-overs are still
+// it first and it outlives Run's return, so that takeovers are still
 // seen while Shutdown waits for them (Run's context ends after Shutdown).
 func (s *Speaker) consumeEvents(ctx context.Context) {
 	for {

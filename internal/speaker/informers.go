@@ -145,7 +145,7 @@ func (c *cluster) sync(ctx context.Context) bool {
 func (c *cluster) addHandlers(i kindInformers, batch func()) error {
 	// Object changes are batched for a few milliseconds: a burst of
 	// Services, EndpointSlices and status writes costs one reconcile, not
-	// one each. Member changes and hand-over confirmations (Trigger) are not
+	// one each. Member changes and takeovers seen by L2 (Trigger) are not
 	// delayed.
 	trigger := batchHandler(func(any) {}, batch)
 	// Service and EndpointSlice changes also mark the Services to convert

@@ -40,7 +40,7 @@ func (l *l2State) yielded(ip netip.Addr) {
 
 func (l *l2State) announcedCount() int { return len(l.owned) + len(l.releasing) }
 
-// dropAll stops announcing everything at once, handovers included.
+// dropAll stops announcing everything at once, releases included.
 func (l *l2State) dropAll() l2Plan {
 	var p l2Plan
 	for ip := range l.owned {
@@ -121,7 +121,7 @@ func (l *l2State) plan(me string, ch announce.Changes, d l2Owners, o planOptions
 			l.step(me, &p, ip, ow, ok, o)
 		}
 	}
-	releasing := l.handOvers(&p, d.Owner, o.now, o.grace)
+	releasing := l.releases(&p, d.Owner, o.now, o.grace)
 	if !p.unchanged {
 		if !ch.All {
 			owned = l.announcements()
@@ -196,10 +196,10 @@ func (l *l2State) announcements() []layer2.Announcement {
 	return owned
 }
 
-// handOvers ends the hand-overs whose new owner took over, whose address
+// releases ends the releases whose new owner took over, whose address
 // has no owner any more, or whose grace period ended (p.dropped), and
 // returns the others' announcements, sorted, for p.want.
-func (l *l2State) handOvers(p *l2Plan, owner func(netip.Addr) (announce.L2Owner, bool), now time.Time, grace time.Duration) []layer2.Announcement {
+func (l *l2State) releases(p *l2Plan, owner func(netip.Addr) (announce.L2Owner, bool), now time.Time, grace time.Duration) []layer2.Announcement {
 	var releasing []layer2.Announcement
 	for ip, r := range l.releasing {
 		next, ok := owner(ip)

@@ -137,10 +137,10 @@ func (r *l2Reconciler) announced(st announce.State, o announce.L2Owner) {
 }
 
 // yielded records that another node took over an address this node was
-// handing over (the L2 backend saw its gratuitous announcement). The
-// backend stops answering on the interface where it saw it; the hand-over
-// ends only once no interface still answers (an address announced on two
-// links is taken over on each separately).
+// releasing (the L2 backend's machine yielded to it, see
+// internal/l2owner). The backend stops answering on the interface where
+// it saw it; the release ends only once no interface still answers (an
+// address announced on two links is taken over on each separately).
 func (r *l2Reconciler) yielded(ip netip.Addr) {
 	if r.backend != nil && len(r.backend.Interfaces(ip)) > 0 {
 		return

@@ -105,7 +105,7 @@ func (r *leaseRenewer) annotations(cur map[string]string) map[string]string {
 	return out
 }
 
-// release deletes the Lease (at shutdown, after the hand-over).
+// release deletes the Lease (at shutdown, once the addresses moved).
 func (r *leaseRenewer) release(ctx context.Context) error {
 	err := r.leases.Delete(ctx, LeaseName(r.node), metav1.DeleteOptions{})
 	if apierrors.IsNotFound(err) {

@@ -18,6 +18,7 @@ import (
 	"github.com/herald-lb/herald/internal/announce"
 	"github.com/herald-lb/herald/internal/installation"
 	"github.com/herald-lb/herald/internal/k8s/lean"
+	"github.com/herald-lb/herald/internal/l2owner"
 	"github.com/herald-lb/herald/internal/service"
 	"github.com/herald-lb/herald/internal/vrf"
 )
@@ -149,7 +150,7 @@ func New(api *lean.API, opts Options) (*Speaker, error) {
 // withDefaults fills in the options left unset.
 func withDefaults(opts Options) Options {
 	if opts.ReleaseGrace == 0 {
-		opts.ReleaseGrace = 2 * time.Second
+		opts.ReleaseGrace = l2owner.ReleaseGrace
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -201,7 +202,7 @@ func (s *Speaker) wire(api *lean.API, statusName string) error {
 	return s.status.watchOwn(c.ownStatus)
 }
 
-// Trigger asks for a reconcile (member changes, hand-over confirmations,
+// Trigger asks for a reconcile (member changes, takeovers seen by L2,
 // Lease changes).
 func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 
@@ -210,7 +211,7 @@ func (s *Speaker) Trigger() { s.queue.Add(reconcileKey) }
 func (s *Speaker) reconcileAfter(d time.Duration) { s.queue.AddAfter(reconcileKey, d) }
 
 // Run starts the informers and the event loop (consumeEvents) and
-// reconciles until ctx ends. It does not hand over or withdraw anything:
+// reconciles until ctx ends. It does not release or withdraw anything:
 // call Shutdown for that.
 func (s *Speaker) Run(ctx context.Context) error {
 	go s.consumeEvents(ctx)
@@ -344,7 +345,7 @@ func (s *Speaker) waitHandedOver(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		if err := s.reconcile(ctx); err != nil {
-			s.log.Warn("reconcile during hand-over", "error", err)
+			s.log.Warn("reconcile while releasing the addresses", "error", err)
 		}
 		if s.l2.announcedCount() == 0 {
 			return

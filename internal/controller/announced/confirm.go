@@ -128,7 +128,7 @@ func (r *confirmation) l2(in Input, st announce.ServiceStatus) {
 		switch {
 		case len(others) == len(reps):
 			// The node that should answer has not said so. Another
-			// node's report is either a hand-over still in progress or
+			// node's report is either a change of owner in progress or
 			// a report its next write withdraws: not a confirmation.
 			r.unconfirmedL2 = append(r.unconfirmedL2, ip)
 			still := ""

@@ -8,8 +8,8 @@
 //   - Tracker, the memory between syncs: which speakers were last seen
 //     alive, which Services depend on which nodes (so that a speaker
 //     going up or down requeues exactly those), and what each Service's
-//     condition said when it was last True (so that a hand-over through
-//     Unknown still reads as a change of the announcing nodes).
+//     condition said when it was last True (so that a change of owner
+//     through Unknown still reads as a change of the announcing nodes).
 //
 // Reading the informers (Leases, SpeakerStatuses) and writing the status
 // stay in internal/controller.

@@ -24,8 +24,8 @@ type Tracker struct {
 	dependents map[string]map[cache.ObjectName]bool
 	// lastTrue is a hash (seed) of what each Service's condition said
 	// when it was last True, kept while the condition waits (Unknown) for
-	// a new owner to confirm a hand-over: the Service's status no longer
-	// shows it then.
+	// a new owner to confirm it took the address: the Service's status
+	// no longer shows it then.
 	lastTrue map[cache.ObjectName]uint64
 	seed     maphash.Seed
 }
@@ -81,7 +81,7 @@ func (t *Tracker) DependOn(key cache.ObjectName, nodes []string) {
 }
 
 // NoteTrue remembers what the condition said when last True, through
-// any Unknown (a hand-over not yet confirmed) or False (an owner's
+// any Unknown (a new owner not yet confirmed) or False (an owner's
 // speaker down, no eligible node) that follows, and reports whether now
 // is True and says something else. Without a memory (a new leader) the
 // Service's current condition prev, if True, is the last.
