@@ -43,7 +43,9 @@
 // owner declared dead by mistake answered all along and never
 // announces), then stops at once; the new owner answers from its first
 // announcement on. A new owner heard announcing before the old one's
-// release (within ContestedMemory) is yielded to at once.
+// release (within ContestedMemory) is yielded to at once. How long a
+// release lasts across the speaker's reconciles is ReleaseEnds: until the
+// new owner took over, the address has no new owner, or ReleaseGrace.
 //
 // The fence (fence.go): two owners of one address (a split brain) hear
 // each other's refreshes; Wins ranks their MACs per address, both sides

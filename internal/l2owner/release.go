@@ -111,3 +111,14 @@ func (m *Machine) releaseTick(ev Event) []Action {
 	}
 	return acts
 }
+
+// ReleaseEnds says whether the release of an address that began at since
+// ends at now: it ends when the address has no new owner any more (nobody
+// to hand it to: answering on would only delay the next decision), when
+// the new owner took it over (this machine yielded to it), or when grace
+// (ReleaseGrace unless the operator set another) ran out. A release that
+// goes on ends at the latest at the time returned.
+func ReleaseEnds(since, now time.Time, grace time.Duration, hasNewOwner, takenOver bool) (done bool, latest time.Time) {
+	latest = since.Add(grace)
+	return !hasNewOwner || takenOver || !now.Before(latest), latest
+}

@@ -6,11 +6,12 @@ import (
 	"time"
 
 	"github.com/herald-lb/herald/internal/announce"
+	"github.com/herald-lb/herald/internal/l2owner"
 	"github.com/herald-lb/herald/internal/layer2"
 )
 
 // l2State remembers what this node announces in L2 mode, and the
-// addresses it is handing over to another node.
+// addresses it is releasing to another node.
 type l2State struct {
 	owned     map[netip.Addr]announce.L2Owner
 	releasing map[netip.Addr]*release
@@ -196,23 +197,22 @@ func (l *l2State) announcements() []layer2.Announcement {
 	return owned
 }
 
-// releases ends the releases whose new owner took over, whose address
-// has no owner any more, or whose grace period ended (p.dropped), and
-// returns the others' announcements, sorted, for p.want.
+// releases ends the releases that l2owner.ReleaseEnds ends (p.dropped),
+// and returns the others' announcements, sorted, for p.want.
 func (l *l2State) releases(p *l2Plan, owner func(netip.Addr) (announce.L2Owner, bool), now time.Time, grace time.Duration) []layer2.Announcement {
 	var releasing []layer2.Announcement
 	for ip, r := range l.releasing {
 		next, ok := owner(ip)
-		switch {
-		case !ok || next.Node == "" || r.takenOver || now.Sub(r.since) >= grace:
+		done, latest := l2owner.ReleaseEnds(r.since, now, grace, ok && next.Node != "", r.takenOver)
+		if done {
 			delete(l.releasing, ip)
 			p.dropped = append(p.dropped, ip)
 			p.unchanged = false
-		default:
-			r.newOwner = next.Node
-			releasing = append(releasing, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
-			p.recheck = earliest(p.recheck, r.since.Add(grace))
+			continue
 		}
+		r.newOwner = next.Node
+		releasing = append(releasing, layer2.Announcement{IP: ip, Interfaces: r.owner.Interfaces, Releasing: true})
+		p.recheck = earliest(p.recheck, latest)
 	}
 	slices.SortFunc(releasing, byAddress)
 	return releasing
