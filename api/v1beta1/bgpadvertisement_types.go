@@ -93,7 +93,31 @@ type BGPAdvertisementSpec struct {
 	// +listType=set
 	// +optional
 	Communities []string `json:"communities,omitempty"`
+
+	// LinkBandwidth attaches the BGP link-bandwidth extended community
+	// (non-transitive, type 0x40 sub-type 0x04) to the routes of
+	// externalTrafficPolicy: Local Services, so that a router doing
+	// weighted ECMP sends each node traffic in proportion to its ready
+	// local endpoints. Off (the default) sends no such community;
+	// ReadyLocalEndpoints weighs each node's route by the Service's ready
+	// endpoints on that node, as 1 Mbit/s (125,000 bytes/s) per endpoint.
+	// Cluster-policy Services are never weighted. The router must be told
+	// to use the community (FRR: bgp bestpath bandwidth; see the docs).
+	// +kubebuilder:validation:XValidation:rule="self in ['Off', 'ReadyLocalEndpoints']",message="spec.linkBandwidth: must be Off or ReadyLocalEndpoints"
+	// +kubebuilder:default=Off
+	// +optional
+	LinkBandwidth LinkBandwidthMode `json:"linkBandwidth,omitempty"`
 }
+
+// LinkBandwidthMode says whether and how routes carry the link-bandwidth
+// extended community.
+type LinkBandwidthMode string
+
+// The values of LinkBandwidthMode.
+const (
+	LinkBandwidthOff                 LinkBandwidthMode = "Off"
+	LinkBandwidthReadyLocalEndpoints LinkBandwidthMode = "ReadyLocalEndpoints"
+)
 
 // BGPAdvertisementList is a list of BGPAdvertisement.
 //

@@ -18,6 +18,11 @@ type Route struct {
 	Communities      []uint32
 	LargeCommunities [][3]uint32
 	LocalPref        *uint32
+	// Weight is the node's ready local endpoints of the prefix's
+	// externalTrafficPolicy: Local Services that an advertisement with
+	// link bandwidth covers (summed over those Services); 0: the route
+	// carries no link-bandwidth community.
+	Weight uint32
 	// Services whose addresses the prefix carries, sorted.
 	Services []string
 }
@@ -44,6 +49,13 @@ type attrs struct {
 	large       [][3]uint32
 	localPref   *uint32
 	services    []string
+	weights     []svcWeight // of the weighted Services, duplicates included
+}
+
+// svcWeight is one Service's weight in a route.
+type svcWeight struct {
+	svc    string
+	weight uint32
 }
 
 // BGP decides the sessions and routes of one node.
@@ -68,7 +80,7 @@ func BGP(st State, nodeName string) BGPResult {
 			continue
 		}
 		st.eachContribution(s, *me, res.Peers, func(k routeKey, ad *config.BGPAdvertisement) {
-			merged.add(k, ad, s.Key)
+			merged.add(k, ad, s.Key, weightOf(s, ad, me.name))
 		})
 	}
 	res.Routes = group(merged)
@@ -82,6 +94,17 @@ func advertisesFrom(s *Service, node string) bool {
 		return s.Endpoints.Local[node]
 	}
 	return s.Endpoints.AnyReady
+}
+
+// weightOf is what a Service weighs in the routes an advertisement gives
+// it on a node: its ready endpoints there when the advertisement asks for
+// link bandwidth and the Service is Local-policy (a Cluster-policy
+// Service spreads over every node anyway), else 0.
+func weightOf(s *Service, ad *config.BGPAdvertisement, node string) uint32 {
+	if !ad.LinkBandwidth || !s.ETPLocal {
+		return 0
+	}
+	return uint32(max(0, s.Endpoints.LocalReady[node]))
 }
 
 // eachContribution calls add for every advertisement that covers one of
@@ -117,13 +140,31 @@ func (st State) eachContribution(s *Service, me node, peers []*config.Peer, add 
 // mergedAttrs are the attributes of each (prefix, peer) being merged.
 type mergedAttrs map[routeKey]*attrs
 
-func (m mergedAttrs) add(k routeKey, ad *config.BGPAdvertisement, svc string) {
+func (m mergedAttrs) add(k routeKey, ad *config.BGPAdvertisement, svc string, weight uint32) {
 	a := m[k]
 	if a == nil {
 		a = &attrs{}
 		m[k] = a
 	}
 	a.add(ad, svc)
+	if weight > 0 {
+		a.weights = append(a.weights, svcWeight{svc, weight})
+	}
+}
+
+// weight sums the weights of the distinct weighted Services.
+func (a *attrs) weight() uint32 {
+	if len(a.weights) == 0 {
+		return 0
+	}
+	ws := slices.Clone(a.weights)
+	slices.SortFunc(ws, func(x, y svcWeight) int { return strings.Compare(x.svc, y.svc) })
+	ws = slices.CompactFunc(ws, func(x, y svcWeight) bool { return x.svc == y.svc })
+	var sum uint32
+	for _, w := range ws {
+		sum += w.weight
+	}
+	return sum
 }
 
 func (a *attrs) add(ad *config.BGPAdvertisement, svc string) {
@@ -143,6 +184,7 @@ type routeID struct {
 	large        string // the sorted large communities, 12 bytes each
 	localPref    uint32
 	hasLocalPref bool
+	weight       uint32
 }
 
 // group turns per-(prefix, peer) attributes into routes, one per prefix and
@@ -150,7 +192,7 @@ type routeID struct {
 func group(merged mergedAttrs) []Route {
 	byID := make(map[routeID]*Route, len(merged))
 	for k, a := range merged {
-		r := Route{Prefix: k.prefix, LocalPref: a.localPref}
+		r := Route{Prefix: k.prefix, LocalPref: a.localPref, Weight: a.weight()}
 		if len(a.communities) > 0 {
 			r.Communities = slices.Clone(a.communities)
 			slices.Sort(r.Communities)
@@ -161,7 +203,7 @@ func group(merged mergedAttrs) []Route {
 			slices.SortFunc(r.LargeCommunities, compareLarge)
 			r.LargeCommunities = slices.Compact(r.LargeCommunities)
 		}
-		id := routeID{prefix: k.prefix, communities: communitiesKey(r.Communities), large: largeKey(r.LargeCommunities)}
+		id := routeID{prefix: k.prefix, communities: communitiesKey(r.Communities), large: largeKey(r.LargeCommunities), weight: r.Weight}
 		if r.LocalPref != nil {
 			id.localPref, id.hasLocalPref = *r.LocalPref, true
 		}

@@ -131,3 +131,61 @@ func TestBGPNodeSelectorOnAdvertisement(t *testing.T) {
 		t.Error("unknown node gets peers")
 	}
 }
+
+// Weights: a Local-policy Service's route carries the node's ready local
+// endpoints when an advertisement asks for link bandwidth, summed over
+// the Services sharing the prefix; Cluster-policy Services and
+// advertisements without it carry none.
+func TestBGPLinkBandwidthWeights(t *testing.T) {
+	weighted := bgpad("weighted", func(s *v1beta1.BGPAdvertisementSpec) {
+		s.LinkBandwidth = v1beta1.LinkBandwidthReadyLocalEndpoints
+	})
+	counted := func(s Service, counts map[string]int) Service {
+		s.Endpoints.LocalReady = counts
+		return s
+	}
+	counts := map[string]int{"node1": 1, "node2": 2, "node3": 3}
+	weightOn := func(st State, node, prefix string) (uint32, bool) {
+		for _, r := range BGP(st, node).Routes {
+			if r.Prefix.String() == prefix {
+				return r.Weight, true
+			}
+		}
+		return 0, false
+	}
+	tor := []*v1beta1.BGPPeer{peer("tor", "198.51.100.1", 64512, nil)}
+
+	st := bgpState(t, []*v1beta1.BGPAdvertisement{weighted}, tor,
+		counted(local(svc("ns/a", "198.51.100.130"), "node1", "node2", "node3"), counts))
+	for n, want := range map[string]uint32{"node1": 1, "node2": 2, "node3": 3} {
+		if got, ok := weightOn(st, n, "198.51.100.130/32"); !ok || got != want {
+			t.Errorf("%s: weight %d (advertised %v), want %d", n, got, ok, want)
+		}
+	}
+
+	st = bgpState(t, []*v1beta1.BGPAdvertisement{bgpad("plain", nil)}, tor,
+		counted(local(svc("ns/a", "198.51.100.130"), "node1", "node2", "node3"), counts))
+	if got, ok := weightOn(st, "node3", "198.51.100.130/32"); !ok || got != 0 {
+		t.Errorf("linkBandwidth Off: weight %d (advertised %v), want 0", got, ok)
+	}
+
+	cluster := svc("ns/c", "198.51.100.131")
+	cluster.Endpoints.LocalReady = counts
+	st = bgpState(t, []*v1beta1.BGPAdvertisement{weighted}, tor, cluster)
+	if got, ok := weightOn(st, "node3", "198.51.100.131/32"); !ok || got != 0 {
+		t.Errorf("Cluster policy: weight %d (advertised %v), want 0", got, ok)
+	}
+
+	// Two Local Services sharing an address, covered twice (two weighted
+	// advertisements): each Service counts once.
+	twice := bgpad("twice", func(s *v1beta1.BGPAdvertisementSpec) {
+		s.LinkBandwidth = v1beta1.LinkBandwidthReadyLocalEndpoints
+		s.Communities = []string{"64512:9"}
+	})
+	st = bgpState(t, []*v1beta1.BGPAdvertisement{weighted, twice}, tor,
+		counted(local(svc("ns/a", "198.51.100.132"), "node2"), map[string]int{"node2": 2}),
+		counted(local(svc("ns/b", "198.51.100.132"), "node2"), map[string]int{"node2": 5}))
+	if got, ok := weightOn(st, "node2", "198.51.100.132/32"); !ok || got != 7 {
+		t.Errorf("shared address: weight %d (advertised %v), want 7", got, ok)
+	}
+}

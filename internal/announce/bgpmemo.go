@@ -68,8 +68,9 @@ type bgpSvc struct {
 // bgpContrib is one advertisement covering one prefix for one peer on
 // behalf of a Service.
 type bgpContrib struct {
-	k  routeKey
-	ad *config.BGPAdvertisement
+	k      routeKey
+	ad     *config.BGPAdvertisement
+	weight uint32 // weightOf the Service for ad
 }
 
 // bgpPrefix is one prefix's routes and the Services that contribute to
@@ -315,7 +316,7 @@ func (m *BGPMemo) contributions(st State, s *Service, me *node) []bgpContrib {
 	}
 	var out []bgpContrib
 	st.eachContribution(s, *me, m.res.Peers, func(k routeKey, ad *config.BGPAdvertisement) {
-		out = append(out, bgpContrib{k: k, ad: ad})
+		out = append(out, bgpContrib{k: k, ad: ad, weight: weightOf(s, ad, me.name)})
 	})
 	return out
 }
@@ -366,7 +367,7 @@ func (m *BGPMemo) route(touched map[netip.Prefix]bool) {
 		for _, key := range keys {
 			for _, c := range m.bySvc[key].contribs {
 				if c.k.prefix == prefix {
-					merged.add(c.k, c.ad, key)
+					merged.add(c.k, c.ad, key, c.weight)
 				}
 			}
 		}

@@ -29,7 +29,10 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 			BGPAdvertisements: []*v1beta1.BGPAdvertisement{bgpad("all", nil)}, Peers: peers}),
 		cfg(t, config.Input{Pools: []*v1beta1.IPAddressPool{pool("bgp", "198.51.100.128/27", "2001:db8:ff::/120")},
 			BGPAdvertisements: []*v1beta1.BGPAdvertisement{
-				bgpad("all", func(s *v1beta1.BGPAdvertisementSpec) { s.Communities = []string{"64512:1"} }),
+				bgpad("all", func(s *v1beta1.BGPAdvertisementSpec) {
+					s.Communities = []string{"64512:1"}
+					s.LinkBandwidth = v1beta1.LinkBandwidthReadyLocalEndpoints
+				}),
 				bgpad("rack1", func(s *v1beta1.BGPAdvertisementSpec) {
 					s.NodeSelectors = []metav1.LabelSelector{sel("rack", "1")}
 					s.Communities = []string{"64512:2", "large:64512:1:2"}
@@ -44,6 +47,7 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 				}),
 				bgpad("hosts", func(s *v1beta1.BGPAdvertisementSpec) {
 					s.LocalPref = ptr[int64](200)
+					s.LinkBandwidth = v1beta1.LinkBandwidthReadyLocalEndpoints
 					s.ServiceSelectors = []metav1.LabelSelector{sel("tier", "web")}
 					s.Peers = []string{"ibgp"}
 				}),
@@ -62,7 +66,9 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 			s = svc(key, fmt.Sprintf("2001:db8:ff::%x", 1+rng.IntN(6)))
 		}
 		if rng.IntN(4) == 0 {
-			s = local(s, fmt.Sprintf("node%d", 1+rng.IntN(3)))
+			n := fmt.Sprintf("node%d", 1+rng.IntN(3))
+			s = local(s, n)
+			s.Endpoints.LocalReady = map[string]int{n: 1 + rng.IntN(3)}
 		}
 		if rng.IntN(2) == 0 {
 			s.Labels = map[string]string{"tier": "web"}

@@ -105,6 +105,18 @@ func TestSummarizeEndpoints(t *testing.T) {
 	if !got.AnyReady {
 		t.Error("AnyReady")
 	}
+	for n, want := range map[string]int{"ready": 1, "nil-ready": 1, "not-ready": 0, "serving-terminating": 1, "terminating-only": 0} {
+		if got.LocalReady[n] != want {
+			t.Errorf("%s: localReady=%d, want %d", n, got.LocalReady[n], want)
+		}
+	}
+	// Counts: three on one node; a dual-stack pod listed in both
+	// families' slices counts once.
+	v4 := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv4, Endpoints: []discoveryv1.Endpoint{ep("n", yes, yes, no), ep("n", yes, yes, no), ep("n", nil, nil, nil), ep("m", yes, yes, no)}}
+	v6 := &discoveryv1.EndpointSlice{AddressType: discoveryv1.AddressTypeIPv6, Endpoints: []discoveryv1.Endpoint{ep("n", yes, yes, no), ep("n", yes, yes, no), ep("n", yes, yes, no)}}
+	if c := SummarizeEndpoints([]*discoveryv1.EndpointSlice{v4, v6}).LocalReady; c["n"] != 3 || c["m"] != 1 {
+		t.Errorf("counts %v, want n=3 m=1", c)
+	}
 	if e := SummarizeEndpoints([]*discoveryv1.EndpointSlice{{Endpoints: []discoveryv1.Endpoint{ep("x", no, no, no)}}}); e.AnyReady || len(e.Local) > 0 {
 		t.Errorf("no usable endpoint: %+v", e)
 	}

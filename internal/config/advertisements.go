@@ -96,6 +96,7 @@ func buildBGPAdvertisements(in []*v1beta1.BGPAdvertisement, aliases map[string]s
 			lp := uint32(*s.LocalPref)
 			adv.LocalPref = &lp
 		}
+		adv.LinkBandwidth = s.LinkBandwidth == v1beta1.LinkBandwidthReadyLocalEndpoints
 		adv.Peers = resolvePeers(obj, cfg, ps)
 		resolveCommunities(adv, s.Communities, aliases, ps)
 		checkLocalPref(adv, cfg, ps)

@@ -418,3 +418,25 @@ func TestBuildIsDeterministic(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+func TestAdvertisementLinkBandwidth(t *testing.T) {
+	cfg, _ := Build(Input{
+		Peers: []*v1beta1.BGPPeer{peerObj("p", 0, nil)},
+		BGPAdvertisements: []*v1beta1.BGPAdvertisement{
+			bgpAdvObj("default", nil),
+			bgpAdvObj("off", func(s *v1beta1.BGPAdvertisementSpec) { s.LinkBandwidth = v1beta1.LinkBandwidthOff }),
+			bgpAdvObj("weighted", func(s *v1beta1.BGPAdvertisementSpec) {
+				s.LinkBandwidth = v1beta1.LinkBandwidthReadyLocalEndpoints
+			}),
+		},
+	})
+	want := map[string]bool{"default": false, "off": false, "weighted": true}
+	for _, a := range cfg.BGPAdvertisements {
+		if a.LinkBandwidth != want[a.Name] {
+			t.Errorf("%s: LinkBandwidth = %v, want %v", a.Name, a.LinkBandwidth, want[a.Name])
+		}
+	}
+	if len(cfg.BGPAdvertisements) != 3 {
+		t.Fatalf("got %d advertisements, want 3", len(cfg.BGPAdvertisements))
+	}
+}

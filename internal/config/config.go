@@ -195,6 +195,10 @@ type BGPAdvertisement struct {
 	LocalPref           *uint32
 	Communities         []uint32    // standard communities, sorted, unique
 	LargeCommunities    [][3]uint32 // sorted, unique
+	// LinkBandwidth weighs the routes of externalTrafficPolicy: Local
+	// Services by the node's ready local endpoints (the link-bandwidth
+	// extended community).
+	LinkBandwidth bool
 }
 
 // SelectsPeer reports whether the advertisement's routes go to the peer.

@@ -19,6 +19,7 @@ limitations under the License.
 package v1beta1
 
 import (
+	apiv1beta1 "github.com/herald-lb/herald/api/v1beta1"
 	v1 "k8s.io/client-go/applyconfigurations/meta/v1"
 )
 
@@ -51,6 +52,16 @@ type BGPAdvertisementSpecApplyConfiguration struct {
 	// large "large:a:b:c" (32-bit each), or the name of an alias defined in
 	// a Community object.
 	Communities []string `json:"communities,omitempty"`
+	// LinkBandwidth attaches the BGP link-bandwidth extended community
+	// (non-transitive, type 0x40 sub-type 0x04) to the routes of
+	// externalTrafficPolicy: Local Services, so that a router doing
+	// weighted ECMP sends each node traffic in proportion to its ready
+	// local endpoints. Off (the default) sends no such community;
+	// ReadyLocalEndpoints weighs each node's route by the Service's ready
+	// endpoints on that node, as 1 Mbit/s (125,000 bytes/s) per endpoint.
+	// Cluster-policy Services are never weighted. The router must be told
+	// to use the community (FRR: bgp bestpath bandwidth; see the docs).
+	LinkBandwidth *apiv1beta1.LinkBandwidthMode `json:"linkBandwidth,omitempty"`
 }
 
 // BGPAdvertisementSpecApplyConfiguration constructs a declarative configuration of the BGPAdvertisementSpec type for use with
@@ -149,5 +160,13 @@ func (b *BGPAdvertisementSpecApplyConfiguration) WithCommunities(values ...strin
 	for i := range values {
 		b.Communities = append(b.Communities, values[i])
 	}
+	return b
+}
+
+// WithLinkBandwidth sets the LinkBandwidth field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LinkBandwidth field is set to the value of the last call.
+func (b *BGPAdvertisementSpecApplyConfiguration) WithLinkBandwidth(value apiv1beta1.LinkBandwidthMode) *BGPAdvertisementSpecApplyConfiguration {
+	b.LinkBandwidth = &value
 	return b
 }
