@@ -97,6 +97,7 @@ func normalPrefix(p netip.Prefix) (netip.Prefix, bool) {
 // the policy again.
 func (s *Speaker) changePaths(ctx context.Context, changed []netip.Prefix, plan pathPlan, whole bool) []error {
 	var errs []error
+	s.holdWeights(plan, changed)
 	diff, edits, rebuild := s.diffChanged(changed, plan, whole)
 	if err := s.withdraw(diff.withdraw); err != nil {
 		errs = append(errs, err)

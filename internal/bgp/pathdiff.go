@@ -60,5 +60,6 @@ func equalAttrs(a, b attrs) bool {
 	return slices.Equal(a.communities, b.communities) &&
 		slices.Equal(a.large, b.large) &&
 		a.localPref == b.localPref && a.hasLocalPref == b.hasLocalPref &&
-		a.nextHop == b.nextHop
+		a.nextHop == b.nextHop &&
+		a.linkBW == b.linkBW && a.linkAS == b.linkAS
 }

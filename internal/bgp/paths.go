@@ -15,6 +15,8 @@ type attrs struct {
 	localPref    uint32
 	hasLocalPref bool
 	nextHop      netip.Addr // set only to override the RIB next hop
+	linkBW       uint32     // link bandwidth in bytes/s; 0: no community
+	linkAS       uint32     // the session's local AS, for the community
 }
 
 // delivery says which sessions, by peer address, receive one prefix and
@@ -105,6 +107,9 @@ func (p *pathPlan) deliver(prefix netip.Prefix, nh netip.Addr, path Path, s Sess
 	a.communities = mergeSorted(a.communities, path.Communities, cmp.Compare[uint32])
 	a.large = mergeSorted(a.large, path.LargeCommunities, cmpLarge)
 	p.mergeLocalPref(&a, path.LocalPref, s, prefix, seen)
+	if bw := linkBandwidth(path.Weight); bw > a.linkBW {
+		a.linkBW, a.linkAS = bw, s.MyASN // several paths for one session: the largest
+	}
 	del[s.PeerAddress] = a
 	p.deliveries[prefix] = del
 	p.rib[prefix] = nh

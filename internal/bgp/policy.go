@@ -182,6 +182,10 @@ func attrActions(a attrs) *api.Actions {
 	if len(a.large) > 0 {
 		act.LargeCommunity = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD, Communities: largeStrings(a.large)}
 	}
+	if a.linkBW > 0 {
+		act.ExtCommunity = &api.CommunityAction{Type: api.CommunityAction_TYPE_ADD,
+			Communities: []string{linkBandwidthCommunity(a.linkAS, a.linkBW)}}
+	}
 	if a.hasLocalPref {
 		act.LocalPref = &api.LocalPrefAction{Value: a.localPref}
 	}
@@ -246,7 +250,7 @@ func deliveryKey(d delivery) string {
 
 func attrsKey(a attrs) string { return string(appendAttrsKey(nil, a)) }
 
-// appendAttrsKey appends "c=[1 2] l=[[1 2 3]] lp=- nh=<address>" (the
+// appendAttrsKey appends "c=[1 2] l=[[1 2 3]] lp=- [lb=AS:bw ]nh=<address>" (the
 // form fmt's %v gives the slices; "invalid IP" for no next hop).
 func appendAttrsKey(b []byte, a attrs) []byte {
 	b = append(b, "c=["...)
@@ -275,6 +279,12 @@ func appendAttrsKey(b []byte, a attrs) []byte {
 		b = strconv.AppendUint(b, uint64(a.localPref), 10)
 	} else {
 		b = append(b, '-')
+	}
+	if a.linkBW > 0 {
+		b = append(b, " lb="...)
+		b = strconv.AppendUint(b, uint64(a.linkAS), 10)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, uint64(a.linkBW), 10)
 	}
 	b = append(b, " nh="...)
 	if a.nextHop.IsValid() {

@@ -26,6 +26,9 @@ func statementText(st *api.Statement) string {
 	if a.GetLocalPref() != nil {
 		s += fmt.Sprintf(" lp=%d", a.GetLocalPref().GetValue())
 	}
+	if a.GetExtCommunity() != nil {
+		s += " ext=" + strings.Join(a.GetExtCommunity().GetCommunities(), ",")
+	}
 	if a.GetNexthop() != nil {
 		s += " nh=" + a.GetNexthop().GetAddress()
 	}

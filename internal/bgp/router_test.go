@@ -38,6 +38,8 @@ type route struct {
 	communities []uint32
 	large       [][3]uint32
 	localPref   uint32 // 0: absent
+	linkBW      float32 // link-bandwidth community, bytes/s; 0: absent
+	linkAS      uint16
 }
 
 func startRouter(t *testing.T, addr string, asn uint32, speaker netip.Addr, speakerASN uint32) *testRouter {
@@ -136,13 +138,19 @@ func toRoute(p *apiutil.Path) route {
 			}
 		case *bgppkt.PathAttributeLocalPref:
 			rt.localPref = v.Value
+		case *bgppkt.PathAttributeExtendedCommunities:
+			for _, ec := range v.Value {
+				if lb, ok := ec.(*bgppkt.LinkBandwidthExtended); ok {
+					rt.linkBW, rt.linkAS = lb.Bandwidth, lb.AS
+				}
+			}
 		}
 	}
 	return rt
 }
 
 func (rt route) String() string {
-	return fmt.Sprintf("nh=%s comm=%v large=%v lp=%d", rt.nextHop, rt.communities, rt.large, rt.localPref)
+	return fmt.Sprintf("nh=%s comm=%v large=%v lp=%d lb=%d:%g", rt.nextHop, rt.communities, rt.large, rt.localPref, rt.linkAS, rt.linkBW)
 }
 
 // freePort finds a TCP port free on addr.

@@ -27,6 +27,9 @@ func (s *Speaker) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	s.closed = true
+	if s.weightTimer != nil {
+		s.weightTimer.Stop()
+	}
 	defer s.events.close()
 	if s.srv == nil {
 		return nil

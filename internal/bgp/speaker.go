@@ -33,8 +33,14 @@ type Speaker struct {
 	pathsOnly  bool                        // ApplyPaths may build on the state above
 	want       wanted                      // the whole desired state, ApplyPaths' changes included
 	closed     bool
-	srvRef     sync.Mutex // guards srvNow, read by Sessions and metrics
-	srvNow     *gobgp
+	// weightsHeld are the prefixes whose changed link-bandwidth weights
+	// wait (weightHold), with when the change began; weightTimer sends
+	// them. clock is time.Now but in tests.
+	weightsHeld map[netip.Prefix]time.Time
+	weightTimer *time.Timer
+	clock       func() time.Time
+	srvRef      sync.Mutex // guards srvNow, read by Sessions and metrics
+	srvNow      *gobgp
 }
 
 // New returns a Speaker. It starts nothing: the GoBGP server starts at the
@@ -46,14 +52,16 @@ func New(cfg Config) (*Speaker, error) {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Speaker{
-		log:        log,
-		events:     newEventQueue(cfg.OnSessionChange),
-		status:     newStatusTable(),
-		configured: map[string]Session{},
-		rib:        map[netip.Prefix]netip.Addr{},
-		deliveries: map[netip.Prefix]delivery{},
-		warns:      newWarnings(),
-		listen:     listenConfig{port: cfg.ListenPort, addrs: slices.Clone(cfg.ListenAddresses)},
+		log:         log,
+		events:      newEventQueue(cfg.OnSessionChange),
+		status:      newStatusTable(),
+		configured:  map[string]Session{},
+		rib:         map[netip.Prefix]netip.Addr{},
+		deliveries:  map[netip.Prefix]delivery{},
+		warns:       newWarnings(),
+		weightsHeld: map[netip.Prefix]time.Time{},
+		clock:       time.Now,
+		listen:      listenConfig{port: cfg.ListenPort, addrs: slices.Clone(cfg.ListenAddresses)},
 	}
 	s.gobgpH = newGobgpHandler(log.Handler(), s.onConnectError, s.onBadPeerAS)
 	m, err := newMetrics(cfg.Registerer, s.snapshot)
@@ -157,6 +165,7 @@ func (s *Speaker) stopServer(reason string) {
 	s.deliveries = map[netip.Prefix]delivery{}
 	s.layout = nil
 	s.pathsOnly = false
+	clear(s.weightsHeld)
 }
 
 func (s *Speaker) setSrvNow(g *gobgp) {

@@ -98,6 +98,11 @@ type Path struct {
 	Communities      []uint32     // standard a:b = a<<16 | b
 	LargeCommunities [][3]uint32
 	LocalPref        *uint32 // sent to iBGP sessions only; a warning for eBGP ones
+	// Weight is the ready local endpoints the path stands for: above 0
+	// it carries the link-bandwidth extended community, Weight Mbit/s
+	// (see linkBandwidth); a change between two weights is sent after
+	// weightHold.
+	Weight uint32
 }
 
 // Desired is everything this node should announce. Apply takes the whole

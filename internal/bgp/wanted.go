@@ -59,3 +59,20 @@ func pathKey(p netip.Prefix) netip.Prefix {
 	}
 	return p
 }
+
+// pathsOf are the desired paths of some prefixes (in RIB form).
+func (w *wanted) pathsOf(prefixes []netip.Prefix) []Path {
+	var out []Path
+	for _, p := range prefixes {
+		if paths, ok := w.changed[p]; ok {
+			out = append(out, paths...)
+			continue
+		}
+		for _, path := range w.d.Paths {
+			if pathKey(path.Prefix) == p {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
+}

@@ -65,7 +65,7 @@ func appendPaths(paths []bgp.Path, routes []announce.Route) []bgp.Path {
 	for _, r := range routes {
 		paths = append(paths, bgp.Path{
 			Prefix: r.Prefix, Peers: r.Peers, Communities: r.Communities,
-			LargeCommunities: r.LargeCommunities, LocalPref: r.LocalPref,
+			LargeCommunities: r.LargeCommunities, LocalPref: r.LocalPref, Weight: r.Weight,
 		})
 	}
 	return paths
