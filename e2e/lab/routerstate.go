@@ -28,6 +28,9 @@ type NextHop struct {
 	Node string
 	// Protocol installed the route: "bgp" (FRR), "bird", "static"...
 	Protocol string
+	// Weight is the kernel's weight of the next hop among those of a
+	// multipath route (1 when the kernel shows none).
+	Weight int
 }
 
 // FIBNodes lists the nodes of the FIB next hops, in next-hop address order.
@@ -103,7 +106,10 @@ func (l *Lab) RouterFIB(ctx context.Context, prefix netip.Prefix) ([]NextHop, er
 	if err != nil {
 		return nil, err
 	}
-	type hop struct{ Gateway, Dev string }
+	type hop struct {
+		Gateway, Dev string
+		Weight       int `json:"weight"`
+	}
 	var routes []struct {
 		hop
 		Protocol string `json:"protocol"`
@@ -123,7 +129,7 @@ func (l *Lab) RouterFIB(ctx context.Context, prefix netip.Prefix) ([]NextHop, er
 			if err != nil {
 				continue
 			}
-			hops = append(hops, NextHop{Addr: a, Dev: h.Dev, Node: l.nodeOfAddr(a), Protocol: rt.Protocol})
+			hops = append(hops, NextHop{Addr: a, Dev: h.Dev, Node: l.nodeOfAddr(a), Protocol: rt.Protocol, Weight: max(h.Weight, 1)})
 		}
 	}
 	// the kernel's order of ECMP next hops is not stable

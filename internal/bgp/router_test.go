@@ -37,7 +37,7 @@ type route struct {
 	nextHop     netip.Addr
 	communities []uint32
 	large       [][3]uint32
-	localPref   uint32 // 0: absent
+	localPref   uint32  // 0: absent
 	linkBW      float32 // link-bandwidth community, bytes/s; 0: absent
 	linkAS      uint16
 }

@@ -36,7 +36,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpmonitor|announce|garbage|spoof|respond [flags]")
+		fmt.Fprintln(os.Stderr, "usage: labprobe arp|ndp|monitor|watch|http|httpcount|httpmonitor|announce|garbage|spoof|respond [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -56,7 +56,7 @@ func run(ctx context.Context, cmd string, args []string) error {
 	dstMAC := fs.String("dst-mac", "", "ndp: send a unicast NS to this MAC")
 	url := fs.String("url", "", "http: URL to fetch")
 	timeout := fs.Duration("timeout", 3*time.Second, "http: request timeout")
-	count := fs.Int("n", 20, "garbage: malformed frames sent every interval")
+	count := fs.Int("n", 20, "garbage: malformed frames sent every interval; httpcount: requests")
 	spoofMAC := fs.String("mac", "", "spoof: the made-up MAC that claims the address")
 	sources := fs.String("sources", "", "monitor: send the probes in turn from every address of this prefix (the interface's own)")
 	if err := fs.Parse(args); err != nil {
@@ -109,6 +109,12 @@ func run(ctx context.Context, cmd string, args []string) error {
 		return probe.Respond(ctx, *ifname, addr, emit)
 	case "httpmonitor":
 		return probe.HTTPMonitor(ctx, *url, *interval, *timeout, func(t probe.HTTPTry) { _ = enc.Encode(t) })
+	case "httpcount":
+		tally, err := probe.HTTPCount(ctx, *url, *count, *timeout)
+		if err != nil {
+			return err
+		}
+		return enc.Encode(tally)
 	case "http":
 		body, err := probe.Get(ctx, *url, *timeout)
 		if err != nil {
