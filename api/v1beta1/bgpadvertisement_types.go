@@ -98,24 +98,25 @@ type BGPAdvertisementSpec struct {
 	// (non-transitive, type 0x40 sub-type 0x04) to the routes of
 	// externalTrafficPolicy: Local Services, so that a router doing
 	// weighted ECMP sends each node traffic in proportion to its ready
-	// local endpoints. Off (the default) sends no such community;
+	// local endpoints. None (the default) sends no such community;
 	// ReadyLocalEndpoints weighs each node's route by the Service's ready
 	// endpoints on that node, as 1 Mbit/s (125,000 bytes/s) per endpoint.
 	// Cluster-policy Services are never weighted. The router must be told
 	// to use the community (FRR: bgp bestpath bandwidth; see the docs).
-	// +kubebuilder:validation:XValidation:rule="self in ['Off', 'ReadyLocalEndpoints']",message="spec.linkBandwidth: must be Off or ReadyLocalEndpoints"
-	// +kubebuilder:default=Off
+	// +kubebuilder:validation:XValidation:rule="self in ['None', 'ReadyLocalEndpoints']",message="spec.linkBandwidth: must be None or ReadyLocalEndpoints"
+	// +kubebuilder:default=None
 	// +optional
 	LinkBandwidth LinkBandwidthMode `json:"linkBandwidth,omitempty"`
 }
 
 // LinkBandwidthMode says whether and how routes carry the link-bandwidth
-// extended community.
+// extended community. (None, not Off: YAML 1.1 reads an unquoted Off as
+// false.)
 type LinkBandwidthMode string
 
 // The values of LinkBandwidthMode.
 const (
-	LinkBandwidthOff                 LinkBandwidthMode = "Off"
+	LinkBandwidthNone                LinkBandwidthMode = "None"
 	LinkBandwidthReadyLocalEndpoints LinkBandwidthMode = "ReadyLocalEndpoints"
 )
 

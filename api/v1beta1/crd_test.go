@@ -97,8 +97,8 @@ func invalidCases() []invalidCase {
 		bad("advertisement aggregation above 32", bgpAdv, "aggregationLength: 33", "spec.aggregationLength"),
 		bad("advertisement aggregation v6 above 128", bgpAdv, "aggregationLengthV6: 129", "spec.aggregationLengthV6"),
 		bad("advertisement negative local pref", bgpAdv, "localPref: -1", "spec.localPref"),
-		bad("advertisement unknown link bandwidth mode", bgpAdv, "linkBandwidth: Endpoints", "spec.linkBandwidth: must be Off or ReadyLocalEndpoints"),
-		bad("advertisement link bandwidth in lower case", bgpAdv, "linkBandwidth: off", "spec.linkBandwidth: must be Off or ReadyLocalEndpoints"),
+		bad("advertisement unknown link bandwidth mode", bgpAdv, "linkBandwidth: Endpoints", "spec.linkBandwidth: must be None or ReadyLocalEndpoints"),
+		bad("advertisement link bandwidth in lower case", bgpAdv, "linkBandwidth: none", "spec.linkBandwidth: must be None or ReadyLocalEndpoints"),
 		bad("L2 interface name too long", l2Adv, "interfaces: [averyveryverylongname]", "spec.interfaces[0]"),
 		bad("L2 interface with slash", l2Adv, "interfaces: ['eth0/1']", "spec.interfaces[0]"),
 		bad("BFD receive interval too small", bfd, "receiveInterval: 5", "spec.receiveInterval"),
@@ -152,7 +152,7 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", okPeer + "vrf: '123456789012345'"},
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BGPAdvertisement", "linkBandwidth: ReadyLocalEndpoints"},
-		{"BGPAdvertisement", "linkBandwidth: 'Off'"},
+		{"BGPAdvertisement", "linkBandwidth: None"},
 		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
 		{"SpeakerStatus", "pod: herald-speaker-x7k2p\nsummary: {l2Addresses: 2, sessions: 1/2, prefixes: 1}\n" +
 			"l2: [{address: 198.51.100.7, interfaces: [eth0], since: '2026-01-01T00:00:00Z'}, {address: '2001:db8::7', interfaces: [eth0, eth1], since: '2026-01-01T00:00:00Z'}]\n" +
@@ -187,8 +187,8 @@ func TestCRDsApplyDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mode, _, _ := unstructured.NestedString(got.Object, "spec", "linkBandwidth"); mode != "Off" {
-		t.Errorf("linkBandwidth default = %q, want Off", mode)
+	if mode, _, _ := unstructured.NestedString(got.Object, "spec", "linkBandwidth"); mode != "None" {
+		t.Errorf("linkBandwidth default = %q, want None", mode)
 	}
 }
 

@@ -424,13 +424,13 @@ func TestAdvertisementLinkBandwidth(t *testing.T) {
 		Peers: []*v1beta1.BGPPeer{peerObj("p", 0, nil)},
 		BGPAdvertisements: []*v1beta1.BGPAdvertisement{
 			bgpAdvObj("default", nil),
-			bgpAdvObj("off", func(s *v1beta1.BGPAdvertisementSpec) { s.LinkBandwidth = v1beta1.LinkBandwidthOff }),
+			bgpAdvObj("none", func(s *v1beta1.BGPAdvertisementSpec) { s.LinkBandwidth = v1beta1.LinkBandwidthNone }),
 			bgpAdvObj("weighted", func(s *v1beta1.BGPAdvertisementSpec) {
 				s.LinkBandwidth = v1beta1.LinkBandwidthReadyLocalEndpoints
 			}),
 		},
 	})
-	want := map[string]bool{"default": false, "off": false, "weighted": true}
+	want := map[string]bool{"default": false, "none": false, "weighted": true}
 	for _, a := range cfg.BGPAdvertisements {
 		if a.LinkBandwidth != want[a.Name] {
 			t.Errorf("%s: LinkBandwidth = %v, want %v", a.Name, a.LinkBandwidth, want[a.Name])

@@ -56,7 +56,7 @@ type BGPAdvertisementSpecApplyConfiguration struct {
 	// (non-transitive, type 0x40 sub-type 0x04) to the routes of
 	// externalTrafficPolicy: Local Services, so that a router doing
 	// weighted ECMP sends each node traffic in proportion to its ready
-	// local endpoints. Off (the default) sends no such community;
+	// local endpoints. None (the default) sends no such community;
 	// ReadyLocalEndpoints weighs each node's route by the Service's ready
 	// endpoints on that node, as 1 Mbit/s (125,000 bytes/s) per endpoint.
 	// Cluster-policy Services are never weighted. The router must be told
