@@ -51,13 +51,14 @@ spec:
 		t.Fatalf("want 3 nodes, have %v", nodes)
 	}
 	pods := map[string]int{nodes[0]: 1, nodes[1]: 2, nodes[2]: 3}
-	for _, n := range nodes {
-		createPinned(t, l, app, n, pods[n])
-	}
+	// the Service first: creating it creates the test's namespace
 	_, ips := suite.Service(t, app, poolAttrs, func(s *corev1.Service) {
 		s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 		s.Spec.Selector = map[string]string{"app": app}
 	})
+	for _, n := range nodes {
+		createPinned(t, l, app, n, pods[n])
+	}
 	vip := ips[0]
 	waitReadyPods(t, l, app, pods)
 	r := waitWeights(t, l, vip, pods)
