@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,6 +69,7 @@ spec:
 	waitReadyPods(t, l, app, pods)
 	r := waitWeights(t, l, vip, pods)
 	t.Logf("FIB for %s: %s", vip, hopsText(r))
+	checkLinkBandwidth(t, l, r, pods)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -92,6 +94,26 @@ spec:
 	waitReadyPods(t, l, app, scaled)
 	r = waitWeights(t, l, vip, scaled)
 	t.Logf("after scaling %s to 3 pods, FIB for %s: %s", nodes[0], vip, hopsText(r))
+	checkLinkBandwidth(t, l, route(t, l, host(vip)), scaled)
+}
+
+// checkLinkBandwidth: each node's path carries the link-bandwidth
+// community of its pods, 125,000 bytes/s (1 Mbit/s) each, with the
+// nodes' AS (64513).
+func checkLinkBandwidth(t testing.TB, l *lab.Lab, r lab.Route, pods map[string]int) {
+	t.Helper()
+	byAddr := map[netip.Addr]string{}
+	for _, n := range l.Nodes() {
+		byAddr[n.IPv4] = n.Name
+	}
+	for _, p := range r.Paths {
+		node := byAddr[p.Peer]
+		want := fmt.Sprintf("LB:64513:%d ", 125_000*pods[node])
+		if !strings.Contains(p.ExtendedCommunities+" ", want) {
+			t.Errorf("path from %s (%s): extended communities %q, want %q", p.Peer, node, p.ExtendedCommunities, strings.TrimSpace(want))
+		}
+	}
+	t.Logf("%s: %d paths with their link bandwidth", r.Prefix, len(r.Paths))
 }
 
 // waitWeights waits until the router's FIB for vip has a next hop per

@@ -29,6 +29,9 @@ type frrRoute struct {
 		LargeCommunity *struct {
 			List []string `json:"list"`
 		} `json:"largeCommunity"`
+		ExtendedCommunity *struct {
+			String string `json:"string"`
+		} `json:"extendedCommunity"`
 		Nexthops []struct {
 			IP string `json:"ip"`
 		} `json:"nexthops"`
@@ -67,6 +70,9 @@ func ParseFRRRoute(data []byte) (RIBEntry, error) {
 		}
 		if fp.LargeCommunity != nil {
 			p.LargeCommunities = slices.Clone(fp.LargeCommunity.List)
+		}
+		if fp.ExtendedCommunity != nil {
+			p.ExtendedCommunities = fp.ExtendedCommunity.String
 		}
 		for _, nh := range fp.Nexthops {
 			a, err := parseAddr(nh.IP)

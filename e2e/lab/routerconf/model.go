@@ -30,6 +30,10 @@ type Path struct {
 	// router lists them.
 	Communities      []string
 	LargeCommunities []string
+	// ExtendedCommunities is the router's text of the extended
+	// communities (FRR: "LB:64513:125000 (1.000 Mbps)" for a link
+	// bandwidth); empty when none (or BIRD).
+	ExtendedCommunities string
 }
 
 // RIBEntry is the router's BGP table entry for one prefix.

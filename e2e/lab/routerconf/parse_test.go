@@ -51,6 +51,10 @@ func TestParseFRRRoute(t *testing.T) {
 	if p.Stale {
 		t.Errorf("path %+v is stale", p)
 	}
+	lb, err := ParseFRRRoute([]byte(`{"prefix":"198.51.100.136/32","paths":[{"extendedCommunity":{"string":"LB:64513:250000 (2.000 Mbps)"},"peer":{"peerId":"198.51.100.12"}}]}`))
+	if err != nil || len(lb.Paths) != 1 || lb.Paths[0].ExtendedCommunities != "LB:64513:250000 (2.000 Mbps)" {
+		t.Errorf("link bandwidth: %+v %v", lb, err)
+	}
 	stale, err := ParseFRRRoute([]byte(`{"prefix":"198.51.100.130/32","paths":[{"stale":true,"peer":{"peerId":"198.51.100.11"}}]}`))
 	if err != nil || len(stale.Paths) != 1 || !stale.Paths[0].Stale {
 		t.Errorf("stale: %+v %v", stale, err)
