@@ -10,6 +10,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:resource:scope=Cluster,shortName=hpeer,categories=herald
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.spec.peerAddress`
+// +kubebuilder:printcolumn:name="Interface",type=string,JSONPath=`.spec.interface`,priority=1
 // +kubebuilder:printcolumn:name="Peer ASN",type=integer,JSONPath=`.spec.peerASN`
 // +kubebuilder:printcolumn:name="Dynamic ASN",type=string,JSONPath=`.spec.dynamicASN`,priority=1
 // +kubebuilder:printcolumn:name="Passive",type=boolean,JSONPath=`.spec.passive`,priority=1
@@ -36,9 +37,14 @@ type BGPPeer struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.keepaliveTime) || duration(self.keepaliveTime) < (has(self.holdTime) ? duration(self.holdTime) : duration('90s'))",message="spec.keepaliveTime must be less than spec.holdTime (90s when unset)"
 // +kubebuilder:validation:XValidation:rule="has(self.peerASN) != has(self.dynamicASN)",message="spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"
 // +kubebuilder:validation:XValidation:rule="!has(self.ebgpMultiHop) || !self.ebgpMultiHop || (has(self.peerASN) ? self.myASN != self.peerASN : self.dynamicASN == 'external')",message="spec.ebgpMultiHop applies only to eBGP sessions (myASN != peerASN, or dynamicASN external)"
-// +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
 // +kubebuilder:validation:XValidation:rule="!has(self.vrf) || !has(self.passive) || !self.passive",message="spec.passive is not supported with spec.vrf: the node's BGP listener is in the default VRF"
 // +kubebuilder:validation:XValidation:rule="!has(self.vrf) || !has(self.bfdProfile)",message="spec.bfdProfile is not supported with spec.vrf: the embedded BGP server runs BFD in the default VRF"
+// +kubebuilder:validation:XValidation:rule="has(self.peerAddress) != has(self.interface)",message="spec.peerAddress and spec.interface are mutually exclusive, and one of them is required"
+// +kubebuilder:validation:XValidation:rule="!has(self.sourceAddress) || !has(self.peerAddress) || ip(self.sourceAddress).family() == ip(self.peerAddress).family()",message="spec.sourceAddress must be of the same IP family as spec.peerAddress"
+// +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.sourceAddress)",message="spec.sourceAddress does not apply with spec.interface: the session uses the interface's IPv6 link-local address"
+// +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.ebgpMultiHop) || !self.ebgpMultiHop",message="spec.ebgpMultiHop does not apply with spec.interface: an unnumbered session is one hop"
+// +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.passive) || !self.passive",message="spec.passive does not apply with spec.interface: the speaker dials the neighbour learnt on the interface"
+// +kubebuilder:validation:XValidation:rule="!has(self.interface) || !has(self.vrf)",message="spec.vrf is not supported with spec.interface: an unnumbered session runs in the default VRF"
 type BGPPeerSpec struct {
 	// MyASN is the speaker's AS number.
 	// +kubebuilder:validation:Minimum=1
@@ -69,10 +75,27 @@ type BGPPeerSpec struct {
 	// +optional
 	Passive bool `json:"passive,omitempty"`
 
-	// PeerAddress is the router's IPv4 or IPv6 address.
+	// PeerAddress is the router's IPv4 or IPv6 address. Exclusive with
+	// interface; one of the two is required.
 	// +kubebuilder:validation:MaxLength=45
 	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="spec.peerAddress must be an IPv4 or IPv6 address"
-	PeerAddress string `json:"peerAddress"`
+	// +optional
+	PeerAddress string `json:"peerAddress,omitempty"`
+
+	// Interface makes the session unnumbered: instead of an address, the
+	// node's interface toward the router (a point-to-point link). The
+	// session runs between the interface's IPv6 link-local address and
+	// the one IPv6 link-local neighbour the node learns on it (from the
+	// router's Router Advertisements; the speaker solicits them). IPv4
+	// routes are carried with the node's IPv6 link-local next hop
+	// (RFC 8950 extended next hop), IPv6 routes natively. Nodes without
+	// the interface, or with no neighbour on it, say so in their
+	// SpeakerStatus. Exclusive with peerAddress, sourceAddress,
+	// ebgpMultiHop and passive.
+	// +kubebuilder:validation:MaxLength=15
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_.-]+$') && self != '.' && self != '..'",message="spec.interface must be a Linux interface name: 1 to 15 letters, digits, '_', '.' or '-'"
+	// +optional
+	Interface string `json:"interface,omitempty"`
 
 	// PeerPort is the router's BGP port.
 	// +kubebuilder:validation:Minimum=1

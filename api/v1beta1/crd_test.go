@@ -78,6 +78,15 @@ func invalidCases() []invalidCase {
 		bad("peer multihop on iBGP", peer, "myASN: 64512\npeerASN: 64512\npeerAddress: 198.51.100.1\nebgpMultiHop: true", "spec.ebgpMultiHop applies only to eBGP"),
 		bad("peer bad secret name", peer, okPeer+"passwordSecret: Not_A_Name", "spec.passwordSecret"),
 		bad("peer missing address", peer, "myASN: 64513\npeerASN: 64512", "spec.peerAddress"),
+		bad("peer without address or interface", peer, "myASN: 64513\npeerASN: 64512", "spec.peerAddress and spec.interface are mutually exclusive, and one of them is required"),
+		bad("peer with address and interface", peer, okPeer+"interface: eth1", "spec.peerAddress and spec.interface are mutually exclusive, and one of them is required"),
+		bad("peer interface name too long", peer, "myASN: 64513\npeerASN: 64512\ninterface: averyveryverylongname", "spec.interface"),
+		bad("peer interface name with slash", peer, "myASN: 64513\npeerASN: 64512\ninterface: 'eth0/1'", "spec.interface must be a Linux interface name"),
+		bad("peer interface name with zone", peer, "myASN: 64513\npeerASN: 64512\ninterface: 'fe80::1%eth0'", "spec.interface must be a Linux interface name"),
+		bad("peer interface with source address", peer, "myASN: 64513\npeerASN: 64512\ninterface: eth1\nsourceAddress: '2001:db8::11'", "spec.sourceAddress does not apply with spec.interface"),
+		bad("peer interface with multihop", peer, "myASN: 64513\npeerASN: 64512\ninterface: eth1\nebgpMultiHop: true", "spec.ebgpMultiHop does not apply with spec.interface"),
+		bad("peer interface in a VRF", peer, "myASN: 64513\ndynamicASN: external\ninterface: eth1\nvrf: red", "spec.vrf is not supported with spec.interface"),
+		bad("peer interface passive", peer, "myASN: 64513\ndynamicASN: external\ninterface: eth1\npassive: true", "spec.passive does not apply with spec.interface"),
 		bad("peer without peerASN or dynamicASN", peer, "myASN: 64513\npeerAddress: 198.51.100.1", "spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"),
 		bad("peer with peerASN and dynamicASN", peer, okPeer+"dynamicASN: external", "spec.peerASN and spec.dynamicASN are mutually exclusive, and one of them is required"),
 		bad("peer dynamicASN not a class", peer, "myASN: 64513\npeerAddress: 198.51.100.1\ndynamicASN: any", "spec.dynamicASN"),
@@ -150,13 +159,15 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", okPeer + "vrf: red\npassive: false"},
 		{"BGPPeer", okPeer + "vrf: vrf_tenant-1.2"},
 		{"BGPPeer", okPeer + "vrf: '123456789012345'"},
+		{"BGPPeer", "myASN: 64513\ninterface: eth1\ndynamicASN: external\nbfdProfile: fast\ngracefulRestart: true"},
+		{"BGPPeer", "myASN: 64512\npeerASN: 64512\ninterface: enp1s0f0.100\nrouterID: 198.51.100.11\npeerPort: 1179"},
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BGPAdvertisement", "linkBandwidth: ReadyLocalEndpoints"},
 		{"BGPAdvertisement", "linkBandwidth: None"},
 		{"BFDProfile", "receiveInterval: 10\ntransmitInterval: 60000\ndetectMultiplier: 2"},
 		{"SpeakerStatus", "pod: herald-speaker-x7k2p\nsummary: {l2Addresses: 2, sessions: 1/2, prefixes: 1}\n" +
 			"l2: [{address: 198.51.100.7, interfaces: [eth0], since: '2026-01-01T00:00:00Z'}, {address: '2001:db8::7', interfaces: [eth0, eth1], since: '2026-01-01T00:00:00Z'}]\n" +
-			"bgp: [{peer: tor-a, peerAddress: 198.51.100.1, state: Established, since: '2026-01-01T00:00:00Z', peerASN: 64512, prefixes: [198.51.100.7/32]}, {peer: tor-b, state: Active, message: 'router AS 64513 refused'}]"},
+			"bgp: [{peer: tor-u, interface: eth1, peerAddress: 'fe80::a8c1:abff:fe00:1', state: Established}, {peer: tor-a, peerAddress: 198.51.100.1, state: Established, since: '2026-01-01T00:00:00Z', peerASN: 64512, prefixes: [198.51.100.7/32]}, {peer: tor-b, state: Active, message: 'router AS 64513 refused'}]"},
 	}
 	for i, v := range valid {
 		obj := object(t, v.kind, "valid-"+strings.ToLower(v.kind)+"-"+itoa(i), v.spec)

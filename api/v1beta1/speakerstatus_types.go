@@ -107,6 +107,12 @@ type BGPSessionStatus struct {
 	// +kubebuilder:validation:MaxLength=45
 	// +optional
 	PeerAddress string `json:"peerAddress,omitempty"`
+	// Interface is the BGPPeer's interface for an unnumbered session;
+	// peerAddress is then the IPv6 link-local neighbour learnt on it,
+	// empty while none is.
+	// +kubebuilder:validation:MaxLength=15
+	// +optional
+	Interface string `json:"interface,omitempty"`
 	// State is the BGP state: Idle, Connect, Active, OpenSent,
 	// OpenConfirm, Established, or NotConfigured when the session was
 	// refused.

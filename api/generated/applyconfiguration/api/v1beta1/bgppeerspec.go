@@ -46,8 +46,20 @@ type BGPPeerSpecApplyConfiguration struct {
 	// --bgp-listen-addresses (the node's addresses), only while some peer
 	// of the node is passive; peerPort is not used.
 	Passive *bool `json:"passive,omitempty"`
-	// PeerAddress is the router's IPv4 or IPv6 address.
+	// PeerAddress is the router's IPv4 or IPv6 address. Exclusive with
+	// interface; one of the two is required.
 	PeerAddress *string `json:"peerAddress,omitempty"`
+	// Interface makes the session unnumbered: instead of an address, the
+	// node's interface toward the router (a point-to-point link). The
+	// session runs between the interface's IPv6 link-local address and
+	// the one IPv6 link-local neighbour the node learns on it (from the
+	// router's Router Advertisements; the speaker solicits them). IPv4
+	// routes are carried with the node's IPv6 link-local next hop
+	// (RFC 8950 extended next hop), IPv6 routes natively. Nodes without
+	// the interface, or with no neighbour on it, say so in their
+	// SpeakerStatus. Exclusive with peerAddress, sourceAddress,
+	// ebgpMultiHop and passive.
+	Interface *string `json:"interface,omitempty"`
 	// PeerPort is the router's BGP port.
 	PeerPort *int32 `json:"peerPort,omitempty"`
 	// SourceAddress is the local address of the session. Default: the
@@ -137,6 +149,14 @@ func (b *BGPPeerSpecApplyConfiguration) WithPassive(value bool) *BGPPeerSpecAppl
 // If called multiple times, the PeerAddress field is set to the value of the last call.
 func (b *BGPPeerSpecApplyConfiguration) WithPeerAddress(value string) *BGPPeerSpecApplyConfiguration {
 	b.PeerAddress = &value
+	return b
+}
+
+// WithInterface sets the Interface field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Interface field is set to the value of the last call.
+func (b *BGPPeerSpecApplyConfiguration) WithInterface(value string) *BGPPeerSpecApplyConfiguration {
+	b.Interface = &value
 	return b
 }
 

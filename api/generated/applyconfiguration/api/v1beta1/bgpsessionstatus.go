@@ -31,6 +31,10 @@ type BGPSessionStatusApplyConfiguration struct {
 	Peer *string `json:"peer,omitempty"`
 	// PeerAddress is the router's address.
 	PeerAddress *string `json:"peerAddress,omitempty"`
+	// Interface is the BGPPeer's interface for an unnumbered session;
+	// peerAddress is then the IPv6 link-local neighbour learnt on it,
+	// empty while none is.
+	Interface *string `json:"interface,omitempty"`
 	// State is the BGP state: Idle, Connect, Active, OpenSent,
 	// OpenConfirm, Established, or NotConfigured when the session was
 	// refused.
@@ -67,6 +71,14 @@ func (b *BGPSessionStatusApplyConfiguration) WithPeer(value string) *BGPSessionS
 // If called multiple times, the PeerAddress field is set to the value of the last call.
 func (b *BGPSessionStatusApplyConfiguration) WithPeerAddress(value string) *BGPSessionStatusApplyConfiguration {
 	b.PeerAddress = &value
+	return b
+}
+
+// WithInterface sets the Interface field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Interface field is set to the value of the last call.
+func (b *BGPSessionStatusApplyConfiguration) WithInterface(value string) *BGPSessionStatusApplyConfiguration {
+	b.Interface = &value
 	return b
 }
 
