@@ -221,7 +221,8 @@ type Peer struct {
 	DynamicASN      DynamicASN // empty: the router's AS is PeerASN
 	Passive         bool       // wait for the router to connect
 	VRF             string     // Linux VRF device the session is bound to; empty: the default VRF
-	Address         netip.Addr
+	Address         netip.Addr // zero with Interface
+	Interface       string     // unnumbered: the node's interface toward the router
 	Port            uint16
 	SourceAddress   netip.Addr // zero: chosen by the node
 	RouterID        netip.Addr // zero: the node's IPv4 address

@@ -43,10 +43,14 @@ func buildPeers(in []*v1beta1.BGPPeer, secrets []*corev1.Secret, cfg *Config, ps
 		if !ok {
 			continue
 		}
-		key := p.Address.String() + "|" + fmt.Sprint(obj.Spec.NodeSelectors)
+		key := p.target() + "|" + fmt.Sprint(obj.Spec.NodeSelectors)
 		if prev, dup := seen[key]; dup {
-			ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: "spec.peerAddress", Reason: ReasonDuplicatePeer, Ignored: true, ConflictsWith: prev,
-				Message: fmt.Sprintf("BGPPeer %s, which is older, already peers with %s from the same nodes; a node holds one session per address", prev, p.Address)})
+			field, what := "spec.peerAddress", "address"
+			if p.Interface != "" {
+				field, what = "spec.interface", "interface"
+			}
+			ps.add(Problem{Kind: kindPeer, Name: obj.Name, Field: field, Reason: ReasonDuplicatePeer, Ignored: true, ConflictsWith: prev,
+				Message: fmt.Sprintf("BGPPeer %s, which is older, already peers with %s from the same nodes; a node holds one session per %s", prev, p.target(), what)})
 			continue
 		}
 		seen[key] = obj.Name
@@ -78,9 +82,15 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 	if msg := checkVRF(s); msg != "" {
 		return ignore("spec.vrf", ReasonInvalidField, msg)
 	}
+	if field, msg := checkUnnumbered(s); msg != "" {
+		return ignore(field, ReasonInvalidField, msg)
+	}
+	p.Interface = s.Interface
 	var err error
-	if p.Address, err = netip.ParseAddr(s.PeerAddress); err != nil {
-		return ignore("spec.peerAddress", ReasonInvalidField, fmt.Sprintf("%q is not an IP address", s.PeerAddress))
+	if s.Interface == "" {
+		if p.Address, err = netip.ParseAddr(s.PeerAddress); err != nil {
+			return ignore("spec.peerAddress", ReasonInvalidField, fmt.Sprintf("%q is not an IP address", s.PeerAddress))
+		}
 	}
 	if s.SourceAddress != "" {
 		if p.SourceAddress, err = netip.ParseAddr(s.SourceAddress); err != nil || p.SourceAddress.Is4() != p.Address.Is4() {
@@ -151,6 +161,52 @@ func checkVRF(s v1beta1.BGPPeerSpec) string {
 
 // vrfName is the schema's pattern for spec.vrf.
 var vrfName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9_.-]{0,14}$`)
+
+// checkUnnumbered says what is wrong with a spec's interface and the
+// fields it excludes, and names the field: the schema refuses the same,
+// but objects written before it still reach here.
+func checkUnnumbered(s v1beta1.BGPPeerSpec) (string, string) {
+	switch {
+	case s.Interface == "" && s.PeerAddress == "":
+		return "spec.peerAddress", "one of spec.peerAddress and spec.interface is required"
+	case s.Interface == "":
+		return "", ""
+	case s.PeerAddress != "":
+		return "spec.interface", "spec.peerAddress and spec.interface are mutually exclusive"
+	case !validInterfaceName(s.Interface):
+		return "spec.interface", fmt.Sprintf("%q is not a Linux interface name", s.Interface)
+	case s.SourceAddress != "":
+		return "spec.sourceAddress", "spec.sourceAddress does not apply with spec.interface"
+	case s.EBGPMultiHop:
+		return "spec.ebgpMultiHop", "spec.ebgpMultiHop does not apply with spec.interface"
+	case s.Passive:
+		return "spec.passive", "spec.passive does not apply with spec.interface"
+	}
+	return "", ""
+}
+
+// validInterfaceName: 1 to 15 characters among letters, digits, '_', '.'
+// and '-', not "." or "..", as the schema has it.
+func validInterfaceName(n string) bool {
+	if len(n) == 0 || len(n) > 15 || n == "." || n == ".." {
+		return false
+	}
+	for _, c := range n {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// target is what a node dials: the peer's address, or its interface.
+func (p *Peer) target() string {
+	if p.Interface != "" {
+		return "interface " + p.Interface
+	}
+	return p.Address.String()
+}
 
 func asnField(s v1beta1.BGPPeerSpec) string {
 	if s.DynamicASN != "" {
