@@ -14,7 +14,7 @@ func (s *Speaker) applySessions(ctx context.Context, plan sessionPlan, restartin
 	now := time.Now()
 	for _, n := range sortedKeys(plan.refused) {
 		r := plan.refused[n]
-		s.status.refuse(n, r.peer, r.err, now)
+		s.status.refuse(n, r, now)
 		errs = append(errs, wrapSession(n, r.err))
 	}
 	return errs
@@ -66,7 +66,7 @@ func (s *Speaker) updatePeer(ctx context.Context, ss Session) error {
 
 func (s *Speaker) addPeer(ctx context.Context, ss Session, restarting bool) error {
 	if err := s.srv.srv.AddPeer(ctx, &api.AddPeerRequest{Peer: peerConfig(ss, restarting)}); err != nil {
-		s.status.refuse(ss.Name, ss.PeerAddress, err, time.Now())
+		s.status.refuse(ss.Name, refusalOf(ss, err), time.Now())
 		return err
 	}
 	s.configured[ss.Name] = ss

@@ -35,6 +35,9 @@ func normalize(s Session) (Session, error) {
 	if s.Unavailable != "" {
 		return s, errors.New(s.Unavailable)
 	}
+	if err := checkUnnumbered(s); err != nil {
+		return s, err
+	}
 	if !s.PeerAddress.IsValid() {
 		return s, errors.New("peerAddress is not set")
 	}
@@ -147,6 +150,9 @@ func normalizeBFD(s *Session) error {
 func normalizeFamilies(s Session) []Family {
 	fams := slices.Clone(s.Families)
 	if len(fams) == 0 {
+		if s.Interface != "" {
+			return []Family{IPv4Unicast, IPv6Unicast}
+		}
 		if s.PeerAddress.Is4() {
 			return []Family{IPv4Unicast}
 		}
@@ -154,6 +160,27 @@ func normalizeFamilies(s Session) []Family {
 	}
 	slices.Sort(fams)
 	return slices.Compact(fams)
+}
+
+// checkUnnumbered refuses an unnumbered session whose peer address is not
+// a link-local neighbour on its interface (zoned with it), or that sets
+// what does not apply to one: sourceAddress, ebgpMultiHop, passive.
+func checkUnnumbered(s Session) error {
+	if s.Interface == "" {
+		return nil
+	}
+	a := s.PeerAddress
+	switch {
+	case !a.Is6() || !a.IsLinkLocalUnicast() || a.Zone() != s.Interface:
+		return fmt.Errorf("interface %s: peer address %s is not a link-local neighbour on it", s.Interface, a)
+	case s.SourceAddress.IsValid():
+		return fmt.Errorf("interface %s: sourceAddress does not apply to an unnumbered session", s.Interface)
+	case s.EBGPMultiHop:
+		return fmt.Errorf("interface %s: ebgpMultiHop does not apply to an unnumbered session", s.Interface)
+	case s.Passive:
+		return fmt.Errorf("interface %s: passive does not apply to an unnumbered session", s.Interface)
+	}
+	return nil
 }
 
 // checkASN refuses a session without its AS numbers, or with both a peer

@@ -17,6 +17,7 @@ type attrs struct {
 	nextHop      netip.Addr // set only to override the RIB next hop
 	linkBW       uint32     // link bandwidth in bytes/s; 0: no community
 	linkAS       uint32     // the session's local AS, for the community
+	nextHopSelf  bool       // the session's own local address (unnumbered IPv6 paths)
 }
 
 // delivery says which sessions, by peer address, receive one prefix and
@@ -104,6 +105,10 @@ func (p *pathPlan) deliver(prefix netip.Prefix, nh netip.Addr, path Path, s Sess
 		return
 	}
 	a.nextHop = override
+	// Unnumbered: IPv6 paths take the session's link-local address too
+	// (next-hop-self) instead of the node's global one, which the link
+	// may not reach.
+	a.nextHopSelf = s.Interface != "" && fam == IPv6Unicast
 	a.communities = mergeSorted(a.communities, path.Communities, cmp.Compare[uint32])
 	a.large = mergeSorted(a.large, path.LargeCommunities, cmpLarge)
 	p.mergeLocalPref(&a, path.LocalPref, s, prefix, seen)
@@ -121,6 +126,12 @@ func (p *pathPlan) deliver(prefix netip.Prefix, nh netip.Addr, path Path, s Sess
 // keep the unspecified next hop, which GoBGP replaces with the session's
 // local address (in the VRF too, the socket being bound to it).
 func sessionNextHop(s Session, fam Family, nodeV4 netip.Addr) (netip.Addr, string) {
+	if s.Interface != "" {
+		// Unnumbered: GoBGP gives IPv4 paths (next hop 0.0.0.0) the
+		// session's link-local address, sent as an RFC 8950 IPv6 next
+		// hop.
+		return netip.Addr{}, ""
+	}
 	if s.VRF != "" {
 		switch {
 		case fam == IPv6Unicast && s.NextHopV6.IsValid():

@@ -135,7 +135,9 @@ func neighborSets(d delivery, group int) []neighborSet {
 		slices.SortFunc(ps.addrs, netip.Addr.Compare)
 		set := &api.DefinedSet{DefinedType: api.DefinedType_DEFINED_TYPE_NEIGHBOR, Name: fmt.Sprintf("herald-n%d-%d", group, j)}
 		for _, a := range ps.addrs {
-			set.List = append(set.List, a.String())
+			// GoBGP matches neighbors by address alone: an unnumbered
+			// peer's interface (the zone) is not part of the set.
+			set.List = append(set.List, a.WithZone("").String())
 		}
 		out = append(out, neighborSet{set: set, attrs: ps.attrs})
 	}
@@ -191,6 +193,9 @@ func attrActions(a attrs) *api.Actions {
 	}
 	if a.nextHop.IsValid() {
 		act.Nexthop = &api.NexthopAction{Address: a.nextHop.String()}
+	}
+	if a.nextHopSelf {
+		act.Nexthop = &api.NexthopAction{Self: true}
 	}
 	return act
 }
@@ -287,6 +292,9 @@ func appendAttrsKey(b []byte, a attrs) []byte {
 		b = strconv.AppendUint(b, uint64(a.linkBW), 10)
 	}
 	b = append(b, " nh="...)
+	if a.nextHopSelf {
+		return append(b, "self"...)
+	}
 	if a.nextHop.IsValid() {
 		return a.nextHop.AppendTo(b)
 	}

@@ -26,8 +26,13 @@ type sessionPlan struct {
 
 // refusal is why a desired session is not configured.
 type refusal struct {
-	peer netip.Addr
-	err  error
+	peer  netip.Addr
+	iface string // an unnumbered session's interface
+	err   error
+}
+
+func refusalOf(s Session, err error) refusal {
+	return refusal{peer: s.PeerAddress, iface: s.Interface, err: err}
 }
 
 // routerIDFor picks the server's router ID: the node's IPv4 address, or for an
@@ -82,21 +87,21 @@ func (p *sessionPlan) validate(desired []Session, routerID netip.Addr) []Session
 	var out []Session
 	for i, s := range ss {
 		if i > 0 && ss[i-1].Name == s.Name {
-			p.refused[s.Name] = refusal{s.PeerAddress, fmt.Errorf("session %q is listed twice", s.Name)}
+			p.refused[s.Name] = refusalOf(s, fmt.Errorf("session %q is listed twice", s.Name))
 			continue
 		}
 		n, err := normalize(s)
 		if err != nil {
-			p.refused[s.Name] = refusal{s.PeerAddress, err}
+			p.refused[s.Name] = refusalOf(s, err)
 			continue
 		}
 		if !routerID.IsValid() {
-			p.refused[s.Name] = refusal{s.PeerAddress, errNoRouterID}
+			p.refused[s.Name] = refusalOf(s, errNoRouterID)
 			continue
 		}
 		if n.RouterID.IsValid() && n.RouterID != routerID {
-			p.refused[s.Name] = refusal{s.PeerAddress, fmt.Errorf("routerID %s differs from this speaker's router ID %s: "+
-				"per-session router IDs are not supported (GoBGP has one router ID per server)", n.RouterID, routerID)}
+			p.refused[s.Name] = refusalOf(s, fmt.Errorf("routerID %s differs from this speaker's router ID %s: "+
+				"per-session router IDs are not supported (GoBGP has one router ID per server)", n.RouterID, routerID))
 			continue
 		}
 		out = append(out, n)
@@ -111,7 +116,7 @@ func (p *sessionPlan) validate(desired []Session, routerID netip.Addr) []Session
 func (p *sessionPlan) refusePassive(err error) {
 	p.add = slices.DeleteFunc(p.add, func(s Session) bool {
 		if s.Passive {
-			p.refused[s.Name] = refusal{s.PeerAddress, err}
+			p.refused[s.Name] = refusalOf(s, err)
 		}
 		return s.Passive
 	})
@@ -130,8 +135,8 @@ func (p *sessionPlan) resolveAddresses(current map[string]Session, valid []Sessi
 	for _, s := range valid {
 		o, taken := owner[s.PeerAddress]
 		if taken && o != s.Name {
-			p.refused[s.Name] = refusal{s.PeerAddress, fmt.Errorf("peer address %s is already used by session %q: "+
-				"one BGP session per peer address", s.PeerAddress, o)}
+			p.refused[s.Name] = refusalOf(s, fmt.Errorf("peer address %s is already used by session %q: "+
+				"one BGP session per peer address", s.PeerAddress, o))
 			continue
 		}
 		owner[s.PeerAddress] = s.Name

@@ -30,6 +30,7 @@ func (s *Speaker) Shutdown(ctx context.Context) error {
 	if s.weightTimer != nil {
 		s.weightTimer.Stop()
 	}
+	s.watchNeighbors(false)
 	defer s.events.close()
 	if s.srv == nil {
 		return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -21,6 +22,10 @@ type Speaker struct {
 	status  *statusTable
 	metrics *metrics
 	listen  listenConfig
+	// findNeighbor resolves unnumbered sessions' interfaces, again every
+	// neighborEvery while some desired session is unnumbered.
+	findNeighbor  func(string) (netip.Addr, error)
+	neighborEvery time.Duration
 
 	mu         sync.Mutex // serializes Apply and Shutdown; guards the fields below
 	srv        *gobgp
@@ -39,7 +44,9 @@ type Speaker struct {
 	weightsHeld map[netip.Prefix]time.Time
 	weightTimer *time.Timer
 	clock       func() time.Time
-	srvRef      sync.Mutex // guards srvNow, read by Sessions and metrics
+	neighbors   string        // what resolveInterfaces found at the last apply
+	watchStop   chan struct{} // closes the neighbour watch; nil when none runs
+	srvRef      sync.Mutex    // guards srvNow, read by Sessions and metrics
 	srvNow      *gobgp
 }
 
@@ -62,6 +69,12 @@ func New(cfg Config) (*Speaker, error) {
 		weightsHeld: map[netip.Prefix]time.Time{},
 		clock:       time.Now,
 		listen:      listenConfig{port: cfg.ListenPort, addrs: slices.Clone(cfg.ListenAddresses)},
+
+		findNeighbor:  cfg.FindNeighbor,
+		neighborEvery: cmp.Or(cfg.NeighborInterval, defaultNeighborInterval),
+	}
+	if s.findNeighbor == nil {
+		s.findNeighbor = kernelNeighborFinder(log)
 	}
 	s.gobgpH = newGobgpHandler(log.Handler(), s.onConnectError, s.onBadPeerAS)
 	m, err := newMetrics(cfg.Registerer, s.snapshot)
@@ -92,18 +105,22 @@ func (s *Speaker) Apply(ctx context.Context, d Desired) error {
 // apply is Apply with s.mu held.
 func (s *Speaker) apply(ctx context.Context, d Desired) error {
 	s.pathsOnly = false // until this Apply has taken
+	res := resolveInterfaces(d.Sessions, s.findNeighbor)
+	s.neighbors = res.key
+	s.watchNeighbors(unnumbered(d.Sessions))
 	routerID := routerIDFor(d)
 	if s.srv != nil && routerID.IsValid() && routerID != s.srv.routerID {
 		s.log.Info("router ID changed: restarting the BGP server", "old", s.srv.routerID, "new", routerID)
 		s.stopServer("router ID changed")
 	}
-	plan := planSessions(s.configured, d.Sessions, s.effectiveRouterID(routerID))
+	plan := planSessions(s.configured, res.sessions, s.effectiveRouterID(routerID))
 	listen := wantListen(plan, s.listen, d)
 	if s.srv != nil && listen != s.srv.listen {
 		s.log.Info("BGP listener needed elsewhere: restarting the BGP server", "old", s.srv.listen, "new", listen)
 		s.stopServer("BGP listener changed")
-		plan = planSessions(s.configured, d.Sessions, s.effectiveRouterID(routerID))
+		plan = planSessions(s.configured, res.sessions, s.effectiveRouterID(routerID))
 	}
+	maps.Copy(plan.refused, res.refused)
 	stopped := s.srv == nil
 	if err := s.ensureServer(ctx, plan, routerID, listen); err != nil {
 		return err

@@ -65,10 +65,13 @@ func (t *statusTable) configure(s Session, fresh bool, now time.Time) {
 }
 
 // refuse records a session GoBGP does not hold, with the reason.
-func (t *statusTable) refuse(name string, peer netip.Addr, err error, now time.Time) {
+// An unnumbered session keeps its interface (and its peer address, if
+// one was learnt) in the status.
+func (t *statusTable) refuse(name string, r refusal, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.byName[name] = &sessionStatus{session: Session{Name: name, PeerAddress: peer}, state: stateNotConfigured, since: now, err: err.Error()}
+	ss := Session{Name: name, PeerAddress: r.peer, Interface: r.iface}
+	t.byName[name] = &sessionStatus{session: ss, state: stateNotConfigured, since: now, err: r.err.Error()}
 }
 
 // forget drops a session that left GoBGP (deleted or recreated) and

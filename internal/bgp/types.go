@@ -38,8 +38,14 @@ type BFD struct {
 
 // Session is one BGP session this node should hold.
 type Session struct {
-	Name          string // the BGPPeer's name: key for status, events and metrics
-	PeerAddress   netip.Addr
+	Name        string // the BGPPeer's name: key for status, events and metrics
+	PeerAddress netip.Addr
+	// Interface makes the session unnumbered: PeerAddress is left zero
+	// and the speaker fills it with the one IPv6 link-local neighbour on
+	// the interface (zoned), dialed from the interface's own link-local
+	// address. IPv4 paths then go with that link-local next hop (RFC
+	// 8950), IPv6 paths too.
+	Interface     string
 	PeerPort      uint16 // 179 when 0
 	MyASN         uint32
 	PeerASN       uint32     // iBGP when equal to MyASN; 0 with DynamicASN
@@ -126,9 +132,10 @@ type SessionEvent struct {
 // SessionState is what Sessions reports for one desired session.
 type SessionState struct {
 	Name            string
-	Peer            netip.Addr
-	State           string // Idle, Connect, Active, OpenSent, OpenConfirm, Established; NotConfigured when refused
-	BFD             string // Up, Down, Init, AdminDown; empty without BFD
+	Peer            netip.Addr // zoned link-local for an unnumbered session; zero while none is learnt
+	Interface       string     // the unnumbered session's interface; empty otherwise
+	State           string     // Idle, Connect, Active, OpenSent, OpenConfirm, Established; NotConfigured when refused
+	BFD             string     // Up, Down, Init, AdminDown; empty without BFD
 	LocalAddress    netip.Addr
 	PathsAdvertised int
 	Since           time.Time // last change of State as seen by the speaker
@@ -153,4 +160,11 @@ type Config struct {
 	// NodeIPv6) when empty.
 	ListenPort      uint16
 	ListenAddresses []netip.Addr
+	// FindNeighbor returns the IPv6 link-local neighbour of an unnumbered
+	// session's interface (nil: the kernel's neighbour table, soliciting
+	// the router when it holds none). NeighborInterval is how often the
+	// speaker looks again while some session is unnumbered (2 s when 0):
+	// a neighbour learnt, lost or changed re-applies the sessions.
+	FindNeighbor     func(iface string) (netip.Addr, error)
+	NeighborInterval time.Duration
 }

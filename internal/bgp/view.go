@@ -37,7 +37,7 @@ func (s *Speaker) snapshot(ctx context.Context) []sessionView {
 	out := make([]sessionView, 0, len(sts))
 	for _, st := range sts {
 		v := sessionView{up: st.up, bfd: st.session.BFD != nil, SessionState: SessionState{
-			Name: st.session.Name, Peer: st.session.PeerAddress, State: st.state, Since: st.since,
+			Name: st.session.Name, Peer: st.session.PeerAddress, Interface: st.session.Interface, State: st.state, Since: st.since,
 			LastDownReason: st.lastDown, LastError: connectHint(st.lastConnErr, st.session.Password != ""),
 			Error: st.err, Warnings: st.warnings, PeerASN: st.peerASN, Refused: st.refused,
 		}}
