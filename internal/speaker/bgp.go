@@ -17,7 +17,7 @@ func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) b
 	fams := families(cfg)
 	for _, p := range res.Peers {
 		s := bgp.Session{
-			Name: p.Name, PeerAddress: p.Address, PeerPort: p.Port, MyASN: p.MyASN, PeerASN: p.PeerASN,
+			Name: p.Name, PeerAddress: p.Address, Interface: p.Interface, PeerPort: p.Port, MyASN: p.MyASN, PeerASN: p.PeerASN,
 			SourceAddress: p.SourceAddress, RouterID: p.RouterID,
 			HoldTime: p.HoldTime, KeepaliveTime: p.KeepaliveTime, ConnectTime: p.ConnectTime,
 			EBGPMultiHop: p.EBGPMultiHop, Password: p.Password, GracefulRestart: p.GracefulRestart,

@@ -58,9 +58,10 @@ func buildStatus(pod string, l2 []l2Entry, sessions []bgp.SessionState, routes [
 			st.Truncated = true
 			break
 		}
-		bs := v1beta1.BGPSessionStatus{Peer: s.Name, State: s.State, PeerASN: int64(s.PeerASN), Message: sessionMessage(s)}
+		bs := v1beta1.BGPSessionStatus{Peer: s.Name, Interface: s.Interface, State: s.State, PeerASN: int64(s.PeerASN), Message: sessionMessage(s)}
 		if s.Peer.IsValid() {
-			bs.PeerAddress = s.Peer.String()
+			// An unnumbered session's interface is in its own field.
+			bs.PeerAddress = s.Peer.WithZone("").String()
 		}
 		if !s.Since.IsZero() {
 			t := second(s.Since)
