@@ -28,6 +28,10 @@ func validCommunity(v string) bool {
 	return n == 2 && a <= 65535 && d <= 65535
 }
 
+// interfaceName matches a name Herald's schema accepts in spec.interface
+// ("." and ".." aside, which no interface is named).
+var interfaceName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,15}$`)
+
 // bfd converts a BFDProfile: the three timers carry over; echo, passive
 // mode and the multihop TTL do not exist in Herald's single-hop BFD.
 func (c *converter) bfd(b mlbBFD) *v1beta1.BFDProfile {
@@ -126,7 +130,7 @@ func (c *converter) bgpAdv(a mlbBGPAdv) *v1beta1.BGPAdvertisement {
 }
 
 // peer converts a BGPPeer. Some MetalLB sessions cannot be expressed at
-// all (BGP unnumbered, a local-as): the
+// all (a local-as): the
 // peer is left out rather than opened differently.
 func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	who := c.who(KindBGPPeer, p.object)
@@ -137,7 +141,7 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	}
 	out := &v1beta1.BGPPeer{TypeMeta: typeMeta("BGPPeer"), ObjectMeta: c.meta(KindBGPPeer, p.object)}
 	s := &out.Spec
-	s.MyASN, s.PeerASN, s.PeerAddress = int64(sp.MyASN), int64(sp.PeerASN), sp.PeerAddress
+	s.MyASN, s.PeerASN, s.PeerAddress, s.Interface = int64(sp.MyASN), int64(sp.PeerASN), sp.PeerAddress, sp.Interface
 	if sp.DynamicASN != "" {
 		s.PeerASN, s.DynamicASN = 0, sp.DynamicASN
 	}
@@ -145,7 +149,9 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 		s.PeerPort = int32(sp.PeerPort)
 	}
 	peerIP, _ := netip.ParseAddr(sp.PeerAddress)
-	if src, err := netip.ParseAddr(sp.SourceAddress); sp.SourceAddress != "" && (err != nil || src.Is4() != peerIP.Is4()) {
+	if sp.Interface != "" && sp.SourceAddress != "" {
+		c.rep.add(Dropped, who, "spec.sourceAddress", "an unnumbered session (spec.interface) runs from the interface's IPv6 link-local address")
+	} else if src, err := netip.ParseAddr(sp.SourceAddress); sp.SourceAddress != "" && (err != nil || src.Is4() != peerIP.Is4()) {
 		c.rep.add(Dropped, who, "spec.sourceAddress", "%q is not an address of the peer's family", sp.SourceAddress)
 	} else {
 		s.SourceAddress = sp.SourceAddress
@@ -169,9 +175,12 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 		s.BFDProfile = c.refName(KindBFDProfile, p.object, "spec.bfdProfile", sp.BFDProfile)
 	}
 	s.GracefulRestart = sp.EnableGracefulRestart
-	if sp.EBGPMultiHop && (s.MyASN == s.PeerASN || s.DynamicASN == "internal") {
+	switch {
+	case sp.EBGPMultiHop && sp.Interface != "":
+		c.rep.add(Dropped, who, "spec.ebgpMultiHop", "an unnumbered session (spec.interface) is one hop, which Herald's schema requires")
+	case sp.EBGPMultiHop && (s.MyASN == s.PeerASN || s.DynamicASN == "internal"):
 		c.rep.add(Dropped, who, "spec.ebgpMultiHop", "meaningless on an iBGP session (myASN = peerASN, or dynamicASN internal), which Herald's schema refuses")
-	} else {
+	default:
 		s.EBGPMultiHop = sp.EBGPMultiHop
 	}
 	if sp.DisableMP {
@@ -191,8 +200,12 @@ func unconvertiblePeer(p mlbPeer) string {
 	switch {
 	case sp.VRF != "" && !linuxIfName(sp.VRF):
 		return fmt.Sprintf("spec.vrf %q is not a Linux interface name (up to 15 letters, digits, '_', '.' or '-')", sp.VRF)
-	case sp.Interface != "":
-		return fmt.Sprintf("spec.interface %q (BGP unnumbered): Herald needs a peerAddress", sp.Interface)
+	case sp.Interface != "" && sp.PeerAddress != "":
+		return fmt.Sprintf("spec.interface %q and spec.peerAddress %q are both set: MetalLB refuses that too", sp.Interface, sp.PeerAddress)
+	case sp.Interface != "" && !interfaceName.MatchString(sp.Interface):
+		return fmt.Sprintf("spec.interface %q is not a Linux interface name (1 to 15 letters, digits, '_', '.' or '-')", sp.Interface)
+	case sp.Interface != "" && sp.VRF != "":
+		return fmt.Sprintf("spec.interface %q with spec.vrf %q: Herald's unnumbered sessions run in the default VRF", sp.Interface, sp.VRF)
 	case sp.DynamicASN != "" && sp.DynamicASN != "internal" && sp.DynamicASN != "external":
 		return fmt.Sprintf("spec.dynamicASN %q is neither internal nor external", sp.DynamicASN)
 	case sp.DynamicASN != "" && sp.PeerASN != 0:
@@ -204,7 +217,7 @@ func unconvertiblePeer(p mlbPeer) string {
 	case sp.DynamicASN == "" && (sp.PeerASN == 0 || sp.PeerASN == 1<<32-1):
 		return fmt.Sprintf("spec.peerASN %d is outside Herald's range 1-4294967294", sp.PeerASN)
 	}
-	if _, err := netip.ParseAddr(sp.PeerAddress); err != nil || sp.PeerAddress == "" {
+	if _, err := netip.ParseAddr(sp.PeerAddress); sp.Interface == "" && (err != nil || sp.PeerAddress == "") {
 		return fmt.Sprintf("spec.peerAddress %q is not an IP address", sp.PeerAddress)
 	}
 	return ""

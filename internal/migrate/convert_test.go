@@ -57,12 +57,18 @@ func convertCases() []convertCase {
 			"changed L2Advertisement " + ns + "dual spec.interfaces",
 		}},
 		{name: "unsupported", lossy: true, want: []string{
-			"dropped BGPPeer " + ns + "unnumbered",
 			"dropped BGPPeer " + ns + "local-as",
 			"dropped IPAddressPool " + ns + "future spec.someFutureField",
 			"dropped FRRConfiguration " + ns + "receive-all",
 			"dropped ConfigMap " + ns + "bgpextras",
 			"note ServiceL2Status " + ns + "l2-abcde",
+		}},
+		{name: "bgp-unnumbered", lossy: true, want: []string{
+			"dropped BGPPeer " + ns + "leaf-multihop spec.ebgpMultiHop",
+			"dropped BGPPeer " + ns + "leaf-source spec.sourceAddress",
+			"dropped BGPPeer " + ns + "both",
+			"dropped BGPPeer " + ns + "bad-name",
+			"dropped BGPPeer " + ns + "in-vrf",
 		}},
 		{name: "bgp-dynamic-asn", lossy: true, want: []string{
 			"changed BGPPeer " + ns + "dynamic-internal spec.connectTime",
