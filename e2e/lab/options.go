@@ -100,6 +100,10 @@ type BGPOptions struct {
 	ListenRangeBFD bool
 	// HoldTime and Keepalive in seconds (default 9 and 3).
 	HoldTime, Keepalive int
+	// Unnumbered makes the router (FRR only) peer on its end of every
+	// node's unnumbered link (AddUnnumberedLinks), "neighbor IF interface",
+	// beside the listen ranges, sending Router Advertisements there.
+	Unnumbered bool
 }
 
 // StaticNeighbor is a router-side neighbor for one node.
@@ -190,6 +194,14 @@ func (o Options) RouterConfig() (routerconf.Config, error) {
 	}
 	if c.HoldTime == 0 && c.Keepalive == 0 {
 		c.HoldTime, c.Keepalive = 9, 3
+	}
+	if b.Unnumbered {
+		if o.Router != FRR {
+			return c, fmt.Errorf("unnumbered peering: the lab renders it for FRR only, not %s", o.Router)
+		}
+		for i := 1; i <= o.Nodes; i++ {
+			c.Interfaces = append(c.Interfaces, UnnumberedRouterIf(NodeName(i)))
+		}
 	}
 	for _, s := range b.StaticNeighbors {
 		i, err := nodeIndex(s.Node, o.Nodes)

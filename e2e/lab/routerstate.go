@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -106,8 +107,11 @@ func (l *Lab) RouterFIB(ctx context.Context, prefix netip.Prefix) ([]NextHop, er
 	if err != nil {
 		return nil, err
 	}
+	// IPv6 next hops of IPv4 routes (RFC 8950, unnumbered links) are
+	// "via": {"family": "inet6", "host": ...} rather than "gateway".
 	type hop struct {
 		Gateway, Dev string
+		Via          struct{ Host string }
 		Weight       int `json:"weight"`
 	}
 	var routes []struct {
@@ -125,11 +129,12 @@ func (l *Lab) RouterFIB(ctx context.Context, prefix netip.Prefix) ([]NextHop, er
 			all = []hop{rt.hop}
 		}
 		for _, h := range all {
-			a, err := netip.ParseAddr(h.Gateway)
+			a, err := netip.ParseAddr(cmp.Or(h.Gateway, h.Via.Host))
 			if err != nil {
 				continue
 			}
-			hops = append(hops, NextHop{Addr: a, Dev: h.Dev, Node: l.nodeOfAddr(a), Protocol: rt.Protocol, Weight: max(h.Weight, 1)})
+			node := cmp.Or(l.nodeOfAddr(a), l.nodeOfUnnumberedIf(h.Dev))
+			hops = append(hops, NextHop{Addr: a, Dev: h.Dev, Node: node, Protocol: rt.Protocol, Weight: max(h.Weight, 1)})
 		}
 	}
 	// the kernel's order of ECMP next hops is not stable

@@ -30,7 +30,11 @@ type Config struct {
 	// (GoBGP v4.8.0 flaps against that; see docs/gobgp.md, BFD).
 	ListenRangeBFD bool
 	Neighbors      []Neighbor
-	BFD            BFD
+	// Interfaces are unnumbered neighbors (FRR only): one peer on each
+	// interface, over IPv6 link-local addresses, whatever its AS (FRR's
+	// "remote-as external" or "internal" by PeerASN).
+	Interfaces []string
+	BFD        BFD
 	HoldTime       int // seconds
 	Keepalive      int // seconds
 	MaxPaths       int
@@ -71,6 +75,11 @@ func (c Config) Validate() error {
 	}
 	if c.BFD.TransmitMS <= 0 || c.BFD.ReceiveMS <= 0 || c.BFD.Multiplier <= 0 {
 		return fmt.Errorf("BFD %+v: intervals and multiplier must be positive", c.BFD)
+	}
+	for _, i := range c.Interfaces {
+		if i == "" || len(i) > 15 || strings.ContainsAny(i, " \t\r\n\"'\\;{}#!/%") {
+			return fmt.Errorf("interface neighbor %q: not an interface name", i)
+		}
 	}
 	seen := map[netip.Addr]bool{}
 	for _, n := range c.Neighbors {

@@ -28,6 +28,15 @@ func RenderFRR(c Config) (string, error) {
 	w(" exit")
 	w("exit")
 	w("!")
+	for _, i := range c.Interfaces {
+		// bgpd turns RAs on for an interface neighbor by itself (every
+		// 10 s); every 3 s here, so a node learns the router quickly
+		w("interface %s", i)
+		w(" ipv6 nd ra-interval 3")
+		w(" no ipv6 nd suppress-ra")
+		w("exit")
+		w("!")
+	}
 	w("router bgp %d", c.ASN)
 	w(" bgp router-id %s", c.RouterID)
 	w(" no bgp ebgp-requires-policy")
@@ -42,6 +51,9 @@ func RenderFRR(c Config) (string, error) {
 	for _, n := range c.sortedNeighbors() {
 		frrNeighbor(w, c, n)
 	}
+	for _, i := range c.Interfaces {
+		frrInterfaceNeighbor(w, c, i)
+	}
 	for _, af := range []string{"ipv4", "ipv6"} {
 		w(" address-family %s unicast", af)
 		for _, g := range groups {
@@ -49,6 +61,9 @@ func RenderFRR(c Config) (string, error) {
 		}
 		for _, n := range c.sortedNeighbors() {
 			w("  neighbor %s activate", n.Address)
+		}
+		for _, i := range c.Interfaces {
+			w("  neighbor %s activate", i)
 		}
 		w("  maximum-paths %d", c.MaxPaths)
 		w("  maximum-paths ibgp %d", c.MaxPaths)
@@ -110,4 +125,17 @@ func frrNeighbor(w func(string, ...any), c Config, n Neighbor) {
 	if n.Password != "" {
 		w(" neighbor %s password %s", a, n.Password)
 	}
+}
+
+// frrInterfaceNeighbor peers unnumbered on interface i: FRR finds the
+// node's link-local address from its Router Advertisements or its
+// connection, and negotiates the extended next hop capability.
+func frrInterfaceNeighbor(w func(string, ...any), c Config, i string) {
+	class := "external"
+	if c.ASN == c.PeerASN {
+		class = "internal"
+	}
+	w(" neighbor %s interface remote-as %s", i, class)
+	w(" neighbor %s timers %d %d", i, c.Keepalive, c.HoldTime)
+	w(" neighbor %s timers connect 1", i)
 }

@@ -35,11 +35,18 @@ type frrRoute struct {
 		Nexthops []struct {
 			IP string `json:"ip"`
 		} `json:"nexthops"`
-		Peer struct {
-			PeerID string `json:"peerId"`
-		} `json:"peer"`
+		Peer frrPathPeer `json:"peer"`
 	} `json:"paths"`
 }
+
+// frrPathPeer is the neighbor a path came from; an unnumbered one has
+// its interface.
+type frrPathPeer struct {
+	PeerID    string `json:"peerId"`
+	Interface string `json:"interface"`
+}
+
+func (p frrPathPeer) unnumbered() bool { return p.Interface != "" }
 
 // ParseFRRRoute parses `show bgp ipv4|ipv6 unicast PREFIX json`. An empty
 // object (no such route) gives an entry without paths.
@@ -83,10 +90,10 @@ func ParseFRRRoute(data []byte) (RIBEntry, error) {
 		}
 		if fp.Peer.PeerID != "" {
 			a, err := parseAddr(fp.Peer.PeerID)
-			if err != nil {
+			if err != nil && !fp.Peer.unnumbered() {
 				return e, fmt.Errorf("FRR peer: %w", err)
 			}
-			p.Peer = a
+			p.Peer = a // zero for an unnumbered peer FRR names by its interface
 		}
 		e.Paths = append(e.Paths, p)
 	}

@@ -31,6 +31,12 @@ func withStatic() Config {
 	return c
 }
 
+func withInterfaces() Config {
+	c := labConfig()
+	c.Interfaces = []string{"p2p-node1", "p2p-node2"}
+	return c
+}
+
 func TestRenderGolden(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -39,6 +45,7 @@ func TestRenderGolden(t *testing.T) {
 	}{
 		{"frr-ranges.conf", RenderFRR, labConfig()},
 		{"frr-static.conf", RenderFRR, withStatic()},
+		{"frr-unnumbered.conf", RenderFRR, withInterfaces()},
 		{"bird-ranges.conf", RenderBIRD, labConfig()},
 		{"bird-static.conf", RenderBIRD, withStatic()},
 	}
@@ -67,11 +74,13 @@ func TestRenderGolden(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	bad := map[string]func(*Config){
-		"no router ID":       func(c *Config) { c.RouterID = netip.Addr{} },
-		"IPv6 router ID":     func(c *Config) { c.RouterID = netip.MustParseAddr("2001:db8::1") },
-		"no ASN":             func(c *Config) { c.ASN = 0 },
-		"keepalive too long": func(c *Config) { c.Keepalive = 4 },
-		"no BFD multiplier":  func(c *Config) { c.BFD.Multiplier = 0 },
+		"interface with a space": func(c *Config) { c.Interfaces = []string{"p2p node1"} },
+		"interface too long":     func(c *Config) { c.Interfaces = []string{"averyveryverylongname"} },
+		"no router ID":           func(c *Config) { c.RouterID = netip.Addr{} },
+		"IPv6 router ID":         func(c *Config) { c.RouterID = netip.MustParseAddr("2001:db8::1") },
+		"no ASN":                 func(c *Config) { c.ASN = 0 },
+		"keepalive too long":     func(c *Config) { c.Keepalive = 4 },
+		"no BFD multiplier":      func(c *Config) { c.BFD.Multiplier = 0 },
 		"password with space": func(c *Config) {
 			c.Neighbors = []Neighbor{{Address: netip.MustParseAddr("198.51.100.12"), Password: "a b"}}
 		},

@@ -1,0 +1,183 @@
+package bgp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	"github.com/herald-lb/herald/api/v1beta1"
+	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
+)
+
+// peerUnnumbered is the base BGPPeer made unnumbered: the nodes peer on
+// their point-to-point link to the router, whatever the router's
+// external AS.
+var peerUnnumbered = fmt.Sprintf(`
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: router}
+spec:
+  myASN: %d
+  dynamicASN: external
+  interface: %s
+  holdTime: 9s
+  keepaliveTime: 3s
+  connectTime: 2s
+`, lab.NodeASN, lab.UnnumberedNodeIf)
+
+// peerNoInterface names an interface no node has.
+const peerNoInterface = `
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: nowhere}
+spec:
+  myASN: 64513
+  dynamicASN: external
+  interface: nosuch0
+`
+
+// TestUnnumbered: every node has a point-to-point link to the router
+// with IPv6 link-local addresses only, and FRR peers on its end of each
+// ("neighbor IF interface remote-as external"). The BGPPeer names the
+// nodes' interface instead of an address: the sessions come up over the
+// link-local addresses, each node's SpeakerStatus names the interface and
+// the router's link-local address, the router's FIB holds the IPv4 VIP
+// via the link-local (IPv6) next hop of every node (RFC 8950) and HTTP
+// from the external client reaches a pod. A BGPPeer naming an interface
+// no node has says so in the SpeakerStatus, the other sessions
+// unaffected. A paused node's next hop goes when the router's hold timer
+// ends, and comes back when it resumes.
+func TestUnnumbered(t *testing.T) {
+	l, h := suite.Herald(t)
+	ctx := context.Background()
+	if err := l.AddUnnumberedLinks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.RemoveUnnumberedLinks(context.Background()); err != nil {
+			t.Errorf("removing the unnumbered links: %v", err)
+		}
+	})
+	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{Unnumbered: true})
+	start := time.Now()
+	apply(t, h, peerUnnumbered+"---"+peerNoInterface, "bgppeer/nowhere")
+	all := allNodes(l)
+	waitUnnumbered(t, l, all)
+	t.Logf("unnumbered: every session up %s after the BGPPeer changed", time.Since(start).Round(time.Millisecond))
+	waitSessions(t, l, 60*time.Second) // the numbered sessions are gone
+
+	hc := heraldClient(t, l)
+	for _, n := range all {
+		st := waitSessionStatus(t, hc, n, peerV4, func(s string) bool { return s == "Established" })
+		if st.Interface != lab.UnnumberedNodeIf || !strings.HasPrefix(st.PeerAddress, "fe80:") {
+			t.Errorf("%s: SpeakerStatus session %+v, want interface %s and the router's link-local address", n, st, lab.UnnumberedNodeIf)
+		}
+		gone := waitSessionStatus(t, hc, n, "nowhere", func(s string) bool { return s == "NotConfigured" })
+		if gone.Interface != "nosuch0" || !strings.Contains(gone.Message, "no such interface on this node") {
+			t.Errorf("%s: SpeakerStatus of a peer on a missing interface: %+v", n, gone)
+		}
+	}
+
+	_, ips := suite.Service(t, "unnumbered", poolMain, nil, all...)
+	prefix := host(ips[0])
+	r := waitFIB(t, l, prefix, all...)
+	for _, nh := range r.FIB {
+		if !nh.Addr.Is6() || !nh.Addr.IsLinkLocalUnicast() || nh.Dev != lab.UnnumberedRouterIf(nh.Node) {
+			t.Errorf("next hop %+v: want a node's link-local address on its unnumbered link", nh)
+		}
+	}
+	fib, _ := l.Exec(ctx, lab.Router, "ip", "route", "show", prefix.String())
+	t.Logf("router FIB:\n%s", fib)
+	var answer lab.PodAnswer
+	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
+		var err error
+		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
+		return err == nil
+	})
+	t.Logf("http://%s answered by %s on %s", ips[0], answer.Pod, answer.Node)
+
+	nodeLoss(t, l, prefix, "node3")
+	waitFIB(t, l, prefix, all...)
+}
+
+// nodeLoss pauses node and waits until the router's FIB has lost its next
+// hop of prefix and kept the others'; then resumes it.
+func nodeLoss(t *testing.T, l *lab.Lab, prefix netip.Prefix, node string) {
+	t.Helper()
+	others := slices.DeleteFunc(allNodes(l), func(n string) bool { return n == node })
+	start := time.Now()
+	resume, n, err := l.PauseNode(node)
+	if resume != nil {
+		t.Cleanup(func() { _ = resume() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	labkit.EventuallyWhy(t, 30*time.Second, node+"'s next hop withdrawn", func() (bool, string) {
+		via := fibVia(t, l, prefix)
+		return slices.Equal(via, others), fmt.Sprintf("FIB via %v", via)
+	})
+	t.Logf("%s paused (%d processes): its next hop gone from FRR's FIB after %v (hold time 9 s)",
+		node, n, time.Since(start).Round(time.Millisecond))
+	if err := resume(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitUnnumbered waits until the router's unnumbered session with every
+// node is established.
+func waitUnnumbered(t *testing.T, l *lab.Lab, nodes []string) {
+	t.Helper()
+	labkit.EventuallyWhy(t, 90*time.Second, "the router's unnumbered sessions", func() (bool, string) {
+		states := unnumberedStates(t, l)
+		for _, n := range nodes {
+			if states[lab.UnnumberedRouterIf(n)] != "Established" {
+				return false, fmt.Sprintf("sessions %v", states)
+			}
+		}
+		return true, ""
+	})
+}
+
+// unnumberedStates maps the router's interface neighbors to their state.
+func unnumberedStates(t *testing.T, l *lab.Lab) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := l.RouterCLI(ctx, "show bgp neighbors json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]struct {
+		BGPState string `json:"bgpState"`
+	}
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatalf("FRR neighbors: %v", err)
+	}
+	states := map[string]string{}
+	for k, v := range m {
+		if strings.HasPrefix(k, "p2p-") {
+			states[k] = v.BGPState
+		}
+	}
+	return states
+}
+
+// waitSessionStatus waits until node's SpeakerStatus has peer in a state
+// ok accepts, and returns the entry.
+func waitSessionStatus(t *testing.T, hc versioned.Interface, node, peer string, ok func(string) bool) v1beta1.BGPSessionStatus {
+	t.Helper()
+	var st v1beta1.BGPSessionStatus
+	labkit.EventuallyWhy(t, 60*time.Second, node+"'s SpeakerStatus of "+peer, func() (bool, string) {
+		st = sessionStatus(hc, node, peer)
+		return ok(st.State), fmt.Sprintf("%+v", st)
+	})
+	return st
+}
