@@ -66,6 +66,11 @@ func TestUnnumbered(t *testing.T) {
 		}
 	})
 	reconfigureRouter(t, l, lab.FRR, lab.BGPOptions{Unnumbered: true})
+	t.Cleanup(func() {
+		if t.Failed() {
+			logUnnumbered(t, l)
+		}
+	})
 	start := time.Now()
 	apply(t, h, peerUnnumbered+"---"+peerNoInterface, "bgppeer/nowhere")
 	all := allNodes(l)
@@ -180,4 +185,26 @@ func waitSessionStatus(t *testing.T, hc versioned.Interface, node, peer string, 
 		return ok(st.State), fmt.Sprintf("%+v", st)
 	})
 	return st
+}
+
+// logUnnumbered logs what the router and node1 know of the unnumbered
+// link of node1.
+func logUnnumbered(t *testing.T, l *lab.Lab) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := l.RouterCLI(ctx, "show bgp neighbors "+lab.UnnumberedRouterIf("node1"))
+	t.Logf("router: show bgp neighbors %s (%v):\n%s", lab.UnnumberedRouterIf("node1"), err, out)
+	for _, c := range []struct {
+		host string
+		argv []string
+	}{
+		{lab.Router, []string{"ip", "-6", "neigh", "show", "dev", lab.UnnumberedRouterIf("node1")}},
+		{lab.Router, []string{"ip", "-6", "addr", "show", "dev", lab.UnnumberedRouterIf("node1")}},
+		{"node1", []string{"ip", "-6", "neigh", "show", "dev", lab.UnnumberedNodeIf}},
+		{"node1", []string{"ip", "-6", "addr", "show", "dev", lab.UnnumberedNodeIf}},
+		{"node1", []string{"ss", "-tn", "dport = :179 or sport = :179"}},
+	} {
+		out, err := l.Exec(ctx, c.host, c.argv...)
+		t.Logf("%s: %s (%v):\n%s", c.host, strings.Join(c.argv, " "), err, out)
+	}
 }

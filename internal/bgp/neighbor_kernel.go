@@ -14,8 +14,12 @@ import (
 )
 
 // solicitEvery bounds how often the kernel finder sends a Router
-// Solicitation on an interface with no neighbour (RFC 4861's interval).
-const solicitEvery = 4 * time.Second
+// Solicitation on an interface with no neighbour (RFC 4861's interval);
+// advertiseEvery is how often it sends a Router Advertisement.
+const (
+	solicitEvery   = 4 * time.Second
+	advertiseEvery = 10 * time.Second
+)
 
 // kernelNeighborFinder finds an interface's IPv6 link-local neighbour in
 // the kernel's neighbour table. The node learns the router there from
@@ -23,22 +27,37 @@ const solicitEvery = 4 * time.Second
 // it does not accept them for routes); while there is none, it sends a
 // Router Solicitation so that the router answers now rather than at its
 // next periodic advertisement.
+//
+// The router learns the node the same way: FRR accepts an unnumbered
+// session only from a neighbour it has heard a Router Advertisement from
+// (as from FRR on the other end of a fabric link). So every
+// advertiseEvery the finder also sends one on each interface it is
+// asked about, with a router lifetime of 0: the node offers no route,
+// and no host takes it for a default router.
 func kernelNeighborFinder(log *slog.Logger) func(string) (netip.Addr, error) {
 	var mu sync.Mutex
-	lastSolicit := map[string]time.Time{}
+	last := map[string]time.Time{} // "rs "/"ra " + interface
+	due := func(key string, every time.Duration) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if time.Since(last[key]) < every {
+			return false
+		}
+		last[key] = time.Now()
+		return true
+	}
 	return func(iface string) (netip.Addr, error) {
 		a, err := kernelNeighbor(iface)
-		if !errors.Is(err, ErrNoNeighbor) {
+		if errors.Is(err, ErrNoInterface) {
 			return a, err
 		}
-		mu.Lock()
-		due := time.Since(lastSolicit[iface]) >= solicitEvery
-		if due {
-			lastSolicit[iface] = time.Now()
+		if due("ra "+iface, advertiseEvery) {
+			if serr := sendND(iface, advertisement, netip.IPv6LinkLocalAllNodes()); serr != nil {
+				log.Debug("router advertisement", "interface", iface, "err", serr)
+			}
 		}
-		mu.Unlock()
-		if due {
-			if serr := solicitRouter(iface); serr != nil {
+		if errors.Is(err, ErrNoNeighbor) && due("rs "+iface, solicitEvery) {
+			if serr := sendND(iface, solicitation, netip.IPv6LinkLocalAllRouters()); serr != nil {
 				log.Debug("router solicitation", "interface", iface, "err", serr)
 			}
 		}
@@ -83,8 +102,29 @@ func kernelNeighbor(iface string) (netip.Addr, error) {
 	return pickNeighbor(iface, ns, own)
 }
 
-// solicitRouter sends one Router Solicitation on iface to all routers.
-func solicitRouter(iface string) error {
+// advertisement is a Router Advertisement that offers no route (router
+// lifetime 0, no prefix), with the interface's link-layer address.
+func advertisement(src ndp.Option) ndp.Message {
+	ra := &ndp.RouterAdvertisement{}
+	if src != nil {
+		ra.Options = []ndp.Option{src}
+	}
+	return ra
+}
+
+// solicitation is a Router Solicitation with the interface's
+// link-layer address.
+func solicitation(src ndp.Option) ndp.Message {
+	rs := &ndp.RouterSolicitation{}
+	if src != nil {
+		rs.Options = []ndp.Option{src}
+	}
+	return rs
+}
+
+// sendND sends one NDP message built by msg on iface to dst, from the
+// interface's link-local address.
+func sendND(iface string, msg func(ndp.Option) ndp.Message, dst netip.Addr) error {
 	ifi, err := net.InterfaceByName(iface)
 	if err != nil {
 		return err
@@ -94,9 +134,9 @@ func solicitRouter(iface string) error {
 		return err
 	}
 	defer c.Close()
-	rs := &ndp.RouterSolicitation{}
+	var src ndp.Option
 	if len(ifi.HardwareAddr) > 0 {
-		rs.Options = []ndp.Option{&ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}}
+		src = &ndp.LinkLayerAddress{Direction: ndp.Source, Addr: ifi.HardwareAddr}
 	}
-	return c.WriteTo(rs, nil, netip.IPv6LinkLocalAllRouters())
+	return c.WriteTo(msg(src), nil, dst)
 }
