@@ -71,74 +71,88 @@ func TestUnnumbered(t *testing.T) {
 			logUnnumbered(t, l)
 		}
 	})
+	hc := heraldClient(t, l)
 	start := time.Now()
 	apply(t, h, peerUnnumbered+"---"+peerNoInterface, "bgppeer/nowhere")
 	all := allNodes(l)
+	waitSessionStatus(t, hc, "node1", peerV4, func(st v1beta1.BGPSessionStatus) bool { return strings.HasPrefix(st.PeerAddress, "fe80:") })
+	t.Logf("unnumbered: node1 learnt the router's link-local address %s after the BGPPeer changed", time.Since(start).Round(time.Millisecond))
 	waitUnnumbered(t, l, all)
 	t.Logf("unnumbered: every session up %s after the BGPPeer changed", time.Since(start).Round(time.Millisecond))
 	waitSessions(t, l, 60*time.Second) // the numbered sessions are gone
 
-	hc := heraldClient(t, l)
 	for _, n := range all {
-		st := waitSessionStatus(t, hc, n, peerV4, func(s string) bool { return s == "Established" })
+		st := waitSessionStatus(t, hc, n, peerV4, func(st v1beta1.BGPSessionStatus) bool { return st.State == "Established" })
 		if st.Interface != lab.UnnumberedNodeIf || !strings.HasPrefix(st.PeerAddress, "fe80:") {
 			t.Errorf("%s: SpeakerStatus session %+v, want interface %s and the router's link-local address", n, st, lab.UnnumberedNodeIf)
 		}
-		gone := waitSessionStatus(t, hc, n, "nowhere", func(s string) bool { return s == "NotConfigured" })
+		gone := waitSessionStatus(t, hc, n, "nowhere", func(st v1beta1.BGPSessionStatus) bool { return st.State == "NotConfigured" })
 		if gone.Interface != "nosuch0" || !strings.Contains(gone.Message, "no such interface on this node") {
 			t.Errorf("%s: SpeakerStatus of a peer on a missing interface: %+v", n, gone)
 		}
 	}
 
-	_, ips := suite.Service(t, "unnumbered", poolMain, nil, all...)
-	prefix := host(ips[0])
-	r := waitFIB(t, l, prefix, all...)
-	for _, nh := range r.FIB {
-		if !nh.Addr.Is6() || !nh.Addr.IsLinkLocalUnicast() || nh.Dev != lab.UnnumberedRouterIf(nh.Node) {
-			t.Errorf("next hop %+v: want a node's link-local address on its unnumbered link", nh)
+	// IPv4 with IPv6 next hops (RFC 8950), IPv6 natively, both via the
+	// nodes' link-local addresses on their unnumbered links
+	_, ips := suite.Service(t, "unnumbered", poolMain, dualStack, all...)
+	for _, ip := range ips {
+		prefix := host(ip)
+		r := waitFIB(t, l, prefix, all...)
+		for _, nh := range r.FIB {
+			if !nh.Addr.Is6() || !nh.Addr.IsLinkLocalUnicast() || nh.Dev != lab.UnnumberedRouterIf(nh.Node) {
+				t.Errorf("%s: next hop %+v: want a node's link-local address on its unnumbered link", prefix, nh)
+			}
 		}
+		fam := "-4"
+		if ip.Is6() {
+			fam = "-6"
+		}
+		fib, _ := l.Exec(ctx, lab.Router, "ip", fam, "route", "show", prefix.String())
+		t.Logf("router FIB:\n%s", fib)
+		var answer lab.PodAnswer
+		labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ip.String(), func() bool {
+			var err error
+			answer, err = l.HTTPGet(ctx, lab.External, ip, 80)
+			return err == nil
+		})
+		t.Logf("http://%s answered by %s on %s", ip, answer.Pod, answer.Node)
 	}
-	fib, _ := l.Exec(ctx, lab.Router, "ip", "route", "show", prefix.String())
-	t.Logf("router FIB:\n%s", fib)
-	var answer lab.PodAnswer
-	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
-		var err error
-		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
-		return err == nil
-	})
-	t.Logf("http://%s answered by %s on %s", ips[0], answer.Pod, answer.Node)
 
-	nodeLoss(t, l, prefix, "node3")
+	prefix := host(ips[0])
+	d := nodeLoss(t, l, prefix, "node3")
+	t.Logf("node3 paused: its next hop gone from FRR's FIB after %v (hold time 9 s)", d.Round(time.Millisecond))
 	waitFIB(t, l, prefix, all...)
 }
 
-// nodeLoss pauses node and waits until the router's FIB has lost its next
-// hop of prefix and kept the others'; then resumes it.
-func nodeLoss(t *testing.T, l *lab.Lab, prefix netip.Prefix, node string) {
+// nodeLoss pauses node, returns how long the router's FIB kept its next
+// hop of prefix (checking that it kept the others'), and resumes it.
+func nodeLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) time.Duration {
 	t.Helper()
 	others := slices.DeleteFunc(allNodes(l), func(n string) bool { return n == node })
+	defer l.AtLabWeight()()
 	start := time.Now()
-	resume, n, err := l.PauseNode(node)
+	resume, _, err := l.PauseNode(node)
 	if resume != nil {
 		t.Cleanup(func() { _ = resume() })
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	var d time.Duration
 	labkit.EventuallyWhy(t, 30*time.Second, node+"'s next hop withdrawn", func() (bool, string) {
 		via := fibVia(t, l, prefix)
+		d = time.Since(start)
 		return slices.Equal(via, others), fmt.Sprintf("FIB via %v", via)
 	})
-	t.Logf("%s paused (%d processes): its next hop gone from FRR's FIB after %v (hold time 9 s)",
-		node, n, time.Since(start).Round(time.Millisecond))
 	if err := resume(); err != nil {
 		t.Fatal(err)
 	}
+	return d
 }
 
 // waitUnnumbered waits until the router's unnumbered session with every
 // node is established.
-func waitUnnumbered(t *testing.T, l *lab.Lab, nodes []string) {
+func waitUnnumbered(t testing.TB, l *lab.Lab, nodes []string) {
 	t.Helper()
 	labkit.EventuallyWhy(t, 90*time.Second, "the router's unnumbered sessions", func() (bool, string) {
 		states := unnumberedStates(t, l)
@@ -152,7 +166,7 @@ func waitUnnumbered(t *testing.T, l *lab.Lab, nodes []string) {
 }
 
 // unnumberedStates maps the router's interface neighbors to their state.
-func unnumberedStates(t *testing.T, l *lab.Lab) map[string]string {
+func unnumberedStates(t testing.TB, l *lab.Lab) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -175,14 +189,14 @@ func unnumberedStates(t *testing.T, l *lab.Lab) map[string]string {
 	return states
 }
 
-// waitSessionStatus waits until node's SpeakerStatus has peer in a state
-// ok accepts, and returns the entry.
-func waitSessionStatus(t *testing.T, hc versioned.Interface, node, peer string, ok func(string) bool) v1beta1.BGPSessionStatus {
+// waitSessionStatus waits until node's SpeakerStatus has an entry for
+// peer that ok accepts, and returns it.
+func waitSessionStatus(t *testing.T, hc versioned.Interface, node, peer string, ok func(v1beta1.BGPSessionStatus) bool) v1beta1.BGPSessionStatus {
 	t.Helper()
 	var st v1beta1.BGPSessionStatus
 	labkit.EventuallyWhy(t, 60*time.Second, node+"'s SpeakerStatus of "+peer, func() (bool, string) {
 		st = sessionStatus(hc, node, peer)
-		return ok(st.State), fmt.Sprintf("%+v", st)
+		return ok(st), fmt.Sprintf("%+v", st)
 	})
 	return st
 }

@@ -15,10 +15,11 @@ import (
 
 // solicitEvery bounds how often the kernel finder sends a Router
 // Solicitation on an interface with no neighbour (RFC 4861's interval);
-// advertiseEvery is how often it sends a Router Advertisement.
+// advertiseEvery is how often it sends a Router Advertisement (RFC
+// 4861's floor, as FRR's own interval on a fabric link may be).
 const (
 	solicitEvery   = 4 * time.Second
-	advertiseEvery = 10 * time.Second
+	advertiseEvery = 3 * time.Second
 )
 
 // kernelNeighborFinder finds an interface's IPv6 link-local neighbour in
