@@ -37,6 +37,8 @@ type Speaker struct {
 	last       lastApply                   // what the last Apply was given besides paths
 	pathsOnly  bool                        // ApplyPaths may build on the state above
 	want       wanted                      // the whole desired state, ApplyPaths' changes included
+	neighbors  string                      // what resolveInterfaces found at the last apply
+	watchStop  chan struct{}               // closes the neighbour watch; nil when none runs
 	closed     bool
 	// weightsHeld are the prefixes whose changed link-bandwidth weights
 	// wait (weightHold), with when the change began; weightTimer sends
@@ -44,9 +46,7 @@ type Speaker struct {
 	weightsHeld map[netip.Prefix]time.Time
 	weightTimer *time.Timer
 	clock       func() time.Time
-	neighbors   string        // what resolveInterfaces found at the last apply
-	watchStop   chan struct{} // closes the neighbour watch; nil when none runs
-	srvRef      sync.Mutex    // guards srvNow, read by Sessions and metrics
+	srvRef      sync.Mutex // guards srvNow, read by Sessions and metrics
 	srvNow      *gobgp
 }
 

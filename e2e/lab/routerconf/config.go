@@ -30,16 +30,17 @@ type Config struct {
 	// (GoBGP v4.8.0 flaps against that; see docs/gobgp.md, BFD).
 	ListenRangeBFD bool
 	Neighbors      []Neighbor
-	// Interfaces are unnumbered neighbors (FRR only): one peer on each
-	// interface, over IPv6 link-local addresses, whatever its AS (FRR's
-	// "remote-as external" or "internal" by PeerASN).
-	Interfaces []string
-	BFD        BFD
+	BFD            BFD
 	HoldTime       int // seconds
 	Keepalive      int // seconds
 	MaxPaths       int
 	// LogFile is where BIRD writes its log (FRR logs per daemon).
 	LogFile string
+
+	// Interfaces are unnumbered neighbors (FRR only): one peer on each
+	// interface, over IPv6 link-local addresses, whatever its AS (FRR's
+	// "remote-as external" or "internal" by PeerASN).
+	Interfaces []string
 }
 
 // Neighbor is a statically configured peer.
