@@ -154,8 +154,13 @@ func nodeLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) time.D
 // node is established.
 func waitUnnumbered(t testing.TB, l *lab.Lab, nodes []string) {
 	t.Helper()
+	start, last := time.Now(), ""
 	labkit.EventuallyWhy(t, 90*time.Second, "the router's unnumbered sessions", func() (bool, string) {
 		states := unnumberedStates(t, l)
+		if now := fmt.Sprint(states); now != last {
+			t.Logf("after %v: the router's unnumbered sessions %s", time.Since(start).Round(10*time.Millisecond), now)
+			last = now
+		}
 		for _, n := range nodes {
 			if states[lab.UnnumberedRouterIf(n)] != "Established" {
 				return false, fmt.Sprintf("sessions %v", states)
