@@ -154,10 +154,16 @@ func nodeLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) time.D
 // node is established.
 func waitUnnumbered(t testing.TB, l *lab.Lab, nodes []string) {
 	t.Helper()
+	hc := heraldClient(t, l)
 	start, last := time.Now(), ""
 	labkit.EventuallyWhy(t, 90*time.Second, "the router's unnumbered sessions", func() (bool, string) {
 		states := unnumberedStates(t, l)
-		if now := fmt.Sprint(states); now != last {
+		now := fmt.Sprint(states)
+		for _, n := range nodes {
+			st := sessionStatus(hc, n, peerV4)
+			now += fmt.Sprintf("; %s: %s %s %s", n, st.State, st.PeerAddress, st.Message)
+		}
+		if now != last {
 			t.Logf("after %v: the router's unnumbered sessions %s", time.Since(start).Round(10*time.Millisecond), now)
 			last = now
 		}
