@@ -116,6 +116,7 @@ func TestNormalizeUnnumbered(t *testing.T) {
 		"source address":         func(s *Session) { s.SourceAddress = llOwn.WithZone("eth1") },
 		"multihop":               func(s *Session) { s.EBGPMultiHop = true },
 		"passive":                func(s *Session) { s.Passive = true },
+		"VRF":                    func(s *Session) { s.VRF = "red" },
 	} {
 		s := Session{Name: "tor", Interface: "eth1", PeerAddress: llRouter.WithZone("eth1"), MyASN: 64512, DynamicASN: AnyExternal}
 		mod(&s)

@@ -179,6 +179,8 @@ func checkUnnumbered(s Session) error {
 		return fmt.Errorf("interface %s: ebgpMultiHop does not apply to an unnumbered session", s.Interface)
 	case s.Passive:
 		return fmt.Errorf("interface %s: passive does not apply to an unnumbered session", s.Interface)
+	case s.VRF != "":
+		return fmt.Errorf("interface %s: an unnumbered session runs in the default VRF, not in VRF %s", s.Interface, s.VRF)
 	}
 	return nil
 }

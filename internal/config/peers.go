@@ -181,6 +181,8 @@ func checkUnnumbered(s v1beta1.BGPPeerSpec) (string, string) {
 		return "spec.ebgpMultiHop", "spec.ebgpMultiHop does not apply with spec.interface"
 	case s.Passive:
 		return "spec.passive", "spec.passive does not apply with spec.interface"
+	case s.VRF != "":
+		return "spec.vrf", "spec.vrf is not supported with spec.interface: an unnumbered session runs in the default VRF"
 	}
 	return "", ""
 }

@@ -24,6 +24,7 @@ func TestPeerInterfaceUnnumbered(t *testing.T) {
 		peerObj("source", 0, unnumbered("eth3", func(s *v1beta1.BGPPeerSpec) { s.SourceAddress = "2001:db8::11" })),
 		peerObj("multihop", 0, unnumbered("eth4", func(s *v1beta1.BGPPeerSpec) { s.EBGPMultiHop = true })),
 		peerObj("passive", 0, unnumbered("eth5", func(s *v1beta1.BGPPeerSpec) { s.Passive = true })),
+		peerObj("in-vrf", 0, unnumbered("eth6", func(s *v1beta1.BGPPeerSpec) { s.VRF = "red" })),
 		peerObj("numbered", 0, func(s *v1beta1.BGPPeerSpec) { s.PeerAddress = "198.51.100.9" }),
 	}}
 	cfg, ps := Build(in)
@@ -37,7 +38,7 @@ func TestPeerInterfaceUnnumbered(t *testing.T) {
 	if p := peers["numbered"]; p == nil || p.Interface != "" || p.Address.String() != "198.51.100.9" {
 		t.Errorf("numbered: %+v", p)
 	}
-	for _, n := range []string{"tor-again", "both", "neither", "bad-name", "source", "multihop", "passive"} {
+	for _, n := range []string{"tor-again", "both", "neither", "bad-name", "source", "multihop", "passive", "in-vrf"} {
 		if _, ok := peers[n]; ok {
 			t.Errorf("%s: an invalid or duplicate peer must open no session", n)
 		}
@@ -49,6 +50,7 @@ func TestPeerInterfaceUnnumbered(t *testing.T) {
 	wantProblem(t, ps, "BGPPeer", "source", "spec.sourceAddress", ReasonInvalidField, "does not apply with spec.interface")
 	wantProblem(t, ps, "BGPPeer", "multihop", "spec.ebgpMultiHop", ReasonInvalidField, "does not apply with spec.interface")
 	wantProblem(t, ps, "BGPPeer", "passive", "spec.passive", ReasonInvalidField, "does not apply with spec.interface")
+	wantProblem(t, ps, "BGPPeer", "in-vrf", "spec.vrf", ReasonInvalidField, "not supported with spec.interface")
 }
 
 func TestValidInterfaceName(t *testing.T) {
