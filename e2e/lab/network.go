@@ -24,8 +24,9 @@ type Network struct {
 // Routers is the lab's BGP router, FRR or BIRD (test/labkit's FRR
 // and BIRD), as it runs now (router.go, routerstate.go).
 type Routers struct {
-	routerMu sync.Mutex
-	router   *routerRun
+	routerMu    sync.Mutex
+	router      *routerRun
+	nodeRouters []*nodeRouter // BGPOptions.NodeRouters
 }
 
 // Cluster is the lab's Kubernetes side as tests reach it: the control

@@ -104,6 +104,11 @@ type BGPOptions struct {
 	// node's unnumbered link (AddUnnumberedLinks), "neighbor IF interface",
 	// beside the listen ranges, sending Router Advertisements there.
 	Unnumbered bool
+	// NodeRouters runs a BIRD in every node's namespace (default none):
+	// it peers with the router from the node's address as AS NodeASN and
+	// with Herald over loopback (noderouter.go), so that Herald's routes
+	// reach the router through it.
+	NodeRouters bool
 }
 
 // StaticNeighbor is a router-side neighbor for one node.

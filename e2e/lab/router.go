@@ -50,13 +50,19 @@ func (l *Lab) startRouter(ctx context.Context) error {
 	if err := l.runRouter(ctx, l.opts.Router, cfg); err != nil {
 		return err
 	}
+	if l.opts.BGP.NodeRouters {
+		if err := l.startNodeRouters(ctx, l.opts.BGP); err != nil {
+			return err
+		}
+	}
 	l.addTiming(string(l.opts.Router)+" router listening", start)
 	return nil
 }
 
 // ReconfigureRouter stops the router and starts kind with bgp (the same
 // defaults as Options.BGP), e.g. to switch between FRR and BIRD or to add
-// static neighbors with BFD in one lab. Sessions restart.
+// static neighbors with BFD in one lab. Sessions restart. The node
+// routers stop too, and start again when bgp.NodeRouters is set.
 func (l *Lab) ReconfigureRouter(ctx context.Context, kind RouterKind, bgp BGPOptions) error {
 	o := l.opts
 	o.Router, o.BGP = kind, bgp
@@ -68,11 +74,19 @@ func (l *Lab) ReconfigureRouter(ctx context.Context, kind RouterKind, bgp BGPOpt
 	if err != nil {
 		return err
 	}
+	if err := l.stopNodeRouters(); err != nil {
+		return err
+	}
 	if err := l.stopRouter(); err != nil {
 		return err
 	}
 	if err := l.runRouter(ctx, kind, cfg); err != nil {
 		return err
+	}
+	if bgp.NodeRouters {
+		if err := l.startNodeRouters(ctx, o.BGP); err != nil {
+			return err
+		}
 	}
 	l.mu.Lock()
 	l.opts.Router, l.opts.BGP = kind, bgp
