@@ -41,6 +41,8 @@ func (r *nodeRouter) cli() labkit.BIRD { return labkit.BIRD{Dir: r.dir} }
 // loopback (multihop: BIRD refuses a direct session with a local address;
 // passive: Herald dials), out to the lab router with the node's address
 // as next hop (eBGP: BIRD's next hop self), nothing into the kernel.
+// BIRD waits 60 s by default before it restarts a protocol after an error
+// (a hold timer expired, a peer's Cease): `error wait time` shortens that.
 func renderNodeBIRD(n Node, o BGPOptions, logFile string) string {
 	asn, upstream := o.NodeASN, o.ASN
 	if asn == 0 {
@@ -65,6 +67,7 @@ func renderNodeBIRD(n Node, o BGPOptions, logFile string) string {
 	w("  multihop;")
 	w("  passive on;")
 	w("  hold time %d; keepalive time %d;", hold, keep)
+	w("  error wait time 1, 5;")
 	w("  ipv4 { import all; export none; };")
 	w("}")
 	w("protocol bgp upstream {")
@@ -72,6 +75,7 @@ func renderNodeBIRD(n Node, o BGPOptions, logFile string) string {
 	w("  neighbor %s as %d;", RouterIPv4, upstream)
 	w("  hold time %d; keepalive time %d;", hold, keep)
 	w("  connect retry time 1;")
+	w("  error wait time 1, 5;")
 	w("  ipv4 { import none; export where proto = \"herald\"; };")
 	w("}")
 	return b.String()
