@@ -63,7 +63,7 @@ spec:
 			t.Errorf("%s from %s: AS path %v, want %v (the node router's AS, then Herald's)", r.Prefix, p.Peer, p.ASPath, want)
 		}
 	}
-	t.Logf("FRR: %s via %v", r.Prefix, r.FIBNodes())
+	t.Logf("FRR: %s via %v, AS path %v", r.Prefix, r.FIBNodes(), r.Paths[0].ASPath)
 	var answer lab.PodAnswer
 	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
 		var err error
@@ -86,6 +86,7 @@ spec:
 		if out == "" {
 			t.Errorf("%s: nothing listens on port 179, want the node router", n)
 		}
+		t.Logf("%s: listening on 179: %s", n, strings.Join(lines, "; "))
 	}
 
 	lost := all[len(all)-1]
@@ -94,5 +95,7 @@ spec:
 	if err := l.SetLink(ctx, lost, true); err != nil {
 		t.Fatal(err)
 	}
+	back := time.Now()
 	waitFIB(t, l, host(ips[0]), all...)
+	t.Logf("%s's link up: its next hop back in FRR's FIB after %s", lost, time.Since(back).Round(time.Millisecond))
 }
