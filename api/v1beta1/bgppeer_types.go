@@ -18,6 +18,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:printcolumn:name="Port",type=integer,JSONPath=`.spec.peerPort`,priority=1
 // +kubebuilder:printcolumn:name="VRF",type=string,JSONPath=`.spec.vrf`,priority=1
 // +kubebuilder:printcolumn:name="BFD Profile",type=string,JSONPath=`.spec.bfdProfile`
+// +kubebuilder:printcolumn:name="Families",type=string,JSONPath=`.spec.addressFamilies`,priority=1
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 // +kubebuilder:printcolumn:name="Configured",type=string,JSONPath=`.status.conditions[?(@.type=="SessionsConfigured")].status`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -188,6 +189,18 @@ type BGPPeerSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]*$')",message="spec.vrf must be a Linux interface name: up to 15 letters, digits, '_', '.' or '-', not starting with '.' or '-'"
 	// +optional
 	VRF string `json:"vrf,omitempty"`
+	// AddressFamilies are the address families the session carries:
+	// "IPv4", "IPv6" or both, whatever the family of peerAddress (MP-BGP).
+	// Default: the families of the pools, so both ride on every session
+	// when the pools hold both. Set it to the peer's own family for one
+	// session per family toward a router (MetalLB's default, without
+	// dualStackAddressFamily).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:Enum=IPv4;IPv6
+	// +listType=set
+	// +optional
+	AddressFamilies []string `json:"addressFamilies,omitempty"`
 }
 
 // BGPPeerList is a list of BGPPeer.

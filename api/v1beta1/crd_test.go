@@ -99,6 +99,10 @@ func invalidCases() []invalidCase {
 		bad("peer vrf starting with a dash", peer, okPeer+"vrf: -red", "spec.vrf must be a Linux interface name"),
 		bad("peer vrf and passive", peer, okPeer+"vrf: red\npassive: true", "spec.passive is not supported with spec.vrf"),
 		bad("peer vrf and bfdProfile", peer, okPeer+"vrf: red\nbfdProfile: fast", "spec.bfdProfile is not supported with spec.vrf"),
+		bad("peer address family lower case", peer, okPeer+"addressFamilies: [ipv4]", "spec.addressFamilies[0]: Unsupported value"),
+		bad("peer address family twice", peer, okPeer+"addressFamilies: [IPv4, IPv4]", "spec.addressFamilies[1]: Duplicate value"),
+		bad("peer address families empty", peer, okPeer+"addressFamilies: []", "spec.addressFamilies"),
+		bad("peer address families three", peer, okPeer+"addressFamilies: [IPv4, IPv6, IPv4]", "spec.addressFamilies"),
 		bad("advertisement community 16-bit overflow", bgpAdv, "communities: ['65536:1']", "spec.communities: each entry must be a standard community"),
 		bad("advertisement community garbage", bgpAdv, "communities: ['1:2:3']", "spec.communities: each entry must be a standard community"),
 		bad("advertisement large community overflow", bgpAdv, "communities: ['large:1:2:4294967296']", "spec.communities: each entry must be a standard community"),
@@ -161,6 +165,9 @@ func TestCRDsAcceptValidEdgeCases(t *testing.T) {
 		{"BGPPeer", okPeer + "vrf: '123456789012345'"},
 		{"BGPPeer", "myASN: 64513\ninterface: eth1\ndynamicASN: external\nbfdProfile: fast\ngracefulRestart: true"},
 		{"BGPPeer", "myASN: 64512\npeerASN: 64512\ninterface: enp1s0f0.100\nrouterID: 198.51.100.11\npeerPort: 1179"},
+		{"BGPPeer", okPeer + "addressFamilies: [IPv6]"}, // IPv6 routes over an IPv4 session
+		{"BGPPeer", "myASN: 64513\npeerASN: 64512\npeerAddress: '2001:db8:1::1'\naddressFamilies: [IPv6, IPv4]"},
+		{"BGPPeer", "myASN: 64601\npeerASN: 64513\npeerAddress: 127.0.0.1\nsourceAddress: 127.0.0.2\npeerPort: 1790"}, // a node router over loopback
 		{"BGPAdvertisement", "communities: ['0:0', '65535:65535', 'large:4294967295:0:1', 'my-alias']\naggregationLength: 24\naggregationLengthV6: 64\nlocalPref: 4294967295"},
 		{"BGPAdvertisement", "linkBandwidth: ReadyLocalEndpoints"},
 		{"BGPAdvertisement", "linkBandwidth: None"},

@@ -91,7 +91,9 @@ func targets(path Path, sessions []Session, byName map[string]Session) []Session
 func (p *pathPlan) deliver(prefix netip.Prefix, nh netip.Addr, path Path, s Session, nodeV4 netip.Addr) {
 	fam := familyOf(prefix)
 	if !s.carries(fam) {
-		p.warnings.add(s.Name, fmt.Sprintf("the session does not carry %s: not advertised", fam), prefix)
+		if !s.FamiliesChosen {
+			p.warnings.add(s.Name, fmt.Sprintf("the session does not carry %s: not advertised", fam), prefix)
+		}
 		return
 	}
 	del := p.deliveries[prefix]

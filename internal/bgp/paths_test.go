@@ -156,6 +156,29 @@ func TestPlanPathsWarnings(t *testing.T) {
 	}
 }
 
+// TestPlanPathsChosenFamilies: a session whose families were chosen for it
+// gets only paths of those families, and no warning for the others; the
+// same session without the choice warns.
+func TestPlanPathsChosenFamilies(t *testing.T) {
+	v6only := func(chosen bool) Session {
+		return norm(t, sess("a", peerA.String(), func(s *Session) { s.Families, s.FamiliesChosen = []Family{IPv6Unicast}, chosen }))
+	}
+	paths := []Path{{Prefix: vip4}, {Prefix: vip6}}
+	p := planPaths(paths, []Session{v6only(true)}, netip.MustParseAddr("198.51.100.11"), nodeV6)
+	if _, ok := p.deliveries[vip4][peerA]; ok {
+		t.Errorf("an IPv6-only session gets %s", vip4)
+	}
+	if a, ok := p.deliveries[vip6][peerA]; !ok || a.nextHop.IsValid() {
+		t.Errorf("%s to an IPv6-only IPv4 session: %+v %v, want the RIB's next hop (the node's IPv6)", vip6, a, ok)
+	}
+	if w := p.warnings.lines("a"); len(w) != 0 {
+		t.Errorf("chosen families warn: %q", w)
+	}
+	if w := planPaths(paths, []Session{v6only(false)}, netip.Addr{}, nodeV6).warnings.lines("a"); len(w) != 1 || !strings.Contains(w[0], "does not carry ipv4-unicast") {
+		t.Errorf("families not chosen: warnings %q", w)
+	}
+}
+
 func TestDiffPaths(t *testing.T) {
 	unspec := netip.IPv4Unspecified()
 	oldRib := map[netip.Prefix]netip.Addr{vip4: unspec, vip4b: unspec, vip6: nodeV6}

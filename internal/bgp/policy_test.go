@@ -149,6 +149,10 @@ func TestPeerConfig(t *testing.T) {
 	if !b.GetEnabled() || b.GetRequiredMinimumReceive() != 100000 || b.GetDesiredMinimumTxInterval() != 200000 || b.GetDetectionMultiplier() != 4 {
 		t.Errorf("bfd (microseconds): %v", b)
 	}
+	v6over4 := peerConfig(norm(t, sess("r6", "198.51.100.1", func(s *Session) { s.Families, s.FamiliesChosen = []Family{IPv6Unicast}, true })), false)
+	if afs := v6over4.GetAfiSafis(); len(afs) != 1 || afs[0].GetConfig().GetFamily().GetAfi() != api.Family_AFI_IP6 {
+		t.Errorf("an IPv4 session chosen to carry IPv6 only: afi-safis %v", afs)
+	}
 	plain := peerConfig(norm(t, sess("r", "198.51.100.1")), true)
 	if plain.GetBfd().GetEnabled() || plain.GetEbgpMultihop() != nil || plain.GetGracefulRestart() != nil || plain.GetTransport().GetLocalAddress() != "" {
 		t.Errorf("defaults must leave BFD, multihop, GR and the source address off: %v", plain)

@@ -147,12 +147,14 @@ func (p *sessionPlan) resolveAddresses(current map[string]Session, valid []Sessi
 
 // needsRecreate tells whether going from old to new needs the neighbor
 // deleted and added again. Only the connect retry timer and BFD change in
-// place (next hops are policy, not neighbor config); everything else is sent in the OPEN message or fixed at connect
-// time (GoBGP would reset the session for those anyway, and would apply new
-// hold and keepalive times only at the next session).
+// place (next hops are policy, not neighbor config, and FamiliesChosen,
+// which GoBGP never sees); everything else is sent in the OPEN message or
+// fixed at connect time (GoBGP would reset the session for those anyway,
+// and would apply new hold and keepalive times only at the next session).
 func needsRecreate(old, new Session) bool {
 	old.ConnectTime, new.ConnectTime = 0, 0
 	old.BFD, new.BFD = nil, nil
+	old.FamiliesChosen, new.FamiliesChosen = false, false
 	// Next hops are export policy, applied with the paths.
 	old.NextHopV4, new.NextHopV4 = netip.Addr{}, netip.Addr{}
 	old.NextHopV6, new.NextHopV6 = netip.Addr{}, netip.Addr{}

@@ -112,6 +112,8 @@ func TestPlanSessions(t *testing.T) {
 			remove: "a", add: "a"},
 		{name: "families recreate", current: cur(a), desired: []Session{with(a, func(s *Session) { s.Families = []Family{IPv4Unicast, IPv6Unicast} })},
 			remove: "a", add: "a"},
+		{name: "families chosen, the same families, in place", current: cur(a), desired: []Session{with(a, func(s *Session) { s.FamiliesChosen = true })},
+			update: "a"},
 		{name: "duplicate address: first by name", current: cur(), desired: []Session{with(b, func(s *Session) { s.PeerAddress = a.PeerAddress }), a},
 			add: "a", refused: []string{"b"}},
 		{name: "duplicate address: configured keeps over earlier name", current: cur(with(b, func(s *Session) { s.PeerAddress = a.PeerAddress })),

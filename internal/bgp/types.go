@@ -73,6 +73,10 @@ type Session struct {
 	// Unavailable refuses the session with this reason: the node cannot
 	// hold it (its VRF does not exist here).
 	Unavailable string
+	// FamiliesChosen: Families were chosen for this session (a BGPPeer's
+	// addressFamilies), so a path of another family is left out of it
+	// without a warning.
+	FamiliesChosen bool
 }
 
 // ASNClass is the class of router AS numbers a session accepts when it has

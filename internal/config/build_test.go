@@ -3,6 +3,7 @@ package config
 import (
 	"net/netip"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -310,6 +311,39 @@ func TestPeerVRF(t *testing.T) {
 	wantProblem(t, ps, "BGPPeer", "long", "spec.vrf", ReasonInvalidField, "not a Linux interface name")
 	wantProblem(t, ps, "BGPPeer", "passive", "spec.vrf", ReasonInvalidField, "spec.passive is not supported with spec.vrf")
 	wantProblem(t, ps, "BGPPeer", "bfd", "spec.vrf", ReasonInvalidField, "spec.bfdProfile is not supported with spec.vrf")
+}
+
+func TestPeerAddressFamilies(t *testing.T) {
+	in := Input{Peers: []*v1beta1.BGPPeer{
+		peerObj("default", 0, nil),
+		peerObj("v6-only", 0, func(s *v1beta1.BGPPeerSpec) {
+			s.PeerAddress = "198.51.100.2"
+			s.AddressFamilies = []string{"IPv6"}
+		}),
+		peerObj("both", 0, func(s *v1beta1.BGPPeerSpec) {
+			s.PeerAddress = "198.51.100.3"
+			s.AddressFamilies = []string{"IPv6", "IPv4", "IPv6"}
+		}),
+		peerObj("bad", 0, func(s *v1beta1.BGPPeerSpec) { s.PeerAddress = "198.51.100.4"; s.AddressFamilies = []string{"ipv4"} }),
+	}}
+	cfg, ps := Build(in)
+	peers := map[string]*Peer{}
+	for _, p := range cfg.Peers {
+		peers[p.Name] = p
+	}
+	if p := peers["default"]; p == nil || p.AddressFamilies != nil {
+		t.Errorf("default: %+v", p)
+	}
+	if p := peers["v6-only"]; p == nil || !slices.Equal(p.AddressFamilies, []string{"IPv6"}) {
+		t.Errorf("v6-only: %+v", p)
+	}
+	if p := peers["both"]; p == nil || !slices.Equal(p.AddressFamilies, []string{"IPv4", "IPv6"}) {
+		t.Errorf("both, sorted and once each: %+v", p)
+	}
+	if _, ok := peers["bad"]; ok {
+		t.Error("a peer with an unknown address family must open no session")
+	}
+	wantProblem(t, ps, "BGPPeer", "bad", "spec.addressFamilies", ReasonInvalidField, `"ipv4" is neither IPv4 nor IPv6`)
 }
 
 func TestDuplicatePeerAddressNewerIgnored(t *testing.T) {

@@ -234,6 +234,9 @@ type Peer struct {
 	GracefulRestart bool
 	NodeSelectors   []labels.Selector
 	BFD             *BFDProfile // nil: no BFD
+	// AddressFamilies the session carries ("IPv4", "IPv6"), sorted;
+	// empty: the families of the pools.
+	AddressFamilies []string
 }
 
 // IsEBGP reports whether the session is external BGP.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"time"
 
@@ -118,6 +119,9 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 		}
 		p.Password = string(pw)
 	}
+	if p.AddressFamilies, err = addressFamilies(s.AddressFamilies); err != nil {
+		return ignore("spec.addressFamilies", ReasonInvalidField, err.Error())
+	}
 	if s.BFDProfile != "" {
 		if b, ok := cfg.BFDProfiles[s.BFDProfile]; ok {
 			p.BFD = b
@@ -127,6 +131,22 @@ func parsePeer(obj *v1beta1.BGPPeer, secrets map[string]*corev1.Secret, cfg *Con
 		}
 	}
 	return p, true
+}
+
+// addressFamilies checks spec.addressFamilies (the schema refuses the
+// same) and returns them sorted, each once.
+func addressFamilies(in []string) ([]string, error) {
+	var out []string
+	for _, f := range in {
+		if f != string(corev1.IPv4Protocol) && f != string(corev1.IPv6Protocol) {
+			return nil, fmt.Errorf("%q is neither IPv4 nor IPv6", f)
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // checkASN says what is wrong with a spec's peerASN and dynamicASN: the

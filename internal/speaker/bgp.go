@@ -11,7 +11,7 @@ import (
 
 // desiredBGP turns this node's BGP decision into the backend's desired
 // state. Both address families ride on every session when the pools hold
-// both (MP-BGP).
+// both (MP-BGP), unless the peer names its families.
 func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) bgp.Desired {
 	d := bgp.Desired{NodeIPv4: v4, NodeIPv6: v6}
 	fams := families(cfg)
@@ -22,6 +22,9 @@ func desiredBGP(res announce.BGPResult, cfg *config.Config, v4, v6 netip.Addr) b
 			HoldTime: p.HoldTime, KeepaliveTime: p.KeepaliveTime, ConnectTime: p.ConnectTime,
 			EBGPMultiHop: p.EBGPMultiHop, Password: p.Password, GracefulRestart: p.GracefulRestart,
 			Families: fams, DynamicASN: asnClass(p.DynamicASN), Passive: p.Passive, VRF: p.VRF,
+		}
+		if len(p.AddressFamilies) > 0 {
+			s.Families, s.FamiliesChosen = peerFamilies(p.AddressFamilies), true
 		}
 		if p.BFD != nil {
 			s.BFD = &bgp.BFD{ReceiveInterval: p.BFD.ReceiveInterval, TransmitInterval: p.BFD.TransmitInterval, DetectMultiplier: p.BFD.DetectMultiplier}
@@ -132,3 +135,17 @@ func changedAdvertisements(m *announce.BGPMemo) map[string][]string {
 }
 
 func routeDesc(r announce.Route) string { return r.Prefix.String() + " to " + joinNames(r.Peers) }
+
+// peerFamilies maps a BGPPeer's spec.addressFamilies (checked, "IPv4" and
+// "IPv6") to the backend's families.
+func peerFamilies(names []string) []bgp.Family {
+	var out []bgp.Family
+	for _, n := range names {
+		if n == "IPv6" {
+			out = append(out, bgp.IPv6Unicast)
+		} else {
+			out = append(out, bgp.IPv4Unicast)
+		}
+	}
+	return out
+}

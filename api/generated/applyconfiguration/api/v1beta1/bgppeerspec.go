@@ -104,6 +104,13 @@ type BGPPeerSpecApplyConfiguration struct {
 	// without this VRF opens no session to this peer and says so in its
 	// SpeakerStatus. Empty: the default VRF.
 	VRF *string `json:"vrf,omitempty"`
+	// AddressFamilies are the address families the session carries:
+	// "IPv4", "IPv6" or both, whatever the family of peerAddress (MP-BGP).
+	// Default: the families of the pools, so both ride on every session
+	// when the pools hold both. Set it to the peer's own family for one
+	// session per family toward a router (MetalLB's default, without
+	// dualStackAddressFamily).
+	AddressFamilies []string `json:"addressFamilies,omitempty"`
 }
 
 // BGPPeerSpecApplyConfiguration constructs a declarative configuration of the BGPPeerSpec type for use with
@@ -266,5 +273,15 @@ func (b *BGPPeerSpecApplyConfiguration) WithGracefulRestart(value bool) *BGPPeer
 // If called multiple times, the VRF field is set to the value of the last call.
 func (b *BGPPeerSpecApplyConfiguration) WithVRF(value string) *BGPPeerSpecApplyConfiguration {
 	b.VRF = &value
+	return b
+}
+
+// WithAddressFamilies adds the given value to the AddressFamilies field in the declarative configuration
+// and returns the receiver, so that objects can be build by chaining "With" function invocations.
+// If called multiple times, values provided by each call will be appended to the AddressFamilies field.
+func (b *BGPPeerSpecApplyConfiguration) WithAddressFamilies(values ...string) *BGPPeerSpecApplyConfiguration {
+	for i := range values {
+		b.AddressFamilies = append(b.AddressFamilies, values[i])
+	}
 	return b
 }
