@@ -129,9 +129,9 @@ func (c *converter) bgpAdv(a mlbBGPAdv) *v1beta1.BGPAdvertisement {
 	return out
 }
 
-// peer converts a BGPPeer. Some MetalLB sessions cannot be expressed at
-// all (a local-as): the
-// peer is left out rather than opened differently.
+// peer converts a BGPPeer. A localASN becomes the session's myASN, and a
+// session without dualStackAddressFamily carries its own family only when
+// the pools hold both.
 func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	who := c.who(KindBGPPeer, p.object)
 	sp := p.Spec
@@ -144,6 +144,10 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	s.MyASN, s.PeerASN, s.PeerAddress, s.Interface = int64(sp.MyASN), int64(sp.PeerASN), sp.PeerAddress, sp.Interface
 	if sp.DynamicASN != "" {
 		s.PeerASN, s.DynamicASN = 0, sp.DynamicASN
+	}
+	if sp.LocalASN != 0 {
+		s.MyASN = int64(sp.LocalASN)
+		c.rep.add(Note, who, "spec.localASN", "Herald's myASN is set per session: myASN %d here, the AS the router sees and the only AS in the routes' path, as with MetalLB's local-as %d no-prepend replace-as", sp.LocalASN, sp.LocalASN)
 	}
 	if sp.PeerPort != 0 {
 		s.PeerPort = int32(sp.PeerPort)
@@ -186,9 +190,12 @@ func (c *converter) peer(p mlbPeer) *v1beta1.BGPPeer {
 	if sp.DisableMP {
 		c.rep.add(Note, who, "spec.disableMP", "ignored, as by MetalLB since v0.15")
 	}
-	if !sp.DualStackAddressFamily && c.dual {
-		c.rep.add(Changed, who, "spec.dualStackAddressFamily",
-			"false: MetalLB sends each session only its own family's routes; Herald sends both families on every session when the pools hold both")
+	// an unnumbered MetalLB session carries both families
+	if !sp.DualStackAddressFamily && c.dual && sp.Interface == "" {
+		s.AddressFamilies = []string{"IPv4"}
+		if peerIP.Is6() {
+			s.AddressFamilies = []string{"IPv6"}
+		}
 	}
 	return out
 }
@@ -210,8 +217,12 @@ func unconvertiblePeer(p mlbPeer) string {
 		return fmt.Sprintf("spec.dynamicASN %q is neither internal nor external", sp.DynamicASN)
 	case sp.DynamicASN != "" && sp.PeerASN != 0:
 		return fmt.Sprintf("spec.dynamicASN %q and spec.peerASN %d are both set: MetalLB refuses that too", sp.DynamicASN, sp.PeerASN)
-	case sp.LocalASN != 0:
-		return fmt.Sprintf("spec.localASN %d: Herald presents myASN on every session (no local-as)", sp.LocalASN)
+	case sp.LocalASN != 0 && (sp.DynamicASN == "internal" || sp.DynamicASN == "" && sp.PeerASN == sp.MyASN):
+		return fmt.Sprintf("spec.localASN %d on an iBGP session: MetalLB refuses that too", sp.LocalASN)
+	case sp.LocalASN != 0 && sp.DynamicASN == "" && sp.PeerASN == sp.LocalASN:
+		return fmt.Sprintf("spec.localASN %d equals spec.peerASN: as Herald's myASN it would make the session iBGP", sp.LocalASN)
+	case sp.LocalASN == 1<<32-1:
+		return fmt.Sprintf("spec.localASN %d is outside Herald's range 1-4294967294", sp.LocalASN)
 	case sp.MyASN == 0 || sp.MyASN == 1<<32-1:
 		return fmt.Sprintf("spec.myASN %d is outside Herald's range 1-4294967294", sp.MyASN)
 	case sp.DynamicASN == "" && (sp.PeerASN == 0 || sp.PeerASN == 1<<32-1):

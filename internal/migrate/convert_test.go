@@ -53,11 +53,15 @@ func convertCases() []convertCase {
 		}},
 		{name: "ipv6", lossy: true, want: []string{"dropped BGPPeer " + ns + "v6-router spec.sourceAddress"}},
 		{name: "dual-stack", want: []string{
-			"changed BGPPeer " + ns + "v4 spec.dualStackAddressFamily",
 			"changed L2Advertisement " + ns + "dual spec.interfaces",
 		}},
+		{name: "bgp-local-asn", lossy: true, want: []string{
+			"note BGPPeer " + ns + "local-as spec.localASN",
+			"note BGPPeer " + ns + "local-as-dynamic spec.localASN",
+			"dropped BGPPeer " + ns + "local-as-ibgp",
+			"dropped BGPPeer " + ns + "local-as-is-peer-as",
+		}},
 		{name: "unsupported", lossy: true, want: []string{
-			"dropped BGPPeer " + ns + "local-as",
 			"dropped IPAddressPool " + ns + "future spec.someFutureField",
 			"dropped FRRConfiguration " + ns + "receive-all",
 			"dropped ConfigMap " + ns + "bgpextras",
