@@ -13,12 +13,14 @@ import (
 )
 
 // TestNodeRouter: Herald through the node's own router. Every node runs a
-// BIRD (as Calico does) that peers with FRR from the node's address;
-// Herald's only BGPPeer is that BIRD, over loopback (127.0.0.1:179 from
-// 127.0.0.2, eBGP). FRR learns the Service's route from every node's BIRD,
-// AS path BIRD's AS then Herald's, next hop the node's address; HTTP from
-// the external client reaches the pod; the only listener on port 179 in
-// each node is BIRD's; and a node's lost link removes its next hop at FRR.
+// BIRD (as Calico does) that peers with FRR from the node's IPv4 and IPv6
+// addresses; Herald's only BGPPeer is that BIRD, over IPv4 loopback
+// (127.0.0.1:179 from 127.0.0.2, eBGP), which carries both families. FRR
+// learns a dual-stack Service's /32 and /128 from every node's BIRD, AS
+// path BIRD's AS then Herald's, next hop the node's address; HTTP from the
+// external client reaches a pod through each; the only listener on port
+// 179 in each node is BIRD's; and a node's lost link removes its next hop
+// at FRR.
 func TestNodeRouter(t *testing.T) {
 	l, h := suite.Herald(t)
 	ctx := context.Background()
@@ -46,31 +48,21 @@ spec:
 			return err == nil && strings.Contains(out, "Established"), fmt.Sprintf("%s %v", out, err)
 		})
 	}
-	waitSessions(t, l, 60*time.Second, nodeAddrs(l, false)...)
+	waitSessions(t, l, 60*time.Second, append(nodeAddrs(l, false), nodeAddrs(l, true)...)...)
 	t.Logf("node routers: every session up %s after the change", time.Since(start).Round(time.Millisecond))
 
-	_, ips := suite.Service(t, "noderouter", poolMain, nil, all...)
-	r := waitFIB(t, l, host(ips[0]), all...)
-	for _, p := range r.Paths {
-		n, ok := nodeOfPeer(l, p.Peer)
-		if !ok {
-			t.Fatalf("%s learned from %s, which is no node", r.Prefix, p.Peer)
-		}
-		if !slices.Contains(p.NextHops, n.IPv4) {
-			t.Errorf("%s from %s: next hops %v, want the node's address %s", r.Prefix, p.Peer, p.NextHops, n.IPv4)
-		}
-		if want := []uint32{lab.NodeASN, lab.NodeRouterHeraldASN}; !slices.Equal(p.ASPath, want) {
-			t.Errorf("%s from %s: AS path %v, want %v (the node router's AS, then Herald's)", r.Prefix, p.Peer, p.ASPath, want)
-		}
+	_, ips := suite.Service(t, "noderouter", poolMain, dualStack, all...)
+	for i, v6 := range []bool{false, true} {
+		r := waitFIB(t, l, host(ips[i]), all...)
+		checkNodeRouterPaths(t, l, r, v6)
+		var answer lab.PodAnswer
+		labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[i].String(), func() bool {
+			var err error
+			answer, err = l.HTTPGet(ctx, lab.External, ips[i], 80)
+			return err == nil
+		})
+		t.Logf("FRR: %s via %v, AS path %v; http://%s answered by %s on %s", r.Prefix, r.FIBNodes(), r.Paths[0].ASPath, ips[i], answer.Pod, answer.Node)
 	}
-	t.Logf("FRR: %s via %v, AS path %v", r.Prefix, r.FIBNodes(), r.Paths[0].ASPath)
-	var answer lab.PodAnswer
-	labkit.Eventually(t, 30*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
-		var err error
-		answer, err = l.HTTPGet(ctx, lab.External, ips[0], 80)
-		return err == nil
-	})
-	t.Logf("http://%s answered by %s on %s", ips[0], answer.Pod, answer.Node)
 
 	for _, n := range all {
 		out, err := l.Exec(ctx, n, "ss", "-Hltnp", "sport = :179")
@@ -98,4 +90,27 @@ spec:
 	back := time.Now()
 	waitFIB(t, l, host(ips[0]), all...)
 	t.Logf("%s's link up: its next hop back in FRR's FIB after %s", lost, time.Since(back).Round(time.Millisecond))
+}
+
+// checkNodeRouterPaths: each path of r came from a node's node router, over
+// the session of r's family, with the node's address of that family as
+// next hop and the AS path of the node router then Herald.
+func checkNodeRouterPaths(t *testing.T, l *lab.Lab, r lab.Route, v6 bool) {
+	t.Helper()
+	for _, p := range r.Paths {
+		n, ok := nodeOfPeer(l, p.Peer)
+		if !ok {
+			t.Fatalf("%s learned from %s, which is no node", r.Prefix, p.Peer)
+		}
+		want := n.IPv4
+		if v6 {
+			want = n.IPv6
+		}
+		if p.Peer != want || !slices.Contains(p.NextHops, want) {
+			t.Errorf("%s from %s: next hops %v, want the node's address %s as peer and next hop", r.Prefix, p.Peer, p.NextHops, want)
+		}
+		if asPath := []uint32{lab.NodeASN, lab.NodeRouterHeraldASN}; !slices.Equal(p.ASPath, asPath) {
+			t.Errorf("%s from %s: AS path %v, want %v (the node router's AS, then Herald's)", r.Prefix, p.Peer, p.ASPath, asPath)
+		}
+	}
 }

@@ -11,9 +11,10 @@ import (
 
 // A node router is a BGP daemon of the node's own (BIRD 2 here, as Calico
 // runs it) in the node's network namespace: it peers upstream with the
-// lab router from the node's address, as the lab router's listen ranges
-// expect of a node (AS BGPOptions.NodeASN), and downstream with Herald's
-// speaker over loopback. Herald reaches the fabric through it.
+// lab router from the node's IPv4 and IPv6 addresses, as the lab router's
+// listen ranges expect of a node (AS BGPOptions.NodeASN), and downstream
+// with Herald's speaker over IPv4 loopback, which carries both families.
+// Herald reaches the fabric through it.
 const (
 	// NodeRouterAddress is the node router's loopback address: the
 	// speakers' BGPPeer.peerAddress (port 179).
@@ -39,8 +40,9 @@ func (r *nodeRouter) cli() labkit.BIRD { return labkit.BIRD{Dir: r.dir} }
 
 // renderNodeBIRD is a node router's bird.conf: Herald's routes in from
 // loopback (multihop: BIRD refuses a direct session with a local address;
-// passive: Herald dials), out to the lab router with the node's address
-// as next hop (eBGP: BIRD's next hop self), nothing into the kernel.
+// passive: Herald dials), out to the lab router, each family over a
+// session of its own with the node's address as next hop (eBGP: BIRD's
+// next hop self), nothing into the kernel.
 // BIRD waits 60 s by default before it restarts a protocol after an error
 // (a hold timer expired, a peer's Cease): `error wait time` shortens that.
 func renderNodeBIRD(n Node, o BGPOptions, logFile string) string {
@@ -69,6 +71,7 @@ func renderNodeBIRD(n Node, o BGPOptions, logFile string) string {
 	w("  hold time %d; keepalive time %d;", hold, keep)
 	w("  error wait time 1, 5;")
 	w("  ipv4 { import all; export none; };")
+	w("  ipv6 { import all; export none; };")
 	w("}")
 	w("protocol bgp upstream {")
 	w("  local %s as %d;", n.IPv4, asn)
@@ -77,6 +80,14 @@ func renderNodeBIRD(n Node, o BGPOptions, logFile string) string {
 	w("  connect retry time 1;")
 	w("  error wait time 1, 5;")
 	w("  ipv4 { import none; export where proto = \"herald\"; };")
+	w("}")
+	w("protocol bgp upstream6 {")
+	w("  local %s as %d;", n.IPv6, asn)
+	w("  neighbor %s as %d;", RouterIPv6, upstream)
+	w("  hold time %d; keepalive time %d;", hold, keep)
+	w("  connect retry time 1;")
+	w("  error wait time 1, 5;")
+	w("  ipv6 { import none; export where proto = \"herald\"; };")
 	w("}")
 	return b.String()
 }
