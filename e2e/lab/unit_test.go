@@ -4,7 +4,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -146,5 +149,34 @@ func TestLeftToUser(t *testing.T) {
 		if got := c.s.leftToUser(); got != c.want {
 			t.Errorf("%s: left to the user %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestNodeBIRDConfig: a node router's configuration names Herald's
+// loopback neighbor as multihop and passive, the lab router over both
+// families, and parses with `bird -p` where BIRD is installed.
+func TestNodeBIRDConfig(t *testing.T) {
+	n := Node{Name: "node2", IPv4: NodeIPv4(2), IPv6: NodeIPv6(2)}
+	conf := renderNodeBIRD(n, BGPOptions{}, filepath.Join(t.TempDir(), "bird.log"))
+	for _, want := range []string{
+		"router id 198.51.100.12;",
+		"local 127.0.0.1 as 64513;", "neighbor 127.0.0.2 as 64601;", "multihop;", "passive on;",
+		"local 198.51.100.12 as 64513;", "neighbor 198.51.100.1 as 64512;",
+		"local 2001:db8:1::12 as 64513;", "neighbor 2001:db8:1::1 as 64512;",
+		"error wait time 1, 5;", "hold time 9; keepalive time 3;",
+	} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("node router config lacks %q:\n%s", want, conf)
+		}
+	}
+	if _, err := exec.LookPath("bird"); err != nil {
+		t.Skip("bird is not installed")
+	}
+	path := filepath.Join(t.TempDir(), "bird.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bird", "-p", "-c", path).CombinedOutput(); err != nil {
+		t.Errorf("bird -p: %v: %s\n%s", err, out, conf)
 	}
 }
