@@ -157,11 +157,18 @@ func (s *Speaker) onConnectError(neighbor, err string) {
 	s.status.connError(addr.Unmap(), err)
 }
 
-// connectHint explains a connect error when a password is set: a router
-// with another (or no) TCP MD5 key drops the SYN, so the dial just times out.
-func connectHint(err string, password bool) string {
-	if err == "" || !password || !strings.Contains(err, "timeout") {
+// connectHint explains a connect error: with a password, a router with
+// another (or no) TCP MD5 key drops the SYN, so the dial just times out; a
+// loopback peer is the node's own BGP daemon, which refuses the
+// connection when it does not run or listens elsewhere.
+func connectHint(err string, s Session) string {
+	switch {
+	case err == "":
 		return err
+	case s.Password != "" && strings.Contains(err, "timeout"):
+		return fmt.Sprintf("%s (TCP MD5 password set: a router with a different password, or none, drops the connection silently)", err)
+	case s.PeerAddress.IsLoopback() && strings.Contains(err, "connection refused"):
+		return fmt.Sprintf("%s (%s is this node's own BGP daemon: nothing listens there on port %d; see docs/bgp-layouts.md)", err, s.PeerAddress, s.PeerPort)
 	}
-	return fmt.Sprintf("%s (TCP MD5 password set: a router with a different password, or none, drops the connection silently)", err)
+	return err
 }

@@ -166,11 +166,19 @@ func TestStateNames(t *testing.T) {
 	if got := downReason(api.PeerState_DISCONNECT_REASON_NOTIFICATION_RECEIVED, "notification-received "+bgppkt.NewNotificationErrorCode(bgppkt.BGP_ERROR_CEASE, 10).String()); !strings.HasPrefix(got, "BFD down on the peer") {
 		t.Errorf("router BFD cease: %q", got)
 	}
-	if got := connectHint("dial tcp 198.51.100.1:179: i/o timeout", true); !strings.Contains(got, "TCP MD5") {
+	withPW := Session{PeerAddress: netip.MustParseAddr("198.51.100.1"), PeerPort: 179, Password: "pw"}
+	if got := connectHint("dial tcp 198.51.100.1:179: i/o timeout", withPW); !strings.Contains(got, "TCP MD5") {
 		t.Errorf("hint: %q", got)
 	}
-	if got := connectHint("connect: connection refused", true); strings.Contains(got, "MD5") {
+	if got := connectHint("connect: connection refused", withPW); got != "connect: connection refused" {
 		t.Errorf("no hint for a refused connection: %q", got)
+	}
+	local := Session{PeerAddress: netip.MustParseAddr("127.0.0.1"), PeerPort: 1790}
+	if got := connectHint("dial tcp 127.0.0.1:1790: connect: connection refused", local); !strings.Contains(got, "127.0.0.1 is this node's own BGP daemon: nothing listens there on port 1790") {
+		t.Errorf("loopback peer refused: %q", got)
+	}
+	if got := connectHint("dial tcp 127.0.0.1:1790: i/o timeout", local); strings.Contains(got, "(") {
+		t.Errorf("loopback peer timing out: %q", got)
 	}
 }
 

@@ -38,7 +38,7 @@ func (s *Speaker) snapshot(ctx context.Context) []sessionView {
 	for _, st := range sts {
 		v := sessionView{up: st.up, bfd: st.session.BFD != nil, SessionState: SessionState{
 			Name: st.session.Name, Peer: st.session.PeerAddress, Interface: st.session.Interface, State: st.state, Since: st.since,
-			LastDownReason: st.lastDown, LastError: connectHint(st.lastConnErr, st.session.Password != ""),
+			LastDownReason: st.lastDown, LastError: connectHint(st.lastConnErr, st.session),
 			Error: st.err, Warnings: st.warnings, PeerASN: st.peerASN, Refused: st.refused,
 		}}
 		if p, ok := peers[st.session.PeerAddress]; ok && st.configured {
