@@ -32,7 +32,7 @@ const (
 type nodeRouter struct {
 	node  string
 	dir   string
-	procs []*Process
+	procs []*labkit.Process
 }
 
 // cli is the node router's command line.
@@ -100,8 +100,8 @@ func (l *Lab) startNodeRouters(ctx context.Context, o BGPOptions) error {
 		n := nodes[i]
 		r := &nodeRouter{node: n.Name, dir: filepath.Join(l.dir, "bird-"+n.Name)}
 		routers[i] = r
-		spawn := func(name string, argv []string) (labkit.Daemon, error) {
-			p, err := l.spawn(procOptions{name: n.Name + "-" + name, ns: n.NS, argv: argv})
+		spawn := func(name string, argv []string) (*labkit.Process, error) {
+			p, err := l.spawn(labkit.ProcessOptions{Name: n.Name + "-" + name, NS: n.NS, Argv: argv})
 			if err != nil {
 				return nil, err
 			}
