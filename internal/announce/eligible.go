@@ -4,6 +4,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 )
 
 // TaintToBeDeletedByClusterAutoscaler marks a node the cluster autoscaler
@@ -14,6 +16,7 @@ const TaintToBeDeletedByClusterAutoscaler = "ToBeDeletedByClusterAutoscaler"
 const (
 	ReasonExcludedByLabel    = "ExcludedByLabel"
 	ReasonToBeDeleted        = "ToBeDeletedByClusterAutoscaler"
+	ReasonDraining           = "Draining"
 	ReasonDeleting           = "NodeDeleting"
 	ReasonNetworkUnavailable = "NetworkUnavailable"
 	ReasonNoAdvertisement    = "NoAdvertisementMatches"
@@ -35,6 +38,9 @@ const (
 //     (upstream's rule: "", "yes" exclude; "false", "False", "0", "f" keep
 //     the node in);
 //   - it carries the ToBeDeletedByClusterAutoscaler taint (any effect);
+//   - it carries Herald's drain label herald.dev/drain (see Draining); the
+//     exclusion option IgnoreExcludeLabel does not lift it. Cordon
+//     (spec.unschedulable) is not a drain and keeps the node eligible;
 //   - its NetworkUnavailable condition is True (the network plugin says the
 //     node's network is not set up; Herald's own addition to upstream).
 //
@@ -58,6 +64,9 @@ func NodeEligibleWith(n *corev1.Node, e Eligibility) (bool, string) {
 	if !e.IgnoreExcludeLabel && ExcludedByLabel(n.Labels) {
 		return false, ReasonExcludedByLabel
 	}
+	if Draining(n.Labels) {
+		return false, ReasonDraining
+	}
 	for _, t := range n.Spec.Taints {
 		if t.Key == TaintToBeDeletedByClusterAutoscaler {
 			return false, ReasonToBeDeleted
@@ -69,6 +78,18 @@ func NodeEligibleWith(n *corev1.Node, e Eligibility) (bool, string) {
 		}
 	}
 	return true, ""
+}
+
+// Draining says whether a node's labels ask Herald to drain it: the label
+// herald.dev/drain is present and its value does not read as false
+// (strconv.ParseBool), the rule of the exclusion label.
+func Draining(l map[string]string) bool {
+	v, ok := l[v1beta1.LabelDrain]
+	if !ok {
+		return false
+	}
+	drain, err := strconv.ParseBool(v)
+	return err != nil || drain
 }
 
 // ExcludedByLabel applies upstream's nodeIncludedPredicate to a node's

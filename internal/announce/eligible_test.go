@@ -31,51 +31,65 @@ func TestExcludedByLabelMatchesUpstream(t *testing.T) {
 
 // TestNodeEligibleExhaustive enumerates every combination of the inputs
 // that matter and checks them against the rule as the design states it:
-// deletion, the exclusion label (upstream's parsing), the autoscaler taint
-// and NetworkUnavailable withdraw; the Ready condition does not (KEP-3458).
+// deletion, the exclusion label (upstream's parsing), Herald's drain label
+// (the same parsing), the autoscaler taint and NetworkUnavailable
+// withdraw; the Ready condition does not (KEP-3458), nor does cordon.
 func TestNodeEligibleExhaustive(t *testing.T) {
 	labels := []*string{nil, ptr(""), ptr("true"), ptr("false"), ptr("yes"), ptr("False"), ptr("0")}
 	taints := []*corev1.TaintEffect{nil, ptr(corev1.TaintEffectNoSchedule), ptr(corev1.TaintEffectPreferNoSchedule), ptr(corev1.TaintEffectNoExecute)}
 	conds := []*corev1.ConditionStatus{nil, ptr(corev1.ConditionTrue), ptr(corev1.ConditionFalse), ptr(corev1.ConditionUnknown)}
+	drains := []*string{nil, ptr(""), ptr("true"), ptr("false"), ptr("0"), ptr("yes")}
 	count := 0
 	for _, l := range labels {
-		for _, taint := range taints {
-			for _, ready := range conds {
-				for _, netUnavail := range conds {
-					for _, deleting := range []bool{false, true} {
-						n := &corev1.Node{}
-						n.Labels = map[string]string{"other": "x"}
-						if l != nil {
-							n.Labels[corev1.LabelNodeExcludeBalancers] = *l
+		for _, drain := range drains {
+			for _, cordon := range []bool{false, true} {
+				for _, taint := range taints {
+					for _, ready := range conds {
+						for _, netUnavail := range conds {
+							for _, deleting := range []bool{false, true} {
+								n := &corev1.Node{}
+								n.Labels = map[string]string{"other": "x"}
+								if l != nil {
+									n.Labels[corev1.LabelNodeExcludeBalancers] = *l
+								}
+								if drain != nil {
+									n.Labels["herald.dev/drain"] = *drain
+								}
+								n.Spec.Unschedulable = cordon
+								if taint != nil {
+									n.Spec.Taints = []corev1.Taint{{Key: "unrelated", Effect: corev1.TaintEffectNoSchedule}, {Key: TaintToBeDeletedByClusterAutoscaler, Value: "1700000000", Effect: *taint}}
+								}
+								if ready != nil {
+									n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: *ready})
+								}
+								if netUnavail != nil {
+									n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: *netUnavail})
+								}
+								if deleting {
+									n.DeletionTimestamp = &metav1.Time{Time: time.Unix(1700000000, 0)}
+								}
+								labelKeeps := l == nil || *l == "false" || *l == "False" || *l == "0"
+								drainKeeps := drain == nil || *drain == "false" || *drain == "0"
+								want := labelKeeps && drainKeeps && taint == nil && !deleting && (netUnavail == nil || *netUnavail != corev1.ConditionTrue)
+								got, reason := NodeEligible(n)
+								if got != want {
+									t.Errorf("label=%v drain=%v cordon=%v taint=%v ready=%v netUnavailable=%v deleting=%v: eligible=%v, want %v", deref(l), deref(drain), cordon, taint != nil, deref(ready), deref(netUnavail), deleting, got, want)
+								}
+								if got != (reason == "") {
+									t.Errorf("eligible=%v with reason %q", got, reason)
+								}
+								count++
+								if want := ReasonDraining; labelKeeps && !deleting && !drainKeeps && reason != want {
+									t.Errorf("drain=%v: reason %q, want %q", deref(drain), reason, want)
+								}
+							}
 						}
-						if taint != nil {
-							n.Spec.Taints = []corev1.Taint{{Key: "unrelated", Effect: corev1.TaintEffectNoSchedule}, {Key: TaintToBeDeletedByClusterAutoscaler, Value: "1700000000", Effect: *taint}}
-						}
-						if ready != nil {
-							n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeReady, Status: *ready})
-						}
-						if netUnavail != nil {
-							n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: corev1.NodeNetworkUnavailable, Status: *netUnavail})
-						}
-						if deleting {
-							n.DeletionTimestamp = &metav1.Time{Time: time.Unix(1700000000, 0)}
-						}
-						labelKeeps := l == nil || *l == "false" || *l == "False" || *l == "0"
-						want := labelKeeps && taint == nil && !deleting && (netUnavail == nil || *netUnavail != corev1.ConditionTrue)
-						got, reason := NodeEligible(n)
-						if got != want {
-							t.Errorf("label=%v taint=%v ready=%v netUnavailable=%v deleting=%v: eligible=%v, want %v", deref(l), taint != nil, deref(ready), deref(netUnavail), deleting, got, want)
-						}
-						if got != (reason == "") {
-							t.Errorf("eligible=%v with reason %q", got, reason)
-						}
-						count++
 					}
 				}
 			}
 		}
 	}
-	if count != 7*4*4*4*2 {
+	if count != 7*6*2*4*4*4*2 {
 		t.Fatalf("enumerated %d combinations", count)
 	}
 }

@@ -138,7 +138,7 @@ func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []
 		st.Message = "the Service has no ready endpoint: BGP advertises a Service, and externalTrafficPolicy: Local announces it, only from nodes that can deliver its traffic; it is announced as soon as a pod is ready"
 	default:
 		st.Reason = ReasonNoEligibleNode
-		st.Message = "no node may announce the Service: every candidate node is excluded (label node.kubernetes.io/exclude-from-external-load-balancers, taint ToBeDeletedByClusterAutoscaler), being deleted, without a live speaker, not selected by the advertisements' nodeSelectors, or (externalTrafficPolicy: Local) has no ready local endpoint"
+		st.Message = "no node may announce the Service: every candidate node is excluded (label node.kubernetes.io/exclude-from-external-load-balancers, drain label herald.dev/drain, taint ToBeDeletedByClusterAutoscaler), being deleted, without a live speaker, not selected by the advertisements' nodeSelectors, or (externalTrafficPolicy: Local) has no ready local endpoint"
 	}
 	return st
 }

@@ -111,7 +111,7 @@ type Class = service.Class
 // the same of a slimmed Node; images and annotations are gone.
 func TestSlimNodeKeepsWhatTheSpeakerReads(t *testing.T) {
 	now := metav1.Now()
-	for _, label := range []map[string]string{nil, {corev1.LabelNodeExcludeBalancers: "true"}, {corev1.LabelNodeExcludeBalancers: "False"}} {
+	for _, label := range []map[string]string{nil, {corev1.LabelNodeExcludeBalancers: "true"}, {corev1.LabelNodeExcludeBalancers: "False"}, {v1beta1.LabelDrain: "true"}} {
 		for _, taints := range [][]corev1.Taint{nil, {{Key: "ToBeDeletedByClusterAutoscaler", Effect: corev1.TaintEffectNoSchedule}}} {
 			for _, deleting := range []*metav1.Time{nil, &now} {
 				for _, cond := range []corev1.ConditionStatus{corev1.ConditionTrue, corev1.ConditionFalse} {
