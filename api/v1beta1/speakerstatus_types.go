@@ -21,6 +21,7 @@ import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 // +kubebuilder:printcolumn:name="L2",type=integer,JSONPath=`.status.summary.l2Addresses`,description="Addresses answered in L2 mode"
 // +kubebuilder:printcolumn:name="Sessions",type=string,JSONPath=`.status.summary.sessions`,description="BGP sessions established/configured"
 // +kubebuilder:printcolumn:name="Prefixes",type=integer,JSONPath=`.status.summary.prefixes`,description="Distinct prefixes advertised over BGP"
+// +kubebuilder:printcolumn:name="Draining",type=boolean,JSONPath=`.status.draining`,description="The node carries the drain label herald.dev/drain"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SpeakerStatus struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -69,6 +70,14 @@ type SpeakerStatusStatus struct {
 	// may hold; the counts in summary are the full ones.
 	// +optional
 	Truncated bool `json:"truncated,omitempty"`
+
+	// Draining is true when the node carries the drain label
+	// herald.dev/drain: it is not eligible to announce, hands its L2
+	// addresses over and withdraws its BGP paths (after the
+	// graceful-shutdown wait). kubectl herald drain waits until a
+	// draining node's L2 list and prefixes are empty.
+	// +optional
+	Draining bool `json:"draining,omitempty"`
 }
 
 // SpeakerSummary are counts for the printer columns.

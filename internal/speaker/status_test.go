@@ -260,3 +260,52 @@ func TestStatusPublisherOfAnInstallation(t *testing.T) {
 		t.Errorf("the default installation's node1 changed: labels %v, l2 %+v", def.Labels, def.Status.L2)
 	}
 }
+
+// TestDrainLabelShownAndWithdrawn: labelling the node herald.dev/drain
+// makes its speaker stop answering for the address and write draining
+// into its SpeakerStatus; removing the label brings both back.
+func TestDrainLabelShownAndWithdrawn(t *testing.T) {
+	vip := corev1.LoadBalancerIPModeVIP
+	kube := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: nodeUID}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
+				Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.70", IPMode: &vip}}}}})
+	herald := heraldfake.NewSimpleClientset(
+		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.64/27"}}},
+		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}})
+	s, err := New(leantest.FromClientsets(kube, herald, testNS), Options{NodeName: "node1", Namespace: testNS, PodName: "speaker-abc", L2: &nullL2{}, StatusInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	status := func(draining bool, l2 int) func() bool {
+		return func() bool {
+			got, err := herald.HeraldV1beta1().SpeakerStatuses().Get(ctx, "node1", metav1.GetOptions{})
+			return err == nil && got.Status.Draining == draining && len(got.Status.L2) == l2
+		}
+	}
+	poll(t, "the status lists the address, not draining", status(false, 1))
+	label := func(v string) {
+		t.Helper()
+		n, err := kube.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Labels = map[string]string{}
+		if v != "" {
+			n.Labels[v1beta1.LabelDrain] = v
+		}
+		if _, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	label("true")
+	poll(t, "draining, nothing announced", status(true, 0))
+	label("")
+	poll(t, "announced again, not draining", status(false, 1))
+}

@@ -41,7 +41,9 @@ func (r *statusReporter) publish(ctx context.Context, force bool) error {
 	if err != nil {
 		return fmt.Errorf("status: node %s (the SpeakerStatus's owner): %w", r.pub.node, err)
 	}
-	wait, err := r.pub.publish(ctx, r.content(), node.UID, force)
+	want := r.content()
+	want.Draining = announce.Draining(node.Labels)
+	wait, err := r.pub.publish(ctx, want, node.UID, force)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func speakerReports(objs []map[string]any) (map[string][]Announced, []SpeakerLin
 		}
 		// one line per object (a second installation's is <node>.<name>);
 		// what it announces, under its node
-		lines = append(lines, SpeakerLine{Node: ss.Name, Pod: ss.Status.Pod, Summary: ss.Status.Summary, Truncated: ss.Status.Truncated})
+		lines = append(lines, SpeakerLine{Node: ss.Name, Pod: ss.Status.Pod, Summary: ss.Status.Summary, Truncated: ss.Status.Truncated, Draining: ss.Status.Draining})
 		node := speakerNode(&ss)
 		for _, a := range ss.Status.L2 {
 			if ip, ok := parseAddress(a.Address); ok {

@@ -78,6 +78,8 @@ type SpeakerLine struct {
 	Node, Pod string
 	Summary   v1beta1.SpeakerSummary
 	Truncated bool
+	// Draining: the node carries the drain label herald.dev/drain.
+	Draining bool
 }
 
 // Announced is one address a speaker reports.
@@ -138,7 +140,25 @@ func Build(in Inputs, f Filter) View {
 		}
 		v.Speakers = keep
 	}
+	v.Notes = append(v.Notes, drainingNotes(v)...)
 	return v
+}
+
+// drainingNotes say which nodes are draining (among the speakers shown)
+// and what each still announces.
+func drainingNotes(v View) []string {
+	var out []string
+	for _, l := range v.Speakers {
+		if !l.Draining {
+			continue
+		}
+		what := "it announces nothing any more"
+		if n := len(v.NodeReports[l.Node]); n > 0 || l.Summary.L2Addresses > 0 || l.Summary.Prefixes > 0 {
+			what = fmt.Sprintf("it still announces %d address(es), %d L2 and %d BGP prefix(es)", n, l.Summary.L2Addresses, l.Summary.Prefixes)
+		}
+		out = append(out, fmt.Sprintf("node %s is DRAINING (label %s): %s; kubectl herald drain --undo %s ends the drain", l.Node, v1beta1.LabelDrain, what, l.Node))
+	}
+	return out
 }
 
 // holdNote says when the speakers' announcements are held (at now).

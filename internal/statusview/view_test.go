@@ -293,3 +293,26 @@ func TestSpeakerReportsOfASecondInstallation(t *testing.T) {
 		t.Errorf("speaker lines %v, want one per object", names)
 	}
 }
+
+// TestDrainingNodeNoted: a SpeakerStatus with draining set is shown as a
+// draining node, with what it still announces; once it announces
+// nothing, the note says so; other nodes get no note.
+func TestDrainingNodeNoted(t *testing.T) {
+	in := inputs(true)
+	in.Speakers[0]["status"].(map[string]any)["draining"] = true
+	in.Speakers[1]["status"].(map[string]any)["draining"] = true
+	v := Build(in, Filter{})
+	if len(v.Speakers) != 2 || !v.Speakers[0].Draining || !v.Speakers[1].Draining {
+		t.Fatalf("speakers %+v", v.Speakers)
+	}
+	want := []string{
+		"node node-a is DRAINING (label herald.dev/drain): it still announces 2 address(es), 1 L2 and 1 BGP prefix(es); kubectl herald drain --undo node-a ends the drain",
+		"node node-b is DRAINING (label herald.dev/drain): it announces nothing any more; kubectl herald drain --undo node-b ends the drain",
+	}
+	if strings.Join(v.Notes, "\n") != strings.Join(want, "\n") {
+		t.Errorf("notes\n%s\nwant\n%s", strings.Join(v.Notes, "\n"), strings.Join(want, "\n"))
+	}
+	if v := Build(inputs(true), Filter{}); len(v.Notes) != 0 {
+		t.Errorf("no node draining, notes %v", v.Notes)
+	}
+}

@@ -36,6 +36,12 @@ type SpeakerStatusStatusApplyConfiguration struct {
 	// Truncated is true when the speaker announces more than the lists
 	// may hold; the counts in summary are the full ones.
 	Truncated *bool `json:"truncated,omitempty"`
+	// Draining is true when the node carries the drain label
+	// herald.dev/drain: it is not eligible to announce, hands its L2
+	// addresses over and withdraws its BGP paths (after the
+	// graceful-shutdown wait). kubectl herald drain waits until a
+	// draining node's L2 list and prefixes are empty.
+	Draining *bool `json:"draining,omitempty"`
 }
 
 // SpeakerStatusStatusApplyConfiguration constructs a declarative configuration of the SpeakerStatusStatus type for use with
@@ -91,5 +97,13 @@ func (b *SpeakerStatusStatusApplyConfiguration) WithBGP(values ...*BGPSessionSta
 // If called multiple times, the Truncated field is set to the value of the last call.
 func (b *SpeakerStatusStatusApplyConfiguration) WithTruncated(value bool) *SpeakerStatusStatusApplyConfiguration {
 	b.Truncated = &value
+	return b
+}
+
+// WithDraining sets the Draining field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Draining field is set to the value of the last call.
+func (b *SpeakerStatusStatusApplyConfiguration) WithDraining(value bool) *SpeakerStatusStatusApplyConfiguration {
+	b.Draining = &value
 	return b
 }
