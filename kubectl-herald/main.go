@@ -1,7 +1,8 @@
 // Command kubectl-herald is Herald's kubectl plugin: "kubectl herald
 // migrate" converts a MetalLB configuration (and, with --plan, prints the
 // takeover script for the cluster), "kubectl herald status" shows who
-// announces what. The logic lives in internal/migratecmd (on
+// announces what, "kubectl herald drain" stops Herald announcing from a
+// node before kubectl drain. The logic lives in internal/migratecmd (on
 // internal/migrate) and internal/statusview; this file parses arguments
 // and wires clients.
 package main
@@ -15,11 +16,15 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/herald-lb/herald/api/generated/clientset/versioned"
+	"github.com/herald-lb/herald/internal/draincmd"
 	"github.com/herald-lb/herald/internal/migratecmd"
 	"github.com/herald-lb/herald/internal/statusview"
 )
@@ -28,6 +33,8 @@ const usage = `Usage:
   kubectl herald migrate [-f FILE|DIR|- ...] [--allow-partial] [--namespace NS] > herald-config.yaml
   kubectl herald migrate --plan [--config-file herald-config.yaml] > takeover.sh
   kubectl herald status [--namespace NS] [svc NAME | ip ADDR | node NAME]
+  kubectl herald drain [--timeout 5m] NODE   (label herald.dev/drain, wait until NODE announces nothing)
+  kubectl herald drain --undo NODE           (remove the label; also: kubectl herald undrain NODE)
 Common flags: --kubeconfig PATH, --context NAME.
 migrate exits 3 when something could not be translated (unless --allow-partial).
 `
@@ -53,6 +60,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runMigrate(ctx, args[1:], stdin, stdout, stderr)
 	case "status":
 		err = runStatus(ctx, args[1:], stdout, stderr)
+	case "drain":
+		err = runDrain(ctx, args[1:], false, stdout, stderr)
+	case "undrain":
+		err = runDrain(ctx, args[1:], true, stdout, stderr)
 	default:
 		err = usageError(fmt.Errorf("unknown command %q", args[0]))
 	}
@@ -65,6 +76,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "kubectl herald: %v\n%s", err, usage)
 		return 2
+	case errors.Is(err, draincmd.ErrTimeout):
+		fmt.Fprintln(stderr, "kubectl herald:", err)
+		return 4
 	case errors.Is(err, migratecmd.ErrPartial):
 		fmt.Fprintln(stderr, "kubectl herald:", err)
 		return 3
@@ -85,14 +99,22 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.context, "context", "", "kubeconfig context (default: the current one)")
 }
 
-func (c *clusterFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
+func (c *clusterFlags) config() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = c.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.context}).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
 	cfg.UserAgent = "kubectl-herald"
+	return cfg, nil
+}
+
+func (c *clusterFlags) clients() (kubernetes.Interface, dynamic.Interface, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return nil, nil, err
+	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -152,6 +174,36 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	return statusview.Build(in, f).Write(stdout)
+}
+
+// runDrain is "drain [--undo] NODE" and "undrain NODE"; the logic is in
+// internal/draincmd.
+func runDrain(ctx context.Context, args []string, undo bool, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("drain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clusterFlags
+	cf.register(fs)
+	o := draincmd.Options{Out: stdout, Poll: time.Second}
+	fs.BoolVar(&o.Undo, "undo", undo, "remove the drain label: Herald may announce from the node again")
+	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "how long to wait until the node announces nothing (the label stays when it runs out; exit 4)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError(fmt.Errorf("%s takes one NODE", fs.Name()))
+	}
+	o.Node = fs.Arg(0)
+	cfg, err := cf.config()
+	if err != nil {
+		return err
+	}
+	if o.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+	if o.Herald, err = versioned.NewForConfig(cfg); err != nil {
+		return err
+	}
+	return draincmd.Run(ctx, o)
 }
 
 // parseFilter reads "svc NAME", "ip ADDR" or "node NAME".

@@ -20,6 +20,9 @@ func TestMigrateExitCodes(t *testing.T) {
 		{[]string{"migrate", "extra"}, 2, ""},
 		{[]string{"frobnicate"}, 2, ""},
 		{[]string{"status", "ip", "nonsense"}, 2, ""},
+		{[]string{"drain"}, 2, ""},
+		{[]string{"drain", "a", "b"}, 2, ""},
+		{[]string{"undrain", "a", "b"}, 2, ""},
 	}
 	for _, c := range cases {
 		var out, errOut bytes.Buffer
