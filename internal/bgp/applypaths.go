@@ -18,8 +18,11 @@ func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	for _, n := range sortedKeys(s.configured) {
 		sessions = append(sessions, s.configured[n])
 	}
-	s.last = lastApply{sessions: sessions, nodeV4: d.NodeIPv4, nodeV6: d.NodeIPv6}
+	s.last = lastApply{sessions: sessions, nodeV4: d.NodeIPv4, nodeV6: d.NodeIPv6, gracefulShutdown: d.GracefulShutdown}
 	plan := planPaths(d.Paths, sessions, d.NodeIPv4, d.NodeIPv6)
+	if d.GracefulShutdown {
+		plan.gracefulShutdown(sessions)
+	}
 	s.warns = plan.warnings
 	s.status.setWarnings(plan.warnings)
 	errs := plan.errs

@@ -36,6 +36,9 @@ func (s *Speaker) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	var errs []error
+	if err := s.shutdownGracefully(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if err := s.releaseGracefully(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -45,6 +48,31 @@ func (s *Speaker) Shutdown(ctx context.Context) error {
 	s.stopServer("speaker shut down")
 	s.log.Info("BGP server stopped")
 	return errors.Join(errs...)
+}
+
+// shutdownGracefully sends every path again with the GRACEFUL_SHUTDOWN
+// marking and waits GracefulShutdownWait (or until ctx ends), so that
+// routers move new flows away before the withdrawal. Nothing to do with
+// no wait or no path, and no second wait when the paths already carry
+// the marking (a drain started it).
+func (s *Speaker) shutdownGracefully(ctx context.Context) error {
+	if s.gshutWait <= 0 || len(s.rib) == 0 || s.last.gracefulShutdown {
+		return nil
+	}
+	d := s.want.desired()
+	d.GracefulShutdown = true
+	s.log.Info("BGP graceful shutdown: paths sent with GRACEFUL_SHUTDOWN before the withdrawal", "wait", s.gshutWait, "paths", len(s.rib))
+	err := s.apply(ctx, d)
+	if err != nil {
+		err = fmt.Errorf("graceful shutdown: %w", err)
+	}
+	t := time.NewTimer(s.gshutWait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return err
 }
 
 // releaseGracefully ends the graceful-restart sessions without a

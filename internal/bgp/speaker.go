@@ -46,6 +46,7 @@ type Speaker struct {
 	weightsHeld map[netip.Prefix]time.Time
 	weightTimer *time.Timer
 	clock       func() time.Time
+	gshutWait   time.Duration // Config.GracefulShutdownWait
 	srvRef      sync.Mutex // guards srvNow, read by Sessions and metrics
 	srvNow      *gobgp
 }
@@ -68,6 +69,7 @@ func New(cfg Config) (*Speaker, error) {
 		warns:       newWarnings(),
 		weightsHeld: map[netip.Prefix]time.Time{},
 		clock:       time.Now,
+		gshutWait:   cfg.GracefulShutdownWait,
 		listen:      listenConfig{port: cfg.ListenPort, addrs: slices.Clone(cfg.ListenAddresses)},
 
 		findNeighbor:  cfg.FindNeighbor,

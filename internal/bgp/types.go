@@ -122,6 +122,11 @@ type Desired struct {
 	NodeIPv6 netip.Addr // next hop of every IPv6 path (global unicast)
 	Sessions []Session
 	Paths    []Path
+	// GracefulShutdown sends every path with the GRACEFUL_SHUTDOWN
+	// community (RFC 8326) and, on iBGP sessions, GracefulShutdownLocalPref: the node
+	// is about to withdraw them (it drains), and routers move traffic to
+	// other paths first.
+	GracefulShutdown bool
 }
 
 // SessionEvent reports that a session reached or left Established.
@@ -171,4 +176,9 @@ type Config struct {
 	// a neighbour learnt, lost or changed re-applies the sessions.
 	FindNeighbor     func(iface string) (netip.Addr, error)
 	NeighborInterval time.Duration
+	// GracefulShutdownWait is how long Shutdown keeps the paths, sent
+	// with the GRACEFUL_SHUTDOWN marking (Desired.GracefulShutdown),
+	// before it withdraws them, so that routers move new flows to other
+	// nodes first. 0: withdraw at once.
+	GracefulShutdownWait time.Duration
 }
