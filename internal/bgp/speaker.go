@@ -47,7 +47,7 @@ type Speaker struct {
 	weightTimer *time.Timer
 	clock       func() time.Time
 	gshutWait   time.Duration // Config.GracefulShutdownWait
-	srvRef      sync.Mutex // guards srvNow, read by Sessions and metrics
+	srvRef      sync.Mutex    // guards srvNow, read by Sessions and metrics
 	srvNow      *gobgp
 }
 
