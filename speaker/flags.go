@@ -27,7 +27,7 @@ type flags struct {
 	probeInterval, probeTimeout, gossipInterval                        time.Duration
 	suspicionMult                                                      int
 	releaseGrace, shutdownTimeout, leaseRenew, l2Refresh               time.Duration
-	statusInterval                                                     time.Duration
+	statusInterval, gracefulShutdownWait                               time.Duration
 	podName, podUID, hostIP                                            string
 	excludeInterfaces, memberlistTiming                                string
 	timingSet                                                          map[string]bool
@@ -73,6 +73,7 @@ func parseFlags(args []string) (flags, error) {
 	fs.IntVar(&f.bgpListenPort, "bgp-listen-port", 179, "TCP port the speaker listens on for routers that connect to it (BGPPeers with passive: true); nothing listens while no peer of the node is passive")
 	fs.StringVar(&f.bgpListenAddrs, "bgp-listen-addresses", "", "comma-separated addresses the passive-peer listener binds; empty: the node's own addresses (its InternalIPs), not every local address, so another BGP daemon on the node can keep the others")
 	fs.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 10*time.Second, "bound on the hand-over and BGP withdrawal at SIGTERM")
+	fs.DurationVar(&f.gracefulShutdownWait, "graceful-shutdown-wait", speaker.DefaultGracefulShutdownWait, "how long a node that drains (label herald.dev/drain) or stops (SIGTERM) keeps its BGP paths, sent with the GRACEFUL_SHUTDOWN community 65535:0 and, on iBGP sessions, LOCAL_PREF 1, before it withdraws them, so that routers move new flows to other nodes first; 0 withdraws at once; must be below --shutdown-timeout")
 	if err := fs.Parse(args); err != nil {
 		return f, err
 	}
@@ -87,6 +88,9 @@ func parseFlags(args []string) (flags, error) {
 	}
 	if f.statusInterval < 100*time.Millisecond {
 		return f, fmt.Errorf("--status-interval %s: want at least 100ms", f.statusInterval)
+	}
+	if f.gracefulShutdownWait < 0 || (f.gracefulShutdownWait > 0 && f.gracefulShutdownWait >= f.shutdownTimeout) {
+		return f, fmt.Errorf("--graceful-shutdown-wait %s: want 0 or more, and below --shutdown-timeout %s", f.gracefulShutdownWait, f.shutdownTimeout)
 	}
 	if f.leaseRenew < time.Second {
 		return f, fmt.Errorf("--lease-renew %s: want at least 1s", f.leaseRenew)

@@ -102,7 +102,7 @@ func run(f flags) error {
 	}
 	bgpSpeaker, err := bgp.New(bgp.Config{Logger: log.With("component", "bgp"), Registerer: reg,
 		ListenPort: uint16(f.bgpListenPort), ListenAddresses: f.bgpListen,
-		OnSessionChange: events.SessionChanged})
+		OnSessionChange: events.SessionChanged, GracefulShutdownWait: f.gracefulShutdownWait})
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func run(f flags) error {
 		Installation: inst,
 		Eligibility:  announce.Eligibility{IgnoreExcludeLabel: f.ignoreExcludeLB},
 		L2:           l2, BGP: bgpSpeaker, Events: events, ReleaseGrace: f.releaseGrace, LeaseRenew: f.leaseRenew,
-		PodName: f.podName, StatusInterval: f.statusInterval, VRFs: vrfs.Current,
+		PodName: f.podName, StatusInterval: f.statusInterval, VRFs: vrfs.Current, GracefulShutdownWait: f.gracefulShutdownWait,
 		Logger: log, Registerer: reg, Recorder: rec,
 	}
 	if f.memberlist {

@@ -53,3 +53,19 @@ func TestIgnoreExcludeLabelSingleNodeCluster(t *testing.T) {
 		t.Fatalf("with the option: owners %v, want cp", o)
 	}
 }
+
+// TestIgnoreDrain: IgnoreDrain lifts the drain label alone.
+func TestIgnoreDrain(t *testing.T) {
+	n := &corev1.Node{}
+	n.Labels = map[string]string{"herald.dev/drain": "true"}
+	if ok, why := NodeEligibleWith(n, Eligibility{}); ok || why != ReasonDraining {
+		t.Errorf("drain label: eligible=%v %q", ok, why)
+	}
+	if ok, why := NodeEligibleWith(n, Eligibility{IgnoreDrain: true}); !ok || why != "" {
+		t.Errorf("drain label ignored: eligible=%v %q", ok, why)
+	}
+	n.Labels[corev1.LabelNodeExcludeBalancers] = "true"
+	if ok, why := NodeEligibleWith(n, Eligibility{IgnoreDrain: true}); ok || why != ReasonExcludedByLabel {
+		t.Errorf("IgnoreDrain lifted the exclusion label: eligible=%v %q", ok, why)
+	}
+}

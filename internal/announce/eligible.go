@@ -54,6 +54,10 @@ type Eligibility struct {
 	// (--ignore-exclude-lb, MetalLB's flag of the same name): for clusters
 	// where every node carries the label, such as single-node kubeadm.
 	IgnoreExcludeLabel bool
+	// IgnoreDrain lets nodes carrying the drain label herald.dev/drain
+	// announce: a draining node's speaker uses it for BGP alone while it
+	// sends its paths with GRACEFUL_SHUTDOWN, before it withdraws them.
+	IgnoreDrain bool
 }
 
 // NodeEligibleWith is NodeEligible with the operator's options.
@@ -64,7 +68,7 @@ func NodeEligibleWith(n *corev1.Node, e Eligibility) (bool, string) {
 	if !e.IgnoreExcludeLabel && ExcludedByLabel(n.Labels) {
 		return false, ReasonExcludedByLabel
 	}
-	if Draining(n.Labels) {
+	if !e.IgnoreDrain && Draining(n.Labels) {
 		return false, ReasonDraining
 	}
 	for _, t := range n.Spec.Taints {

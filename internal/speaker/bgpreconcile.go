@@ -48,6 +48,12 @@ type bgpReconciler struct {
 	// would give it the same skips it.
 	applied bgpApplied
 	lastErr error
+	// drain is this node's drain label as the last reconcile saw it;
+	// drainWait the graceful-shutdown wait (drainStep), after which
+	// reconcileAfter brings the withdrawal.
+	drain          bgpDrain
+	drainWait      time.Duration
+	reconcileAfter func(time.Duration)
 }
 
 // bgpApplied is what a successful BGP hand-over outside a hold was given
@@ -56,6 +62,7 @@ type bgpApplied struct {
 	ok     bool
 	v4, v6 netip.Addr
 	vrfs   string // vrf.Table.Key of the node's VRFs
+	gshut  bool   // the paths went out with GRACEFUL_SHUTDOWN (a drain's wait)
 }
 
 // reconcile decides this node's BGP sessions and routes and hands them
@@ -79,12 +86,16 @@ func (b *bgpReconciler) reconcile(ctx context.Context, st announce.State, change
 		return err
 	}
 	held = held || gone
+	gshut := !held && b.drainGracefully()
+	if gshut {
+		st.Eligibility.IgnoreDrain = true // announce as before, marked
+	}
 	if !held {
 		b.memo.Update(st, b.node, b.pending) // nothing to do when nothing it depends on changed
 		b.pending = announce.Changes{}
 	}
 	vrfs, vrfKey, vrfErr := b.vrfs()
-	applied := bgpApplied{ok: true, v4: v4, v6: v6, vrfs: vrfKey}
+	applied := bgpApplied{ok: true, v4: v4, v6: v6, vrfs: vrfKey, gshut: gshut}
 	if !held && b.memo.Same() && b.applied == applied {
 		// Nothing the sessions and routes depend on changed (member-list
 		// and Lease changes are not among it) and the last hand-over
@@ -101,9 +112,10 @@ func (b *bgpReconciler) reconcile(ctx context.Context, st announce.State, change
 	c := bgpChange(&b.memo, all, res, st.Config, v4, v6)
 	if c.All {
 		placeVRFs(c.Desired.Sessions, vrfs, vrfErr, b.node)
+		c.Desired.GracefulShutdown = gshut
 	}
 	err = b.backend.ApplyChange(ctx, c)
-	b.applied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6, vrfs: vrfKey}
+	b.applied = bgpApplied{ok: err == nil && !held, v4: v4, v6: v6, vrfs: vrfKey, gshut: gshut}
 	b.noteApplied(err, all, held)
 	if all {
 		b.noteEvents(advertisedRoutes(res), true)

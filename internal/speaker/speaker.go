@@ -65,6 +65,11 @@ type Options struct {
 	// SpeakerStatus (default DefaultStatusInterval); changes within it
 	// are coalesced.
 	StatusInterval time.Duration
+	// GracefulShutdownWait is how long a node labelled herald.dev/drain
+	// keeps its BGP paths, sent with GRACEFUL_SHUTDOWN, before it
+	// withdraws them (0: at once). The BGP backend's own setting does the
+	// same at SIGTERM.
+	GracefulShutdownWait time.Duration
 	// ReleaseGrace bounds how long a node that lost an address keeps
 	// answering for it while waiting for the new owner to announce itself
 	// (default 2 s).
@@ -189,7 +194,8 @@ func (s *Speaker) wire(api *lean.API, statusName string) error {
 		events: events, log: s.log, metrics: s.metrics, now: opts.Now, state: newL2State(), since: map[netip.Addr]time.Time{}}
 	if opts.BGP != nil {
 		s.bgp = &bgpReconciler{backend: opts.BGP, node: opts.NodeName, nodes: c.nodes, log: s.log, metrics: s.metrics, now: opts.Now,
-			vrfs: s.vrfTable, events: events, advert: map[string][]string{}}
+			vrfs: s.vrfTable, events: events, advert: map[string][]string{},
+			drainWait: opts.GracefulShutdownWait, reconcileAfter: s.reconcileAfter}
 	}
 	pub := &statusPublisher{client: api.SpeakerStatuses, node: opts.NodeName, name: statusName,
 		labels: opts.Installation.Labels(), manager: opts.Installation.Writer("herald-speaker"),
