@@ -9,6 +9,7 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/e2e/lab/routerconf"
 	"github.com/herald-lb/herald/test/labkit"
 )
 
@@ -17,7 +18,9 @@ import (
 // is drained as operations.md says (the drain label, as kubectl herald
 // drain sets it; then kubectl drain; then its speaker stopped). The
 // router first sees node1's path with GRACEFUL_SHUTDOWN, then without
-// node1 while the others stay; no request fails.
+// node1 while the others stay (FRR honours the community: the path
+// leaves its FIB at once), then the withdrawal after the wait; no
+// request fails.
 func TestDrainDropsNothing(t *testing.T) {
 	l, h := suite.Herald(t)
 	ctx := context.Background()
@@ -49,7 +52,16 @@ func TestDrainDropsNothing(t *testing.T) {
 	})
 	t.Logf("%s's path marked GRACEFUL_SHUTDOWN %v after the label", victim, time.Since(start).Round(time.Millisecond))
 	fibStays(t, l, p, others, "drain label on "+victim, func(r lab.Route) bool { return slices.Equal(sortedNodes(r), others) })
-	t.Logf("%s's next hop gone %v after the label", victim, time.Since(start).Round(time.Millisecond))
+	fibGone := time.Since(start)
+	t.Logf("%s's next hop gone from the router's FIB %v after the label", victim, fibGone.Round(time.Millisecond))
+	labkit.Eventually(t, 30*time.Second, victim+"'s path withdrawn", func() bool {
+		return !slices.ContainsFunc(route(t, l, p).Paths, func(path routerconf.Path) bool { return path.Peer == peer })
+	})
+	withdrawn := time.Since(start)
+	t.Logf("%s's path withdrawn %v after the label", victim, withdrawn.Round(time.Millisecond))
+	if withdrawn < gracefulShutdownWait {
+		t.Errorf("%s's path withdrawn %v after the label, before the graceful-shutdown wait %v", victim, withdrawn, gracefulShutdownWait)
+	}
 
 	if err := l.Drain(ctx, victim); err != nil {
 		t.Fatal(err)
@@ -67,6 +79,10 @@ func TestDrainDropsNothing(t *testing.T) {
 	labkit.Eventually(t, 5*time.Second, "a second of requests after the stop", func() bool { return time.Now().After(end) })
 	checkServed(t, client.Tries(t), start)
 }
+
+// gracefulShutdownWait is the speaker's --graceful-shutdown-wait in the
+// lab (its default).
+const gracefulShutdownWait = 5 * time.Second
 
 func isGshut(c string) bool {
 	return c == "65535:0" || c == "gshut" || c == "graceful-shutdown" || c == "gracefulShutdown"
