@@ -9,7 +9,7 @@ import (
 // 65535:0 (RFC 8326): a router that honours it (FRR, and most vendors
 // with a one-line policy) lowers the path's LOCAL_PREF to 0, so that it
 // moves traffic to the other paths of the prefix before the withdrawal.
-const CommunityGracefulShutdown uint32 = 65535<<16 | 0
+const CommunityGracefulShutdown uint32 = 0xFFFF0000 // 65535:0
 
 // GracefulShutdownLocalPref is the LOCAL_PREF the paths carry on iBGP
 // sessions during a graceful shutdown (RFC 8326 section 4: the sender
