@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // LeaseName is the controller's leader-election Lease (in Namespace).
@@ -31,22 +32,22 @@ func (h *Herald) Leader(ctx context.Context) (string, error) {
 // returns its name.
 func (h *Herald) WaitLeader(ctx context.Context, timeout time.Duration) (string, error) {
 	var leader string
-	err := lab.PollContext(ctx, timeout, func() bool {
+	err := labkit.Poll(ctx, timeout, "a running controller Pod holding the Lease", func() (bool, error) {
 		name, err := h.Leader(ctx)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		pods, err := h.Pods(ctx, "controller")
 		if err != nil {
-			return false
+			return false, nil
 		}
 		for _, p := range pods {
 			if p.Name == name && running(&p, controllerContainer) != "" {
 				leader = name
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	})
 	if err != nil {
 		return "", fmt.Errorf("no running controller holds the Lease: %w", err)

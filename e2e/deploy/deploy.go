@@ -164,10 +164,10 @@ func (h *Herald) WaitReady(ctx context.Context, timeout time.Duration) error {
 
 func (h *Herald) waitRolledOut(ctx context.Context, timeout time.Duration, available bool) error {
 	var state string
-	err := lab.PollContext(ctx, timeout, func() bool {
+	err := labkit.Poll(ctx, timeout, "Herald rolled out", func() (bool, error) {
 		var ok bool
 		ok, state = h.rolledOut(ctx, available)
-		return ok
+		return ok, nil
 	})
 	if err != nil {
 		return fmt.Errorf("Herald not rolled out (%s): %w", state, err)

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // HoldSpeaker keeps node's speaker from running while the node stays
@@ -31,9 +31,9 @@ func (h *Herald) HoldSpeaker(ctx context.Context, node string) error {
 			return err
 		}
 	}
-	return lab.PollContext(ctx, time.Minute, func() bool {
+	return labkit.Poll(ctx, time.Minute, "the speaker Pod on the node waiting for its image", func() (bool, error) {
 		p, err := h.speakerPod(ctx, node)
-		return err == nil && p != nil && running(p, speakerContainer) == "" && imageWaiting(p)
+		return err == nil && p != nil && running(p, speakerContainer) == "" && imageWaiting(p), nil
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/test/labkit"
 	"github.com/herald-lb/herald/test/testenv"
 )
 
@@ -92,19 +93,19 @@ func (h *Herald) HelmUninstall(ctx context.Context) error {
 		return err
 	}
 	var left string
-	err := lab.PollContext(ctx, 2*time.Minute, func() bool {
+	err := labkit.Poll(ctx, 2*time.Minute, "Herald's Pods gone after uninstall", func() (bool, error) {
 		// terminating pods count: uninstall is done when they are gone
 		pods, err := h.Lab.Client().CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=herald"})
 		if err != nil {
 			left = err.Error()
-			return false
+			return false, nil
 		}
 		var names []string
 		for _, p := range pods.Items {
 			names = append(names, p.Name)
 		}
 		left = strings.Join(names, ", ")
-		return len(names) == 0
+		return len(names) == 0, nil
 	})
 	if err != nil {
 		return fmt.Errorf("Herald's pods still there after helm uninstall (%s): %w", left, err)

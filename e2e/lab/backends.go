@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // Backends are real pods: in every namespace that has a Service with
@@ -85,7 +87,7 @@ func (l *Lab) EnsureBackends(ctx context.Context, namespace string) error {
 // Ready pod.
 func (l *Lab) WaitBackendsReady(ctx context.Context, namespace string, timeout time.Duration) error {
 	var last string
-	err := PollContext(ctx, timeout, func() bool {
+	err := labkit.Poll(ctx, timeout, "every node's backend Ready", func() (bool, error) {
 		ready := 0
 		last = ""
 		for _, n := range l.nodes {
@@ -100,7 +102,7 @@ func (l *Lab) WaitBackendsReady(ctx context.Context, namespace string, timeout t
 				last += fmt.Sprintf("%s: %d ready; ", d.Name, d.Status.ReadyReplicas)
 			}
 		}
-		return ready == len(l.nodes)
+		return ready == len(l.nodes), nil
 	})
 	if err != nil {
 		return fmt.Errorf("backends in %s not Ready (%s): %w", namespace, last, err)
@@ -191,21 +193,21 @@ func (l *Lab) WaitEndpoints(ctx context.Context, namespace, name string, nodes [
 	want := slices.Clone(nodes)
 	slices.Sort(want)
 	var got map[discoveryv1.AddressType][]string
-	err := PollContext(ctx, timeout, func() bool {
+	err := labkit.Poll(ctx, timeout, "the Service's ready endpoints on the nodes", func() (bool, error) {
 		svc, err := l.kube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false
+			return false, nil
 		}
 		got, err = l.readyEndpointNodes(ctx, namespace, name)
 		if err != nil {
-			return false
+			return false, nil
 		}
 		for _, fam := range svc.Spec.IPFamilies {
 			if !slices.Equal(got[discoveryv1.AddressType(fam)], want) {
-				return false
+				return false, nil
 			}
 		}
-		return true
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("endpoints of %s/%s: want ready on %v, have %v: %w", namespace, name, want, got, err)

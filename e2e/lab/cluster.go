@@ -277,11 +277,11 @@ func (l *Lab) Ctr(ctx context.Context, node string, args ...string) (string, err
 // the controller's next pass after it turned Ready again).
 func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
 	var last string
-	err := PollContext(ctx, timeout, func() bool {
+	err := labkit.Poll(ctx, timeout, "every node Ready and untainted", func() (bool, error) {
 		nodes, err := l.kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			last = err.Error()
-			return false
+			return false, nil
 		}
 		ready := 0
 		var states []string
@@ -295,7 +295,7 @@ func (l *Lab) WaitNodesReady(ctx context.Context, timeout time.Duration) error {
 			states = append(states, fmt.Sprintf("%s ready=%v", n.Name, ok))
 		}
 		last = strings.Join(states, ", ")
-		return ready == len(l.nodes) && len(nodes.Items) == len(l.nodes)
+		return ready == len(l.nodes) && len(nodes.Items) == len(l.nodes), nil
 	})
 	if err != nil {
 		return fmt.Errorf("nodes not Ready (%s): %w", last, err)

@@ -11,6 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/test/labkit"
 )
 
 // CPULoad is a DaemonSet of busy pods: every node's CPU saturated by its
@@ -76,11 +78,11 @@ func (l *Lab) StartCPULoad(ctx context.Context, namespace string, threads int, r
 	}
 	c := &CPULoad{cl: &l.Cluster, namespace: namespace, name: CPULoadName}
 	var last string
-	err := PollContext(ctx, 60*time.Second, func() bool {
+	err := labkit.Poll(ctx, 60*time.Second, "the CPU load running on every node", func() (bool, error) {
 		pods, err := l.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: labelApp + "=" + CPULoadName})
 		if err != nil {
 			last = err.Error()
-			return false
+			return false, nil
 		}
 		running := map[string]bool{}
 		for _, p := range pods.Items {
@@ -89,7 +91,7 @@ func (l *Lab) StartCPULoad(ctx context.Context, namespace string, threads int, r
 			}
 		}
 		last = fmt.Sprintf("running on %d of %d nodes", len(running), len(nodes))
-		return len(running) == len(nodes)
+		return len(running) == len(nodes), nil
 	})
 	if err != nil {
 		_ = c.Stop(context.Background())
@@ -105,8 +107,8 @@ func (c *CPULoad) Stop(ctx context.Context) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("CPU load: %w", err)
 	}
-	return PollContext(ctx, 60*time.Second, func() bool {
+	return labkit.Poll(ctx, 60*time.Second, "the CPU load's Pods gone", func() (bool, error) {
 		pods, err := c.cl.kube.CoreV1().Pods(c.namespace).List(ctx, metav1.ListOptions{LabelSelector: labelApp + "=" + CPULoadName})
-		return err == nil && len(pods.Items) == 0
+		return err == nil && len(pods.Items) == 0, nil
 	})
 }

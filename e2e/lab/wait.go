@@ -74,9 +74,3 @@ func ContainsAll(s string, fragments []string) bool {
 	}
 	return true
 }
-
-// PollContext polls ok every 100 ms until it is true (nil), timeout passes
-// or ctx ends (an error saying so): labkit.Poll.
-func PollContext(ctx context.Context, timeout time.Duration, ok func() bool) error {
-	return labkit.Poll(ctx, timeout, "a condition", func() (bool, error) { return ok(), nil })
-}
