@@ -74,7 +74,8 @@ type IPAddressPoolSpec struct {
 }
 
 // PoolSharing says which namespaces may share a pool's addresses with
-// each other.
+// each other, and how a shared address of Services with
+// externalTrafficPolicy: Local is announced.
 type PoolSharing struct {
 	// AcrossNamespaces lists the namespaces whose Services may share an
 	// address of this pool with Services of the other namespaces listed,
@@ -87,7 +88,21 @@ type PoolSharing struct {
 	// +kubebuilder:validation:items:XValidation:rule="self == '*' || self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="spec.sharing.acrossNamespaces: each entry must be a namespace name or \"*\" (every namespace)"
 	// +kubebuilder:validation:XValidation:rule="!self.exists(n, n == '*') || self.size() == 1",message="spec.sharing.acrossNamespaces: \"*\" (every namespace) must be the only entry"
 	// +listType=set
-	AcrossNamespaces []string `json:"acrossNamespaces"`
+	// +optional
+	AcrossNamespaces []string `json:"acrossNamespaces,omitempty"`
+
+	// LocalFallback says which nodes announce an address that Services
+	// with externalTrafficPolicy: Local and different pods share, while
+	// no node has a ready local endpoint of every one of them:
+	// SomePorts (the default) announces it from the nodes with local
+	// endpoints of some of them, so that the Services with pods keep
+	// working and the others' ports are dropped there; None announces it
+	// from no node until some node serves every port. Either way the
+	// Services' herald.dev/Announced condition names the Services that
+	// lack local endpoints and where.
+	// +kubebuilder:validation:Enum=SomePorts;None
+	// +optional
+	LocalFallback string `json:"localFallback,omitempty"`
 }
 
 // ServiceAllocation restricts a pool to some Services and ranks it.
@@ -178,3 +193,9 @@ type IPAddressPoolList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []IPAddressPool `json:"items"`
 }
+
+// Values of PoolSharing.LocalFallback.
+const (
+	LocalFallbackSomePorts = "SomePorts"
+	LocalFallbackNone      = "None"
+)

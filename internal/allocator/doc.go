@@ -12,8 +12,8 @@
 //
 // Guarantees:
 //   - No address is held by two Services unless both carry the same
-//     sharing key, their protocol/port pairs are disjoint and, with
-//     externalTrafficPolicy Local, both use it with identical selectors.
+//     sharing key, their protocol/port pairs are disjoint and both or
+//     neither use externalTrafficPolicy Local (whatever their selectors).
 //   - A Service joins an address held in another namespace only when the
 //     pool lets both namespaces share (Pool.ShareAcrossNamespaces), and
 //     what it is told when refused names no Service of another namespace.

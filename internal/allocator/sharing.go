@@ -2,7 +2,6 @@ package allocator
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 
 	"github.com/herald-lb/herald/internal/service"
@@ -11,8 +10,10 @@ import (
 // compatible reports whether two Services may hold one address together
 // and, when they may not, why (in words for the Service's events): both
 // carry the same non-empty sharing key, no protocol and port is used by
-// both, and with externalTrafficPolicy Local on either side both use it
-// with identical selectors.
+// both, and both or neither use externalTrafficPolicy Local. Local
+// Services with different selectors may share: the speakers announce
+// such an address from the nodes with local endpoints of every one
+// (announce.SharedLocalNodes).
 func compatible(a, b *holder) (bool, string) {
 	switch {
 	case a.sharingKey == "" || b.sharingKey == "":
@@ -25,9 +26,6 @@ func compatible(a, b *holder) (bool, string) {
 	}
 	if a.etpLocal != b.etpLocal {
 		return false, "only one of them has externalTrafficPolicy Local"
-	}
-	if a.etpLocal && !maps.Equal(a.selector, b.selector) {
-		return false, "with externalTrafficPolicy Local both need the same spec.selector"
 	}
 	return true, ""
 }

@@ -21,7 +21,8 @@ func TestCompatible(t *testing.T) {
 		{"keys differ", h(sharing("k")), h(sharing("j"), ports("TCP/443")), "sharing keys differ"},
 		{"ETP Local on one only", h(sharing("k"), etpLocal("app=x")), h(sharing("k"), ports("TCP/443"), selector("app=x")), "only one of them"},
 		{"ETP Local, same selector", h(sharing("k"), etpLocal("app=x")), h(sharing("k"), ports("TCP/443"), etpLocal("app=x")), ""},
-		{"ETP Local, different selectors", h(sharing("k"), etpLocal("app=x")), h(sharing("k"), ports("TCP/443"), etpLocal("app=y")), "same spec.selector"},
+		{"ETP Local, different selectors", h(sharing("k"), etpLocal("app=x")), h(sharing("k"), ports("TCP/443"), etpLocal("app=y")), ""},
+		{"ETP Local, different selectors, same port", h(sharing("k"), etpLocal("app=x")), h(sharing("k"), etpLocal("app=y")), "both use TCP/80"},
 		{"ETP Cluster, different selectors", h(sharing("k"), selector("app=x")), h(sharing("k"), ports("TCP/443"), selector("app=y")), ""},
 	}
 	for _, c := range cases {
@@ -68,11 +69,12 @@ func TestSharingKeys(t *testing.T) {
 		mustAssign(t, a, svc("ns/a", sharing("k")))
 		assignFails(t, a, svc("ns/b", sharing("k")), PoolExhausted, "no free IPv4 address", "cannot be shared with Service ns/a: both use TCP/80")
 	})
-	t.Run("ETP Local shares only with the same selector", func(t *testing.T) {
+	t.Run("ETP Local shares whatever the selectors", func(t *testing.T) {
 		a := newAlloc(t, pool("p", "198.51.100.0/28"))
 		mustAssign(t, a, svc("ns/a", sharing("k"), etpLocal("app=x")))
-		wantAssignment(t, mustAssign(t, a, svc("ns/b", sharing("k"), ports("UDP/53"), etpLocal("app=y"))), "p", "198.51.100.1")
+		wantAssignment(t, mustAssign(t, a, svc("ns/b", sharing("k"), ports("UDP/53"), etpLocal("app=y"))), "p", "198.51.100.0")
 		wantAssignment(t, mustAssign(t, a, svc("ns/c", sharing("k"), ports("UDP/54"), etpLocal("app=x"))), "p", "198.51.100.0")
+		wantAssignment(t, mustAssign(t, a, svc("ns/d", sharing("k"), ports("UDP/55"), selector("app=y"))), "p", "198.51.100.1")
 	})
 	t.Run("dual-stack joins both families", func(t *testing.T) {
 		a := newAlloc(t, pool("p", "198.51.100.0/28", "2001:db8::/120"))

@@ -103,6 +103,10 @@ type Pool struct {
 	// ShareAcrossNamespaces are the namespaces that may share the pool's
 	// addresses with each other ("*": every namespace); sorted.
 	ShareAcrossNamespaces []string
+	// LocalFallback is spec.sharing.localFallback, SomePorts when unset:
+	// which nodes announce an address shared by Services with
+	// externalTrafficPolicy: Local while no node serves every one.
+	LocalFallback string
 	NamespaceSelectors    []labels.Selector
 	ServiceSelectors      []labels.Selector
 }

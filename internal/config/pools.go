@@ -91,9 +91,17 @@ func parsePool(obj *v1beta1.IPAddressPool, ps *problems) (*Pool, bool) {
 			return bad(err.(fieldError).field, err.Error())
 		}
 	}
+	p.LocalFallback = v1beta1.LocalFallbackSomePorts
 	if sh := obj.Spec.Sharing; sh != nil {
 		p.ShareAcrossNamespaces = append([]string(nil), sh.AcrossNamespaces...)
 		sort.Strings(p.ShareAcrossNamespaces)
+		switch sh.LocalFallback {
+		case "":
+		case v1beta1.LocalFallbackSomePorts, v1beta1.LocalFallbackNone:
+			p.LocalFallback = sh.LocalFallback
+		default:
+			return bad("spec.sharing.localFallback", fmt.Sprintf("%q is neither SomePorts nor None", sh.LocalFallback))
+		}
 	}
 	return p, true
 }

@@ -22,7 +22,8 @@ package v1beta1
 // with apply.
 //
 // PoolSharing says which namespaces may share a pool's addresses with
-// each other.
+// each other, and how a shared address of Services with
+// externalTrafficPolicy: Local is announced.
 type PoolSharingApplyConfiguration struct {
 	// AcrossNamespaces lists the namespaces whose Services may share an
 	// address of this pool with Services of the other namespaces listed,
@@ -30,6 +31,16 @@ type PoolSharingApplyConfiguration struct {
 	// a namespace stops new joins; Services already sharing keep their
 	// address.
 	AcrossNamespaces []string `json:"acrossNamespaces,omitempty"`
+	// LocalFallback says which nodes announce an address that Services
+	// with externalTrafficPolicy: Local and different pods share, while
+	// no node has a ready local endpoint of every one of them:
+	// SomePorts (the default) announces it from the nodes with local
+	// endpoints of some of them, so that the Services with pods keep
+	// working and the others' ports are dropped there; None announces it
+	// from no node until some node serves every port. Either way the
+	// Services' herald.dev/Announced condition names the Services that
+	// lack local endpoints and where.
+	LocalFallback *string `json:"localFallback,omitempty"`
 }
 
 // PoolSharingApplyConfiguration constructs a declarative configuration of the PoolSharing type for use with
@@ -45,5 +56,13 @@ func (b *PoolSharingApplyConfiguration) WithAcrossNamespaces(values ...string) *
 	for i := range values {
 		b.AcrossNamespaces = append(b.AcrossNamespaces, values[i])
 	}
+	return b
+}
+
+// WithLocalFallback sets the LocalFallback field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the LocalFallback field is set to the value of the last call.
+func (b *PoolSharingApplyConfiguration) WithLocalFallback(value string) *PoolSharingApplyConfiguration {
+	b.LocalFallback = &value
 	return b
 }
