@@ -74,12 +74,13 @@ func BGP(st State, nodeName string) BGPResult {
 		return res
 	}
 	merged := mergedAttrs{}
+	sb := newSharedBGP(st, me.name)
 	for i := range st.Services {
 		s := &st.Services[i]
 		if !advertisesFrom(s, me.name) {
 			continue
 		}
-		st.eachContribution(s, *me, res.Peers, func(k routeKey, ad *config.BGPAdvertisement) {
+		st.eachContribution(s, *me, res.Peers, sb, func(k routeKey, ad *config.BGPAdvertisement) {
 			merged.add(k, ad, s.Key, weightOf(s, ad, me.name))
 		})
 	}
@@ -109,9 +110,13 @@ func weightOf(s *Service, ad *config.BGPAdvertisement, node string) uint32 {
 
 // eachContribution calls add for every advertisement that covers one of
 // the Service's addresses for one of the node's peers, with the prefix
-// (the address, or its aggregate) and the peer.
-func (st State) eachContribution(s *Service, me node, peers []*config.Peer, add func(routeKey, *config.BGPAdvertisement)) {
+// (the address, or its aggregate) and the peer; an address shared with
+// other Local Services only where sb keeps it.
+func (st State) eachContribution(s *Service, me node, peers []*config.Peer, sb *sharedBGP, add func(routeKey, *config.BGPAdvertisement)) {
 	for _, ip := range s.IPs {
+		if !sb.keep(s, ip) {
+			continue
+		}
 		pool := st.poolOf(s, ip)
 		if pool == nil {
 			continue

@@ -40,6 +40,11 @@ type BGPMemo struct {
 	// res.Routes does not show them yet (Result lays them out).
 	routeCount int
 	stale      bool
+	// shared are the Services whose contributions depend on other
+	// Services' endpoints and on other nodes (an address shared with
+	// other externalTrafficPolicy: Local Services): every call works
+	// them out again.
+	shared map[string]bool
 }
 
 // BGPChanges says what the last Decide worked out again, so that a caller
@@ -109,7 +114,8 @@ func (m *BGPMemo) updateKeys(st State, me *node, keys []string) {
 	m.changes.All, m.changes.Prefixes, m.changes.Services = false, m.changes.Prefixes[:0], m.changes.Services[:0]
 	m.worked = 0
 	touched := map[netip.Prefix]bool{}
-	for _, key := range keys {
+	sb := newSharedBGP(st, me.name)
+	for _, key := range m.withShared(keys, sb) {
 		e := m.bySvc[key]
 		i, found := slices.BinarySearchFunc(st.Services, key, func(s Service, k string) int { return cmp.Compare(s.Key, k) })
 		switch {
@@ -119,7 +125,7 @@ func (m *BGPMemo) updateKeys(st State, me *node, keys []string) {
 			m.drop(key, e, touched)
 			delete(m.bySvc, key)
 		default:
-			m.rework(st, &st.Services[i], e, me, touched)
+			m.rework(st, &st.Services[i], e, me, touched, sb)
 		}
 	}
 	if len(touched) > 0 {
@@ -227,7 +233,7 @@ func (m *BGPMemo) ServiceRoutes(key string) []Route {
 // It allocates nothing: it runs at every reconcile. A valid memo holds no
 // Rev 0, so a Service without a Rev never matches.
 func (m *BGPMemo) unchanged(st State, nodeName string, me *node) bool {
-	if !m.valid || len(m.svcs) != len(st.Services) {
+	if !m.valid || len(m.svcs) != len(st.Services) || len(m.shared) > 0 {
 		return false
 	}
 	for i := range st.Services {
@@ -265,8 +271,9 @@ func (m *BGPMemo) update(st State, me *node) {
 	m.gen++
 	m.worked = 0
 	touched := map[netip.Prefix]bool{}
+	sb := newSharedBGP(st, me.name)
 	for i := range st.Services {
-		m.rework(st, &st.Services[i], m.bySvc[st.Services[i].Key], me, touched)
+		m.rework(st, &st.Services[i], m.bySvc[st.Services[i].Key], me, touched, sb)
 	}
 	if len(st.Services) < len(m.bySvc) {
 		for key, e := range m.bySvc {
@@ -284,18 +291,28 @@ func (m *BGPMemo) update(st State, me *node) {
 }
 
 // rework works out one Service's contributions again unless its Rev is
-// the one they were worked out for (Rev 0: always), replacing e's.
-func (m *BGPMemo) rework(st State, s *Service, e *bgpSvc, me *node, touched map[netip.Prefix]bool) {
-	if e != nil && s.Rev != 0 && e.rev == s.Rev {
+// the one they were worked out for (Rev 0: always) and it shares no
+// Local address, replacing e's. A sharing Service whose contributions
+// came out the same counts as unchanged.
+func (m *BGPMemo) rework(st State, s *Service, e *bgpSvc, me *node, touched map[netip.Prefix]bool, sb *sharedBGP) {
+	sharing := sb.holds(s)
+	if e != nil && s.Rev != 0 && e.rev == s.Rev && !sharing && !m.shared[s.Key] {
 		e.seen = m.gen
 		return
+	}
+	m.setShared(s.Key, sharing)
+	if e != nil && s.Rev != 0 && e.rev == s.Rev {
+		if c := m.contributions(st, s, me, sb); slices.Equal(c, e.contribs) {
+			e.seen = m.gen
+			return
+		}
 	}
 	m.worked++
 	m.changes.Services = append(m.changes.Services, s.Key)
 	if e != nil {
 		m.drop(s.Key, e, touched)
 	}
-	e = &bgpSvc{rev: s.Rev, seen: m.gen, contribs: m.contributions(st, s, me)}
+	e = &bgpSvc{rev: s.Rev, seen: m.gen, contribs: m.contributions(st, s, me, sb)}
 	m.bySvc[s.Key] = e
 	m.add(s.Key, e, touched)
 }
@@ -310,12 +327,12 @@ func (m *BGPMemo) noteChanges(touched map[netip.Prefix]bool) {
 }
 
 // contributions are what one Service gives the node's routes.
-func (m *BGPMemo) contributions(st State, s *Service, me *node) []bgpContrib {
+func (m *BGPMemo) contributions(st State, s *Service, me *node, sb *sharedBGP) []bgpContrib {
 	if !me.eligible || len(m.res.Peers) == 0 || !advertisesFrom(s, me.name) {
 		return nil
 	}
 	var out []bgpContrib
-	st.eachContribution(s, *me, m.res.Peers, func(k routeKey, ad *config.BGPAdvertisement) {
+	st.eachContribution(s, *me, m.res.Peers, sb, func(k routeKey, ad *config.BGPAdvertisement) {
 		out = append(out, bgpContrib{k: k, ad: ad, weight: weightOf(s, ad, me.name)})
 	})
 	return out
@@ -421,4 +438,39 @@ func comparePrefixes(a, b netip.Prefix) int {
 		return c
 	}
 	return cmp.Compare(a.Bits(), b.Bits())
+}
+
+// setShared notes whether the Service's contributions depend on its
+// sharers'.
+func (m *BGPMemo) setShared(key string, sharing bool) {
+	switch {
+	case sharing && m.shared == nil:
+		m.shared = map[string]bool{key: true}
+	case sharing:
+		m.shared[key] = true
+	default:
+		delete(m.shared, key)
+	}
+}
+
+// withShared adds to the changed keys (sorted) the Services that share a
+// Local address now or did at the last call: their contributions depend
+// on each other's endpoints and on the other nodes.
+func (m *BGPMemo) withShared(keys []string, sb *sharedBGP) []string {
+	if len(m.shared) == 0 && sb == nil {
+		return keys
+	}
+	out := slices.Clone(keys)
+	for k := range m.shared {
+		out = append(out, k)
+	}
+	if sb != nil {
+		for _, h := range sb.byIP {
+			for _, s := range h {
+				out = append(out, s.Key)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

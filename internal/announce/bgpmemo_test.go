@@ -58,6 +58,8 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 					s.Peers = []string{"ibgp"}
 				}),
 			}, Peers: twoPeers}),
+		cfg(t, config.Input{Pools: []*v1beta1.IPAddressPool{nonePool("bgp", "198.51.100.128/27", "2001:db8:ff::/120")},
+			BGPAdvertisements: []*v1beta1.BGPAdvertisement{bgpad("all", nil)}, Peers: peers}),
 	}
 	var revs uint64
 	randomService := func(key string) Service {
@@ -65,10 +67,25 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			s = svc(key, fmt.Sprintf("2001:db8:ff::%x", 1+rng.IntN(6)))
 		}
-		if rng.IntN(4) == 0 {
+		switch rng.IntN(6) {
+		case 0:
 			n := fmt.Sprintf("node%d", 1+rng.IntN(3))
 			s = local(s, n)
 			s.Endpoints.LocalReady = map[string]int{n: 1 + rng.IntN(3)}
+		case 1, 2:
+			// Local and sharing: endpoints on a random set of nodes
+			var on []string
+			for n := range 3 {
+				if rng.IntN(2) == 0 {
+					on = append(on, fmt.Sprintf("node%d", n+1))
+				}
+			}
+			s = local(s, on...)
+			s.SharingKey = "k"
+			s.Endpoints.LocalReady = map[string]int{}
+			for _, n := range on {
+				s.Endpoints.LocalReady[n] = 1 + rng.IntN(3)
+			}
 		}
 		if rng.IntN(2) == 0 {
 			s.Labels = map[string]string{"tier": "web"}
@@ -85,6 +102,7 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 		st.Services = append(st.Services, randomService(fmt.Sprintf("ns/s%d", i)))
 	}
 	var m, mc BGPMemo // mc is told which Services changed (Update with Keys)
+	wasShared := map[string]bool{} // the Services sharing a Local address at the last step
 	var prev, prevC BGPResult
 	next := 8
 	for step := range 3000 {
@@ -98,7 +116,15 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 			c := *configs[rng.IntN(len(configs))]
 			st.Config = &c
 			world = true
-		case 2, 3:
+		case 2:
+			// another node's eligibility: where a shared Local
+			// address goes depends on it
+			ns[1].Labels = map[string]string{"kubernetes.io/hostname": "node2"}
+			if rng.IntN(2) == 0 {
+				ns[1].Labels["node.kubernetes.io/exclude-from-external-load-balancers"] = "true"
+			}
+			world = true
+		case 3:
 			// nothing changed: the memo answers
 		case 4:
 			key := fmt.Sprintf("ns/s%d", next)
@@ -119,6 +145,10 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 		slices.SortFunc(st.Services, func(a, b Service) int { return strings.Compare(a.Key, b.Key) })
 		mc.Update(st, "node1", Changes{Keys: keys})
 		if got, want := mc.Result(), BGP(st, "node1"); !reflect.DeepEqual(got, want) {
+			for _, s := range st.Services {
+				t.Logf("%s %v local=%v %v key=%q rev=%d", s.Key, s.IPs, s.ETPLocal, s.Endpoints.Local, s.SharingKey, s.Rev)
+			}
+			t.Logf("keys %v node2 %v", keys, ns[1].Labels)
 			t.Fatalf("step %d: Update told what changed differs from BGP:\n got %+v\nwant %+v", step, got, want)
 		}
 		if why := changesExplain(&mc, prevC, BGP(st, "node1"), st); why != "" {
@@ -137,11 +167,32 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 		}
 		prev = want
 		if !world {
-			if most := changed + revless(st.Services); m.Worked() > most {
+			if most := changed + revless(st.Services) + sharing(st.Services, wasShared); m.Worked() > most {
 				t.Fatalf("step %d: worked out %d Services, want at most %d (changed, or without a Rev)", step, m.Worked(), most)
 			}
 		}
+		wasShared = sharedKeys(st.Services)
 	}
+}
+
+// sharing counts the Services that share a Local address or did at the
+// last step: the memo works them out again when their sharers change.
+func sharing(svcs []Service, was map[string]bool) int {
+	all := sharedKeys(svcs)
+	for k := range was {
+		all[k] = true
+	}
+	return len(all)
+}
+
+func sharedKeys(svcs []Service) map[string]bool {
+	out := map[string]bool{}
+	for _, h := range sharedLocal(svcs) {
+		for _, s := range h {
+			out[s.Key] = true
+		}
+	}
+	return out
 }
 
 func revless(svcs []Service) int {

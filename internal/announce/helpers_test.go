@@ -40,6 +40,13 @@ func pool(name string, addrs ...string) *v1beta1.IPAddressPool {
 	return &v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: v1beta1.IPAddressPoolSpec{Addresses: addrs}}
 }
 
+// nonePool is a pool whose shared Local addresses have no fallback.
+func nonePool(name string, addrs ...string) *v1beta1.IPAddressPool {
+	p := pool(name, addrs...)
+	p.Spec.Sharing = &v1beta1.PoolSharing{LocalFallback: v1beta1.LocalFallbackNone}
+	return p
+}
+
 func l2ad(name string, mutate func(*v1beta1.L2AdvertisementSpec)) *v1beta1.L2Advertisement {
 	a := &v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if mutate != nil {

@@ -70,7 +70,7 @@ func decideL2(st State, nodes []node, ip netip.Addr, svcs []*Service) l2Decision
 		return d
 	}
 	cands := l2Candidates(st, nodes, ads)
-	cands = preferLocal(cands, svcs)
+	cands, _ = SharedLocalNodes(cands, svcs, st.fallbackOf(ip, svcs))
 	owner := Owner(ip, cands)
 	if owner == "" {
 		d.unowned = ReasonNoEligibleNode
@@ -110,41 +110,6 @@ func l2Candidates(st State, nodes []node, ads []*config.L2Advertisement) []strin
 		}
 	}
 	return out
-}
-
-// preferLocal narrows the candidates for Services with
-// externalTrafficPolicy: Local: nodes with local endpoints of every such
-// Service sharing the address if there are any, else nodes with local
-// endpoints of some of them; none when no candidate has any.
-func preferLocal(cands []string, svcs []*Service) []string {
-	var local []*Service
-	for _, s := range svcs {
-		if s.ETPLocal {
-			local = append(local, s)
-		}
-	}
-	if len(local) == 0 {
-		return cands
-	}
-	var all, some []string
-	for _, n := range cands {
-		count := 0
-		for _, s := range local {
-			if s.Endpoints.Local[n] {
-				count++
-			}
-		}
-		if count == len(local) {
-			all = append(all, n)
-		}
-		if count > 0 {
-			some = append(some, n)
-		}
-	}
-	if len(all) > 0 {
-		return all
-	}
-	return some
 }
 
 // interfacesFor merges the interface overrides of the advertisements that

@@ -35,5 +35,8 @@ func ServiceFrom(svc *corev1.Service, slices []*discoveryv1.EndpointSlice) Servi
 		Pool:      svc.Annotations[v1beta1.AnnotationAllocatedFromPool],
 		ETPLocal:  svc.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal,
 		Endpoints: SummarizeEndpoints(slices),
+		// the allocator's key; a Service sharing nothing with it is
+		// announced as alone
+		SharingKey: svc.Annotations[v1beta1.AnnotationAllowSharedIP],
 	}
 }

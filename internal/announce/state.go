@@ -25,6 +25,10 @@ type Service struct {
 	Pool      string
 	ETPLocal  bool
 	Endpoints Endpoints
+	// SharingKey is the herald.dev/allow-shared-ip annotation: Services
+	// with externalTrafficPolicy: Local holding one address with it are
+	// announced together (see SharedLocalNodes).
+	SharingKey string
 	// Rev is the revision of this conversion: a cache of conversions
 	// gives a Service a new Rev whenever any other field may have
 	// changed, so that an L2Memo can tell an address's holders did not

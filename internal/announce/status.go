@@ -11,8 +11,15 @@ import (
 // for the herald.dev/Announced condition.
 type ServiceStatus struct {
 	Announced bool
-	Reason    string // Announced, NoAddress, NoAdvertisementMatches, NoEligibleNode
-	Message   string
+	// Reason: Announced, NoAddress, NoAdvertisementMatches,
+	// NoEligibleNode, NoReadyEndpoint, SharedLocalIncomplete.
+	Reason  string
+	Message string
+	// Gap names, for a Service sharing an address with other Services
+	// with externalTrafficPolicy: Local, which of them lack local
+	// endpoints where, while no node serves them all (see
+	// SharedLocalNodes); empty otherwise.
+	Gap string
 	// L2 maps each address announced in L2 mode to its node.
 	L2 map[netip.Addr]string
 	// BGPNodes are the nodes advertising some address of the Service.
@@ -47,9 +54,10 @@ func Statuses(st State) map[string]ServiceStatus {
 		}
 	}
 	out := map[string]ServiceStatus{}
+	byIP := sharedLocal(st.Services)
 	for i := range st.Services {
 		s := &st.Services[i]
-		out[s.Key] = statusOf(s, owners, l2, bgpNodes[s.Key], bgpCovered[s.Key])
+		out[s.Key] = statusOf(s, owners, l2, bgpNodes[s.Key], bgpCovered[s.Key], st.sharedGap(s, byIP))
 	}
 	return out
 }
@@ -91,13 +99,26 @@ func StatusOf(st State, key string) ServiceStatus {
 	for _, ip := range target.IPs {
 		covered = covered || st.bgpCovers(target, ip)
 	}
-	return statusOf(target, owners, l2, bgpNodesOf(st, target), covered)
+	return statusOf(target, owners, l2, bgpNodesOf(st, target), covered, st.sharedGap(target, sharedLocal(sharers)))
 }
 
 // bgpNodesOf returns the nodes that advertise some address of the Service.
 func bgpNodesOf(st State, target *Service) []string {
 	sub := st
 	sub.Services = []Service{*target}
+	if byIP := sharedLocal(st.Services); byIP != nil {
+		sub.Services = st.Services // its routes depend on its sharers
+		var out []string
+		for _, n := range st.nodes() {
+			for _, r := range BGP(sub, n.name).Routes {
+				if slices.Contains(r.Services, target.Key) {
+					out = append(out, n.name)
+					break
+				}
+			}
+		}
+		return out
+	}
 	var out []string
 	for _, n := range st.nodes() {
 		if len(BGP(sub, n.name).Routes) > 0 {
@@ -107,11 +128,11 @@ func bgpNodesOf(st State, target *Service) []string {
 	return out
 }
 
-func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []string, bgpCovered bool) ServiceStatus {
+func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []string, bgpCovered bool, gap sharedGap) ServiceStatus {
 	if len(s.IPs) == 0 {
 		return ServiceStatus{Reason: ReasonNoAddress, Message: "the Service has no address yet"}
 	}
-	st := ServiceStatus{L2: map[netip.Addr]string{}, BGPNodes: bgpNodes}
+	st := ServiceStatus{L2: map[netip.Addr]string{}, BGPNodes: bgpNodes, Gap: gap.words}
 	l2Covered := false
 	var parts []string
 	for _, ip := range s.IPs {
@@ -128,6 +149,9 @@ func statusOf(s *Service, owners map[netip.Addr]string, l2 L2Result, bgpNodes []
 		parts = append(parts, fmt.Sprintf("advertised over BGP by %s", strings.Join(bgpNodes, ", ")))
 	}
 	switch {
+	case gap.words != "" && (l2Covered || bgpCovered):
+		st.Announced, st.Reason = len(parts) > 0, ReasonSharedLocalIncomplete
+		st.Message = strings.Join(append(parts, gap.words), "; ")
 	case len(parts) > 0:
 		st.Announced, st.Reason, st.Message = true, ReasonAnnounced, strings.Join(parts, "; ")
 	case !l2Covered && !bgpCovered:

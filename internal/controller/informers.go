@@ -256,6 +256,25 @@ func (c *Controller) enqueueSliceService(obj any) {
 	key := cache.ObjectName{Namespace: es.Namespace, Name: es.Labels[discoveryv1.LabelServiceName]}
 	if svc, err := c.services.Services(key.Namespace).Get(key.Name); err == nil && c.opts.Class.IsOurs(svc) {
 		c.serviceQueue.Add(key)
+		c.enqueueLocalSharers(svc)
+	}
+}
+
+// enqueueLocalSharers queues the Services holding an address with svc
+// when it has externalTrafficPolicy: Local and a sharing key: where
+// their address is announced, and their condition, depend on its
+// endpoints too.
+func (c *Controller) enqueueLocalSharers(svc *corev1.Service) {
+	if svc.Spec.ExternalTrafficPolicy != corev1.ServiceExternalTrafficPolicyLocal || svc.Annotations[v1beta1.AnnotationAllowSharedIP] == "" {
+		return
+	}
+	for _, ip := range service.IngressIPs(svc) {
+		objs, _ := c.serviceIndex.ByIndex(servicesByIngressIP, ip.String())
+		for _, o := range objs {
+			if s := o.(*corev1.Service); s.Namespace != svc.Namespace || s.Name != svc.Name {
+				c.serviceQueue.Add(cache.MetaObjectToName(s))
+			}
+		}
 	}
 }
 

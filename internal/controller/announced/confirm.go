@@ -47,8 +47,10 @@ func BGPKey(p netip.Prefix) string { return "bgp/" + p.String() }
 // node should announce, a node that should announce it and whose speaker
 // is alive reports it (L2: the owner answers it; BGP: one of the nodes
 // that may advertise it sent it on an established session), naming those
-// nodes. A report from a node that should no longer announce (excluded,
-// withdrawn, its next status write not yet made) confirms nothing.
+// nodes (reason SharedLocalIncomplete, naming what is missing, when the
+// address is shared by Local Services no node serves in full). A report
+// from a node that should no longer announce (excluded, withdrawn, its
+// next status write not yet made) confirms nothing.
 // Otherwise:
 //   - the reasons of internal/announce when no node may announce it
 //     (NoAdvertisementMatches, NoReadyEndpoint, NoEligibleNode), except
@@ -71,6 +73,10 @@ func Confirm(in Input) Condition {
 	r.l2(in, st)
 	r.bgp(in, st)
 	if len(r.waiting) == 0 {
+		if st.Gap != "" {
+			return Condition{Status: metav1.ConditionTrue, Reason: announce.ReasonSharedLocalIncomplete,
+				Message: strings.Join(append(r.confirmed, st.Gap), "; "), Deps: sorted(r.deps)}
+		}
 		return Condition{Status: metav1.ConditionTrue, Reason: announce.ReasonAnnounced, Message: strings.Join(r.confirmed, "; "), Deps: sorted(r.deps)}
 	}
 	if len(r.unconfirmedL2) > 0 {
