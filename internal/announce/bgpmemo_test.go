@@ -102,7 +102,8 @@ func TestBGPMemoEqualsBGP(t *testing.T) {
 		st.Services = append(st.Services, randomService(fmt.Sprintf("ns/s%d", i)))
 	}
 	var m, mc BGPMemo // mc is told which Services changed (Update with Keys)
-	wasShared := map[string]bool{} // the Services sharing a Local address at the last step
+	// the Services sharing a Local address at the last step
+	wasShared := map[string]bool{}
 	var prev, prevC BGPResult
 	next := 8
 	for step := range 3000 {

@@ -103,12 +103,13 @@ type Pool struct {
 	// ShareAcrossNamespaces are the namespaces that may share the pool's
 	// addresses with each other ("*": every namespace); sorted.
 	ShareAcrossNamespaces []string
+	NamespaceSelectors    []labels.Selector
+	ServiceSelectors      []labels.Selector
+
 	// LocalFallback is spec.sharing.localFallback, SomePorts when unset:
 	// which nodes announce an address shared by Services with
 	// externalTrafficPolicy: Local while no node serves every one.
 	LocalFallback string
-	NamespaceSelectors    []labels.Selector
-	ServiceSelectors      []labels.Selector
 }
 
 // Contains reports whether addr is in one of the pool's ranges.
