@@ -106,7 +106,7 @@ func StatusOf(st State, key string) ServiceStatus {
 func bgpNodesOf(st State, target *Service) []string {
 	sub := st
 	sub.Services = []Service{*target}
-	if byIP := sharedLocal(st.Services); byIP != nil {
+	if (&sharedBGP{byIP: sharedLocal(st.Services)}).holds(target) {
 		sub.Services = st.Services // its routes depend on its sharers
 		var out []string
 		for _, n := range st.nodes() {
