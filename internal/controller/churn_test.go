@@ -258,8 +258,8 @@ func incompatible(a, b *corev1.Service) string {
 	}
 	la := a.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
 	lb := b.Spec.ExternalTrafficPolicy == corev1.ServiceExternalTrafficPolicyLocal
-	if (la || lb) && (la != lb || fmt.Sprint(a.Spec.Selector) != fmt.Sprint(b.Spec.Selector)) {
-		return "externalTrafficPolicy Local with different policies or selectors"
+	if la != lb {
+		return "externalTrafficPolicy Local on one of them only"
 	}
 	return ""
 }
