@@ -30,13 +30,19 @@ func TestSharedLocalAdvertisedWhereBothRun(t *testing.T) {
 	if len(l.Nodes()) < 3 {
 		t.Skip("needs three nodes")
 	}
+	// the Services first: creating one creates the namespace
+	vip := sharedLocal(t, l, "bsl-web", 80, 8080)
+	if got := sharedLocal(t, l, "bsl-tls", 443, 8443); got != vip {
+		t.Fatalf("bsl-web holds %s and bsl-tls %s: Local Services with different pods must share", vip, got)
+	}
 	pinned(t, l, "bsl-web", "node1")
 	pinned(t, l, "bsl-web", "node2")
 	tlsOn2 := pinned(t, l, "bsl-tls", "node2")
 	pinned(t, l, "bsl-tls", "node3")
-	vip := sharedLocal(t, l, "bsl-web", 80, 8080, "node1", "node2")
-	if got := sharedLocal(t, l, "bsl-tls", 443, 8443, "node2", "node3"); got != vip {
-		t.Fatalf("bsl-web holds %s and bsl-tls %s: Local Services with different pods must share", vip, got)
+	for name, on := range map[string][]string{"bsl-web": {"node1", "node2"}, "bsl-tls": {"node2", "node3"}} {
+		if err := l.WaitEndpoints(ctx, testNS, name, on, 2*time.Minute); err != nil {
+			t.Fatal(err)
+		}
 	}
 	advertisedOnlyFrom(t, l, vip, "node2")
 
@@ -69,9 +75,9 @@ func pinned(t *testing.T, l *lab.Lab, app, node string) (remove func()) {
 }
 
 // sharedLocal creates an externalTrafficPolicy Local Service selecting
-// app=name on one port with the sharing key "bsl", waits until its
-// endpoints are ready on nodes and returns its address.
-func sharedLocal(t *testing.T, l *lab.Lab, name string, port, target int32, nodes ...string) netip.Addr {
+// app=name on one port with the sharing key "bsl" and returns its
+// address.
+func sharedLocal(t *testing.T, l *lab.Lab, name string, port, target int32) netip.Addr {
 	t.Helper()
 	_, ips := suite.Service(t, name, poolMain, func(s *corev1.Service) {
 		s.Annotations[v1beta1.AnnotationAllowSharedIP] = "bsl"
@@ -79,9 +85,6 @@ func sharedLocal(t *testing.T, l *lab.Lab, name string, port, target int32, node
 		s.Spec.Selector = map[string]string{"app": name}
 		s.Spec.Ports = []corev1.ServicePort{{Name: "p", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(target)}}
 	})
-	if err := l.WaitEndpoints(context.Background(), testNS, name, nodes, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	return ips[0]
 }
 

@@ -26,17 +26,19 @@ import (
 // the node that then has both.
 func TestSharedLocalDifferentPods(t *testing.T) {
 	l, _ := suite.Herald(t)
-	ctx := context.Background()
 	if len(l.Nodes()) < 3 {
 		t.Skip("needs three nodes")
 	}
+	// the Services first: creating one creates the namespace
+	web := sharedLocalService(t, l, "shl-web", 80, 8080)
+	tls := sharedLocalService(t, l, "shl-tls", 443, 8443)
 	pin := func(app, node string) (remove func()) { return pinnedBackend(t, l, app, node) }
 	pin("shl-web", "node1")
 	pin("shl-web", "node2")
 	tlsOn2 := pin("shl-tls", "node2")
 	pin("shl-tls", "node3")
-	web := sharedLocalService(t, l, "shl-web", 80, 8080, "node1", "node2")
-	tls := sharedLocalService(t, l, "shl-tls", 443, 8443, "node2", "node3")
+	waitEndpoints(t, l, "shl-web", "node1", "node2")
+	waitEndpoints(t, l, "shl-tls", "node2", "node3")
 	if web != tls {
 		t.Fatalf("shl-web holds %s and shl-tls %s: Local Services with different pods must share", web, tls)
 	}
@@ -49,9 +51,7 @@ func TestSharedLocalDifferentPods(t *testing.T) {
 	// the TLS pod moves from node2 to node1: node1 has both now
 	pin("shl-tls", "node1")
 	tlsOn2()
-	if err := l.WaitEndpoints(ctx, testNS, "shl-tls", []string{"node1", "node3"}, 2*time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	waitEndpoints(t, l, "shl-tls", "node1", "node3")
 	sharedServed(t, l, vip, "node1")
 
 	sharedServed(t, l, vip, "node1")
@@ -66,13 +66,15 @@ func TestSharedLocalNoNodeHasBoth(t *testing.T) {
 	if len(l.Nodes()) < 3 {
 		t.Skip("needs three nodes")
 	}
+	vip := sharedLocalService(t, l, "shn-web", 80, 8080)
+	if got := sharedLocalService(t, l, "shn-tls", 443, 8443); got != vip {
+		t.Fatalf("shn-web holds %s and shn-tls %s", vip, got)
+	}
 	pinnedBackend(t, l, "shn-web", "node1")
 	pinnedBackend(t, l, "shn-web", "node2")
 	pinnedBackend(t, l, "shn-tls", "node3")
-	vip := sharedLocalService(t, l, "shn-web", 80, 8080, "node1", "node2")
-	if got := sharedLocalService(t, l, "shn-tls", 443, 8443, "node3"); got != vip {
-		t.Fatalf("shn-web holds %s and shn-tls %s", vip, got)
-	}
+	waitEndpoints(t, l, "shn-web", "node1", "node2")
+	waitEndpoints(t, l, "shn-tls", "node3")
 	c := waitCondition(t, l, "shn-web", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "SharedLocalIncomplete")
 	for _, want := range []string{"Service l2/shn-web has no ready local endpoint on node3", "Service l2/shn-tls has no ready local endpoint on node1, node2"} {
 		if !strings.Contains(c.Message, want) {
@@ -113,9 +115,8 @@ func pinnedBackend(t *testing.T, l *lab.Lab, app, node string) (remove func()) {
 
 // sharedLocalService creates an externalTrafficPolicy Local Service
 // selecting app=name on one port, with the sharing key of its name's
-// first part ("shl" for shl-web),
-// waits until its endpoints are ready on nodes and returns its address.
-func sharedLocalService(t *testing.T, l *lab.Lab, name string, port, target int32, nodes ...string) netip.Addr {
+// first part ("shl" for shl-web), and returns its address.
+func sharedLocalService(t *testing.T, l *lab.Lab, name string, port, target int32) netip.Addr {
 	t.Helper()
 	_, ips := suite.Service(t, name, poolL2, func(s *corev1.Service) {
 		s.Annotations[v1beta1.AnnotationAllowSharedIP], _, _ = strings.Cut(name, "-")
@@ -123,10 +124,15 @@ func sharedLocalService(t *testing.T, l *lab.Lab, name string, port, target int3
 		s.Spec.Selector = map[string]string{"app": name}
 		s.Spec.Ports = []corev1.ServicePort{{Name: "p", Protocol: corev1.ProtocolTCP, Port: port, TargetPort: intstr.FromInt32(target)}}
 	})
+	return ips[0]
+}
+
+// waitEndpoints waits until the Service's ready endpoints are on nodes.
+func waitEndpoints(t *testing.T, l *lab.Lab, name string, nodes ...string) {
+	t.Helper()
 	if err := l.WaitEndpoints(context.Background(), testNS, name, nodes, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	return ips[0]
 }
 
 // sharedServed waits until node alone answers for vip, and HTTP on port
