@@ -53,8 +53,6 @@ func TestSharedLocalDifferentPods(t *testing.T) {
 	tlsOn2()
 	waitEndpoints(t, l, "shl-tls", "node1", "node3")
 	sharedServed(t, l, vip, "node1")
-
-	sharedServed(t, l, vip, "node1")
 }
 
 // TestSharedLocalNoNodeHasBoth: when no node has a pod of both Local

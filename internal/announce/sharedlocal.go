@@ -105,11 +105,11 @@ func GapWords(ip netip.Addr, gaps []LocalGap, key string) string {
 	return fmt.Sprintf("no node has a ready local endpoint of every Service sharing %s (externalTrafficPolicy: Local): %s", ip, strings.Join(parts, "; "))
 }
 
-func nodeList(nodes []string, max int) string {
-	if len(nodes) <= max {
+func nodeList(nodes []string, most int) string {
+	if len(nodes) <= most {
 		return strings.Join(nodes, ", ")
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:max], ", "), len(nodes)-max)
+	return fmt.Sprintf("%s and %d more", strings.Join(nodes[:most], ", "), len(nodes)-most)
 }
 
 func localOnly(svcs []*Service) []*Service {
