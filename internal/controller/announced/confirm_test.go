@@ -225,3 +225,32 @@ func TestReportKeys(t *testing.T) {
 		t.Errorf("report keys %q, want %q", got, want)
 	}
 }
+
+// TestConfirmSharedLocalIncomplete: an address shared by Local Services
+// no node serves in full is True SharedLocalIncomplete once the owner
+// reports it (the SomePorts fallback), naming what is missing; while not
+// reported it waits like any other.
+func TestConfirmSharedLocalIncomplete(t *testing.T) {
+	in := world{l2: true, nodes: []string{"node1", "node2"}, ips: []string{v4}}.input(t, []string{"node1", "node2"}, nil)
+	web := in.State.Services[0]
+	web.ETPLocal, web.SharingKey = true, "k"
+	web.Endpoints = announce.Endpoints{AnyReady: true, Local: map[string]bool{"node1": true}}
+	tls := web
+	tls.Key = "ns/tls"
+	tls.Endpoints = announce.Endpoints{AnyReady: true, Local: map[string]bool{"node2": true}}
+	in.State.Services = []announce.Service{tls, web}
+	owner := announce.StatusOf(in.State, "ns/web").L2[netip.MustParseAddr(v4)]
+	if owner == "" {
+		t.Fatal("no owner: the SomePorts fallback announces from a node with some of the pods")
+	}
+	c := announced.Confirm(in)
+	if c.Status != metav1.ConditionUnknown || c.Reason != v1beta1.ReasonNotConfirmed {
+		t.Errorf("unreported: %s %s %q", c.Status, c.Reason, c.Message)
+	}
+	in.Reports = map[string][]string{announced.L2Key(netip.MustParseAddr(v4)): {owner}}
+	c = announced.Confirm(in)
+	if c.Status != metav1.ConditionTrue || c.Reason != announce.ReasonSharedLocalIncomplete ||
+		!strings.Contains(c.Message, "answered by node "+owner) || !strings.Contains(c.Message, "Service ns/tls has no ready local endpoint on node1") {
+		t.Errorf("reported: %s %s %q", c.Status, c.Reason, c.Message)
+	}
+}
