@@ -72,8 +72,10 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 }
 
 // announcementEvents tells the story of who may announce the Service:
-// Warning UnAvailableLoadBalancer when nobody may, UpdatedLoadBalancer when
-// the announcing nodes change. A change of owner usually passes through
+// Warning UnAvailableLoadBalancer when nobody may, Warning
+// SharedLocalIncomplete when it starts sharing an address with Local
+// Services no node serves in full, UpdatedLoadBalancer when the
+// announcing nodes change. A change of owner usually passes through
 // Unknown (the new owner has not reported the address yet), so the change
 // is measured against the last True condition, not the one just before.
 func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
@@ -83,6 +85,8 @@ func (c *Controller) announcementEvents(svc *corev1.Service, now condition) {
 		return
 	}
 	switch {
+	case now.Reason == announce.ReasonSharedLocalIncomplete && (prev == nil || prev.Reason != now.Reason):
+		c.rec.Eventf(svc, corev1.EventTypeWarning, now.Reason, "%s", now.Message)
 	case !now.Status && now.Reason == announce.ReasonNoEligibleNode:
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "UnAvailableLoadBalancer", "No node may announce the load balancer: %s", now.Message)
 	case !now.Status && now.Reason == v1beta1.ReasonOwnerSpeakerDown:
