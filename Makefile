@@ -181,12 +181,13 @@ e2e-build:
 
 # Unit and integration tests (real kube-apiserver, network namespaces for
 # the L2/BGP/member-list packages; hack/unit-packages.sh says which is
-# which). Packages run two at a time. The controller and speaker packages
-# run with the race detector.
+# which). Packages run two at a time. The controller, speaker, member-list
+# and L2 ownership packages run with the race detector.
 unit: unit-lab unit-api unit-race
 
 unit-lab:
 	$(GO) test -count=1 -timeout 30m $$(GO=$(GO) hack/unit-packages.sh lab)
+	CGO_ENABLED=1 $(GO) test -count=1 -race -timeout 30m $$(GO=$(GO) hack/unit-packages.sh race-lab)
 
 unit-api:
 	$(GO) test -count=1 -timeout 30m $$(GO=$(GO) hack/unit-packages.sh api)
