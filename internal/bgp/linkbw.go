@@ -164,6 +164,6 @@ func (s *Speaker) releaseWeights() {
 		err = errors.Join(errs...)
 	}
 	if err != nil {
-		s.log.Warn("sending held link-bandwidth weights", "err", err)
+		s.log.Warn("sending held link-bandwidth weights", "error", err)
 	}
 }

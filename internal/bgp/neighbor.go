@@ -152,6 +152,6 @@ func (s *Speaker) recheckNeighbors(stop <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.apply(ctx, d); err != nil {
-		s.log.Debug("apply after a neighbour change", "err", err)
+		s.log.Debug("apply after a neighbour change", "error", err)
 	}
 }

@@ -54,12 +54,12 @@ func kernelNeighborFinder(log *slog.Logger) func(string) (netip.Addr, error) {
 		}
 		if due("ra "+iface, advertiseEvery) {
 			if serr := sendND(iface, advertisement, netip.IPv6LinkLocalAllNodes()); serr != nil {
-				log.Debug("router advertisement", "interface", iface, "err", serr)
+				log.Debug("router advertisement", "interface", iface, "error", serr)
 			}
 		}
 		if errors.Is(err, ErrNoNeighbor) && due("rs "+iface, solicitEvery) {
 			if serr := sendND(iface, solicitation, netip.IPv6LinkLocalAllRouters()); serr != nil {
-				log.Debug("router solicitation", "interface", iface, "err", serr)
+				log.Debug("router solicitation", "interface", iface, "error", serr)
 			}
 		}
 		return a, err

@@ -61,7 +61,7 @@ func (s *Speaker) shutdownGracefully(ctx context.Context) error {
 	}
 	d := s.want.desired()
 	d.GracefulShutdown = true
-	s.log.Info("BGP graceful shutdown: paths sent with GRACEFUL_SHUTDOWN before the withdrawal", "wait", s.gshutWait, "paths", len(s.rib))
+	s.log.Info("BGP graceful shutdown: paths sent with GRACEFUL_SHUTDOWN before the withdrawal", "for", s.gshutWait, "routes", len(s.rib))
 	err := s.apply(ctx, d)
 	if err != nil {
 		err = fmt.Errorf("graceful shutdown: %w", err)

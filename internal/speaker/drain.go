@@ -58,7 +58,7 @@ func (b *bgpReconciler) drainGracefully() bool {
 	draining := announce.Draining(me.Labels)
 	next, gshut, recheck := drainStep(b.drain, draining, b.now(), b.drainWait)
 	if next.draining != b.drain.draining && b.drain.known {
-		b.log.Info("drain label changed", "draining", draining, "gracefulShutdownWait", b.drainWait)
+		b.log.Info("drain label changed", "draining", draining, "for", b.drainWait)
 	}
 	b.drain = next
 	if gshut && b.reconcileAfter != nil {
