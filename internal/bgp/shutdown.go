@@ -54,9 +54,12 @@ func (s *Speaker) Shutdown(ctx context.Context) error {
 // marking and waits GracefulShutdownWait (or until ctx ends), so that
 // routers move new flows away before the withdrawal. Nothing to do with
 // no wait or no path, and no second wait when the paths already carry
-// the marking (a drain started it).
+// the marking (a drain started it). Nor when a session has graceful
+// restart: its router keeps forwarding through this node across the
+// restart, which the marking would undo (a drain, by its label, still
+// marks every session).
 func (s *Speaker) shutdownGracefully(ctx context.Context) error {
-	if s.gshutWait <= 0 || len(s.rib) == 0 || s.last.gracefulShutdown {
+	if s.gshutWait <= 0 || len(s.rib) == 0 || s.last.gracefulShutdown || s.anyGracefulRestart() {
 		return nil
 	}
 	d := s.want.desired()
@@ -73,6 +76,16 @@ func (s *Speaker) shutdownGracefully(ctx context.Context) error {
 	case <-t.C:
 	}
 	return err
+}
+
+// anyGracefulRestart: some configured session has graceful restart.
+func (s *Speaker) anyGracefulRestart() bool {
+	for _, ss := range s.configured {
+		if ss.GracefulRestart {
+			return true
+		}
+	}
+	return false
 }
 
 // releaseGracefully ends the graceful-restart sessions without a
