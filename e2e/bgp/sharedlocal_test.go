@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/herald-lb/herald/api/v1beta1"
@@ -35,10 +34,10 @@ func TestSharedLocalAdvertisedWhereBothRun(t *testing.T) {
 	if got := sharedLocal(t, l, "bsl-tls", 443, 8443); got != vip {
 		t.Fatalf("bsl-web holds %s and bsl-tls %s: Local Services with different pods must share", vip, got)
 	}
-	pinned(t, l, "bsl-web", "node1")
-	pinned(t, l, "bsl-web", "node2")
-	tlsOn2 := pinned(t, l, "bsl-tls", "node2")
-	pinned(t, l, "bsl-tls", "node3")
+	suite.PinnedBackend(t, l, "bsl-web", "node1")
+	suite.PinnedBackend(t, l, "bsl-web", "node2")
+	tlsOn2 := suite.PinnedBackend(t, l, "bsl-tls", "node2")
+	suite.PinnedBackend(t, l, "bsl-tls", "node3")
 	for name, on := range map[string][]string{"bsl-web": {"node1", "node2"}, "bsl-tls": {"node2", "node3"}} {
 		if err := l.WaitEndpoints(ctx, testNS, name, on, 2*time.Minute); err != nil {
 			t.Fatal(err)
@@ -46,32 +45,12 @@ func TestSharedLocalAdvertisedWhereBothRun(t *testing.T) {
 	}
 	advertisedOnlyFrom(t, l, vip, "node2")
 
-	pinned(t, l, "bsl-tls", "node1")
+	suite.PinnedBackend(t, l, "bsl-tls", "node1")
 	tlsOn2()
 	if err := l.WaitEndpoints(ctx, testNS, "bsl-tls", []string{"node1", "node3"}, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	advertisedOnlyFrom(t, l, vip, "node1")
-}
-
-// pinned runs one backend pod of app (label app=app) on node as a
-// Deployment of its own; remove deletes it.
-func pinned(t *testing.T, l *lab.Lab, app, node string) (remove func()) {
-	t.Helper()
-	d := lab.MovableBackend(testNS, app)
-	d.Name = app + "-" + node
-	d.Labels = map[string]string{"app": app}
-	sel := map[string]string{"app": app, "shared-local-node": node}
-	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
-	d.Spec.Template.Labels = sel
-	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-	deployments := l.Client().AppsV1().Deployments(testNS)
-	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	remove = func() { _ = deployments.Delete(context.Background(), d.Name, metav1.DeleteOptions{}) }
-	t.Cleanup(remove)
-	return remove
 }
 
 // sharedLocal creates an externalTrafficPolicy Local Service selecting

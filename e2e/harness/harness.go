@@ -15,6 +15,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/deploy"
@@ -132,4 +133,26 @@ func Probe(t testing.TB, l *lab.Lab, vip netip.Addr) []lab.Answer {
 		t.Fatal(err)
 	}
 	return answers
+}
+
+// PinnedBackend runs one backend pod of app (label app=app, the lab's
+// backend ports) on node in the suite's namespace, as a Deployment of its
+// own, so that a test places each Service's pods node by node; remove
+// deletes it (also at the test's end).
+func (s *Suite) PinnedBackend(t testing.TB, l *lab.Lab, app, node string) (remove func()) {
+	t.Helper()
+	d := lab.MovableBackend(s.Namespace, app)
+	d.Name = app + "-" + node
+	d.Labels = map[string]string{"app": app}
+	sel := map[string]string{"app": app, "pinned-node": node}
+	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
+	d.Spec.Template.Labels = sel
+	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
+	deployments := l.Client().AppsV1().Deployments(s.Namespace)
+	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	remove = func() { _ = deployments.Delete(context.Background(), d.Name, metav1.DeleteOptions{}) }
+	t.Cleanup(remove)
+	return remove
 }

@@ -32,7 +32,7 @@ func TestSharedLocalDifferentPods(t *testing.T) {
 	// the Services first: creating one creates the namespace
 	web := sharedLocalService(t, l, "shl-web", 80, 8080)
 	tls := sharedLocalService(t, l, "shl-tls", 443, 8443)
-	pin := func(app, node string) (remove func()) { return pinnedBackend(t, l, app, node) }
+	pin := func(app, node string) (remove func()) { return suite.PinnedBackend(t, l, app, node) }
 	pin("shl-web", "node1")
 	pin("shl-web", "node2")
 	tlsOn2 := pin("shl-tls", "node2")
@@ -68,9 +68,9 @@ func TestSharedLocalNoNodeHasBoth(t *testing.T) {
 	if got := sharedLocalService(t, l, "shn-tls", 443, 8443); got != vip {
 		t.Fatalf("shn-web holds %s and shn-tls %s", vip, got)
 	}
-	pinnedBackend(t, l, "shn-web", "node1")
-	pinnedBackend(t, l, "shn-web", "node2")
-	pinnedBackend(t, l, "shn-tls", "node3")
+	suite.PinnedBackend(t, l, "shn-web", "node1")
+	suite.PinnedBackend(t, l, "shn-web", "node2")
+	suite.PinnedBackend(t, l, "shn-tls", "node3")
 	waitEndpoints(t, l, "shn-web", "node1", "node2")
 	waitEndpoints(t, l, "shn-tls", "node3")
 	c := waitCondition(t, l, "shn-web", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "SharedLocalIncomplete")
@@ -89,26 +89,6 @@ func TestSharedLocalNoNodeHasBoth(t *testing.T) {
 	if a.Node != owner || !strings.HasPrefix(a.Pod, app+"-") {
 		t.Errorf("%s:%d answered by %s on %s, want %s's pod on the owner %s", vip, port, a.Pod, a.Node, app, owner)
 	}
-}
-
-// pinnedBackend runs one backend pod of app (label app=app, ports 8080
-// and 8443) on node, as a Deployment of its own; remove deletes it.
-func pinnedBackend(t *testing.T, l *lab.Lab, app, node string) (remove func()) {
-	t.Helper()
-	d := lab.MovableBackend(testNS, app)
-	d.Name = app + "-" + node
-	d.Labels = map[string]string{"app": app}
-	sel := map[string]string{"app": app, "shared-local-node": node}
-	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: sel}
-	d.Spec.Template.Labels = sel
-	d.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelHostname: node}
-	deployments := l.Client().AppsV1().Deployments(testNS)
-	if _, err := deployments.Create(context.Background(), d, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	remove = func() { _ = deployments.Delete(context.Background(), d.Name, metav1.DeleteOptions{}) }
-	t.Cleanup(remove)
-	return remove
 }
 
 // sharedLocalService creates an externalTrafficPolicy Local Service
