@@ -6,7 +6,10 @@
 //
 // It is the lab's backend image: e2e/lab runs it in a Deployment per node
 // (ports 8080 and 8443 and any extra ports the lab's options give), all
-// plain HTTP; its readiness probe is GET /. With -burn N it serves nothing
+// plain HTTP; its readiness probe is GET /. On SIGTERM it keeps serving
+// for -linger (as a well-behaved backend does while kube-proxy removes
+// its terminating endpoint, the job a preStop sleep does elsewhere), then
+// finishes the requests in flight and exits. With -burn N it serves nothing
 // and keeps N threads busy instead: the lab's CPU load. `make images` also packs it as
 // ghcr.io/herald-lb/podserver for a real cluster, where it reports the
 // pod's name ($POD_NAME or the host name) and the client address.
@@ -27,6 +30,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 type answer struct {
@@ -40,6 +44,7 @@ func main() {
 	name := flag.String("name", defaultName(), "pod name to report (default: $POD_NAME, else the host name, which is the pod's name in a pod)")
 	node := flag.String("node", os.Getenv("NODE_NAME"), "node name to report (default: $NODE_NAME)")
 	ports := flag.String("ports", "8080,8443", "comma-separated TCP ports to serve on (all addresses)")
+	linger := flag.Duration("linger", time.Second, "after SIGTERM, keep serving this long before shutting down (kube-proxy's time to drop the terminating endpoint)")
 	burn := flag.Int("burn", 0, "instead of serving, keep this many threads busy until SIGTERM (a CPU load for tests)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -47,7 +52,7 @@ func main() {
 		burnCPU(*burn, log)
 		return
 	}
-	if err := run(*name, *node, strings.Split(*ports, ","), log); err != nil {
+	if err := run(*name, *node, strings.Split(*ports, ","), *linger, log); err != nil {
 		log.Error("podserver failed", "error", err)
 		os.Exit(1)
 	}
@@ -61,7 +66,7 @@ func defaultName() string {
 	return n
 }
 
-func run(name, node string, ports []string, log *slog.Logger) error {
+func run(name, node string, ports []string, linger time.Duration, log *slog.Logger) error {
 	if name == "" {
 		return errors.New("-name is required")
 	}
@@ -93,8 +98,16 @@ func run(name, node string, ports []string, log *slog.Logger) error {
 	case err := <-errs:
 		return err
 	}
+	log.Info("terminating: serving on", "pod", name, "linger", linger)
+	select {
+	case <-time.After(linger):
+	case err := <-errs:
+		return err
+	}
+	done, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
 	for _, s := range servers {
-		_ = s.Close()
+		_ = s.Shutdown(done)
 	}
 	return nil
 }
