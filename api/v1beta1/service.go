@@ -8,14 +8,19 @@ const (
 	LoadBalancerClass = "herald.dev/herald"
 
 	// AnnotationLoadBalancerIPs requests specific addresses, comma-separated,
-	// at most one per IP family. spec.loadBalancerIP is honoured as well;
-	// setting both is an error.
+	// one per IP family (or AnnotationAddressCount of each family listed).
+	// spec.loadBalancerIP is honoured as well; setting both is an error.
 	AnnotationLoadBalancerIPs = "herald.dev/loadBalancerIPs"
 	// AnnotationAddressPool picks the IPAddressPool to allocate from, by name.
 	AnnotationAddressPool = "herald.dev/address-pool"
 	// AnnotationAllowSharedIP is the sharing key: Services with the same key
 	// may share an address when their ports do not collide.
 	AnnotationAllowSharedIP = "herald.dev/allow-shared-ip"
+	// AnnotationAddressCount asks for several addresses per IP family
+	// ("1" to "16"; absent means one), allocated together from one pool
+	// and all published in status.loadBalancer.ingress. It is a request:
+	// what a Service holds is its status.
+	AnnotationAddressCount = "herald.dev/address-count"
 	// AnnotationAllocatedFromPool is written by Herald: the pool the
 	// Service's addresses came from.
 	AnnotationAllocatedFromPool = "herald.dev/ip-allocated-from-pool"

@@ -3,6 +3,7 @@ package service
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,8 +34,13 @@ type Request struct {
 	Families     []corev1.IPFamily
 	FamilyPolicy corev1.IPFamilyPolicy
 	// RequestedIPs come from herald.dev/loadBalancerIPs or
-	// spec.loadBalancerIP: at most one per family.
+	// spec.loadBalancerIP: AddressCount of each family they list (one
+	// when AddressCount is 0).
 	RequestedIPs []netip.Addr
+	// AddressCount is herald.dev/address-count: how many addresses of
+	// each family the Service asks for, 1 to MaxAddressCount; 0 (the
+	// annotation absent) means one.
+	AddressCount int
 	// Pool is herald.dev/address-pool; "" lets the allocator choose.
 	Pool string
 	// SharingKey is herald.dev/allow-shared-ip; "" means no sharing.
@@ -81,12 +87,35 @@ func (a Annotations) Request(svc *corev1.Service, namespaceLabels map[string]str
 	}
 	ips, err := a.RequestedIPs(svc)
 	req.RequestedIPs = ips
-	for _, e := range []error{poolErr, sharingErr} {
+	count, countErr := AddressCount(svc)
+	req.AddressCount = count
+	for _, e := range []error{poolErr, sharingErr, countErr} {
 		if e != nil {
 			err = e
 		}
 	}
 	return req, err
+}
+
+// MaxAddressCount is the largest herald.dev/address-count: enough to
+// spread a Service's traffic over every node of a rack, few enough that
+// one Service cannot drain a pool by a typo.
+const MaxAddressCount = 16
+
+// AddressCount parses herald.dev/address-count: 0 when it is absent, else
+// a whole number from 1 to MaxAddressCount (anything else is a
+// RequestError). MetalLB has no such annotation.
+func AddressCount(svc *corev1.Service) (int, error) {
+	v, ok := svc.Annotations[v1beta1.AnnotationAddressCount]
+	if !ok {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 || n > MaxAddressCount {
+		return 0, &RequestError{Message: fmt.Sprintf("annotation %s: %q is not a whole number from 1 to %d",
+			v1beta1.AnnotationAddressCount, v, MaxAddressCount)}
+	}
+	return n, nil
 }
 
 // RequestedIPs parses herald.dev/loadBalancerIPs (Annotations{}.RequestedIPs).

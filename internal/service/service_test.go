@@ -138,3 +138,48 @@ func TestIngressIPs(t *testing.T) {
 		t.Errorf("%v", got)
 	}
 }
+
+func TestAddressCount(t *testing.T) {
+	cases := []struct {
+		value   string
+		present bool
+		want    int
+		bad     bool
+	}{
+		{present: false, want: 0},
+		{value: "1", present: true, want: 1},
+		{value: " 3 ", present: true, want: 3},
+		{value: "16", present: true, want: MaxAddressCount},
+		{value: "17", present: true, bad: true},
+		{value: "0", present: true, bad: true},
+		{value: "-2", present: true, bad: true},
+		{value: "", present: true, bad: true},
+		{value: "three", present: true, bad: true},
+		{value: "2.5", present: true, bad: true},
+		{value: "0x3", present: true, bad: true},
+	}
+	for _, c := range cases {
+		s := svc(func(s *corev1.Service) {
+			if c.present {
+				s.Annotations[v1beta1.AnnotationAddressCount] = c.value
+			}
+		})
+		got, err := AddressCount(s)
+		if c.bad {
+			var re *RequestError
+			if err == nil || !asRequestError(err, &re) || !strings.Contains(err.Error(), v1beta1.AnnotationAddressCount) {
+				t.Errorf("%q: err = %v, want a RequestError naming the annotation", c.value, err)
+			}
+			if _, rerr := (Annotations{}).Request(s, nil); rerr == nil {
+				t.Errorf("%q: Request accepted an invalid count", c.value)
+			}
+			continue
+		}
+		if err != nil || got != c.want {
+			t.Errorf("%q: AddressCount = %d, %v; want %d", c.value, got, err, c.want)
+		}
+		if req, err := (Annotations{}).Request(s, nil); err != nil || req.AddressCount != c.want {
+			t.Errorf("%q: Request.AddressCount = %d, %v; want %d", c.value, req.AddressCount, err, c.want)
+		}
+	}
+}
