@@ -222,7 +222,9 @@ func (a *Allocator) satisfies(old *holder, req *service.Request, pl plan, h *hol
 		return false
 	case old.sharingKey != req.SharingKey:
 		return false
-	case !slices.ContainsFunc(pl.choices, func(fams []corev1.IPFamily) bool { return slices.Equal(fams, familiesOf(old.ips)) }):
+	case !slices.ContainsFunc(pl.choices, func(fams []corev1.IPFamily) bool { return slices.Equal(fams, familySet(old.ips)) }):
+		return false
+	case !evenly(old.ips, pl.count):
 		return false
 	}
 	return a.sharesWithEarlier(old, h)

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -18,7 +19,7 @@ func (a *Allocator) allocate(req *service.Request, pl plan, h *holder) error {
 	}
 	var err error
 	for _, fams := range pl.choices {
-		if err = a.allocateFamilies(req, fams, h); err == nil {
+		if err = a.allocateFamilies(req, fams, pl.count, h); err == nil {
 			return nil
 		}
 	}
@@ -29,15 +30,15 @@ func (a *Allocator) allocate(req *service.Request, pl plan, h *holder) error {
 type pick struct {
 	pool  *poolState
 	ips   []netip.Addr
-	joins int // addresses shared with Services under the same key
+	joins int // families whose addresses are shared with Services under the same key
 	// clash says why an address held under the key was not joined.
 	clash string
 }
 
-// allocateFamilies takes one address of each family in fams from the
+// allocateFamilies takes n addresses of each family in fams from the
 // first candidate pool that has them all, preferring, for a Service with a
-// sharing key, the pool where it shares the most addresses.
-func (a *Allocator) allocateFamilies(req *service.Request, fams []corev1.IPFamily, h *holder) error {
+// sharing key, the pool where it shares the most families.
+func (a *Allocator) allocateFamilies(req *service.Request, fams []corev1.IPFamily, n int, h *holder) error {
 	cands, err := a.pools.candidates(req, fams)
 	if err != nil {
 		return err
@@ -45,7 +46,7 @@ func (a *Allocator) allocateFamilies(req *service.Request, fams []corev1.IPFamil
 	var best pick
 	var short []string
 	for _, p := range cands {
-		offer, why := a.offer(p, fams, h)
+		offer, why := a.offer(p, fams, n, h)
 		if why != "" {
 			short = append(short, why)
 			continue
@@ -67,48 +68,56 @@ func (a *Allocator) allocateFamilies(req *service.Request, fams []corev1.IPFamil
 	return nil
 }
 
-// offer picks, in pool p, an address of each family for h: one shared
-// under h's sharing key when possible, else the lowest free one. why says
-// what is missing when p cannot serve.
-func (a *Allocator) offer(p *poolState, fams []corev1.IPFamily, h *holder) (pick, string) {
-	out := pick{pool: p, ips: make([]netip.Addr, 0, len(fams))}
+// offer picks, in pool p, n addresses of each family for h: the
+// addresses of a Service sharing under h's sharing key when h may join
+// them all, else the n lowest free ones. why says what is missing when p
+// cannot serve.
+func (a *Allocator) offer(p *poolState, fams []corev1.IPFamily, n int, h *holder) (pick, string) {
+	out := pick{pool: p, ips: make([]netip.Addr, 0, n*len(fams))}
 	for _, f := range fams {
-		ip, ok, clash := a.sharedAddress(p, f, h)
+		group, ok, clash := a.sharedGroup(p, f, h)
 		if ok {
-			out.ips = append(out.ips, ip)
+			out.ips = append(out.ips, group...)
 			out.joins++
 			continue
 		}
 		if out.clash == "" {
 			out.clash = clash
 		}
-		if ip, ok = a.lowestFree(p, f); !ok {
+		free, ok := a.lowestFree(p, f, n)
+		if !ok {
 			why := fmt.Sprintf("pool %s has no free %s address", p.Name, f)
+			if n > 1 {
+				why = fmt.Sprintf("pool %s has fewer than %d free %s addresses (the Service asks for %d per family, %s)",
+					p.Name, n, f, n, v1beta1.AnnotationAddressCount)
+			}
 			if clash != "" {
 				why += " and " + clash
 			}
 			return pick{}, why
 		}
-		out.ips = append(out.ips, ip)
+		out.ips = append(out.ips, free...)
 	}
 	return out, ""
 }
 
-// sharedAddress finds, in pool p, the lowest address of family f held
-// under h's sharing key that h may join. clash explains the first address
-// it could not join.
-func (a *Allocator) sharedAddress(p *poolState, f corev1.IPFamily, h *holder) (ip netip.Addr, ok bool, clash string) {
+// sharedGroup finds, in pool p, the addresses of family f that a Service
+// holding under h's sharing key holds and h may join, all of them: a
+// Service sharing addresses shares every one (its address count equals
+// theirs, see compatible). It takes the group of the lowest address h may
+// join; clash explains the first address it could not join.
+func (a *Allocator) sharedGroup(p *poolState, f corev1.IPFamily, h *holder) (group []netip.Addr, ok bool, clash string) {
 	if h.sharingKey == "" {
-		return netip.Addr{}, false, ""
+		return nil, false, ""
 	}
 	for _, cand := range a.book.shared[h.sharingKey] {
 		ha := a.book.addrs[cand]
 		if familyOf(cand) != f || ha.pool != p.Name || !p.contains(cand) {
 			continue
 		}
-		ok, other, why := a.mayJoin(ha, h)
-		if ok {
-			return cand, true, ""
+		group, other, why := a.joinGroup(p, ha, f, h)
+		if other == nil {
+			return group, true, ""
 		}
 		if clash == "" && other.namespace == h.namespace {
 			clash = fmt.Sprintf("%s, shared under key %q, cannot be shared with Service %s: %s", cand, h.sharingKey, other.key, why)
@@ -116,26 +125,61 @@ func (a *Allocator) sharedAddress(p *poolState, f corev1.IPFamily, h *holder) (i
 			clash = fmt.Sprintf("key %q is in use in another namespace, where it cannot be joined: %s", h.sharingKey, why)
 		}
 	}
-	return netip.Addr{}, false, clash
+	return nil, false, clash
 }
 
-// lowestFree returns the pool's lowest free address of family f, past
-// its reserved addresses.
-func (a *Allocator) lowestFree(p *poolState, f corev1.IPFamily) (netip.Addr, bool) {
+// joinGroup returns the addresses of family f held by the first holder of
+// ha other than h, when h may join each of them in pool p; otherwise
+// the holder in the way (non-nil) and why.
+func (a *Allocator) joinGroup(p *poolState, ha *heldAddr, f corev1.IPFamily, h *holder) ([]netip.Addr, *holder, string) {
+	var first *holder
+	for _, o := range ha.holders {
+		if o.key != h.key {
+			first = o
+			break
+		}
+	}
+	if first == nil {
+		return nil, ha.holders[0], "it is the Service's own address"
+	}
+	group := ofFamily(first.ips, f)
+	for _, ip := range group {
+		g := a.book.addrs[ip]
+		if g.pool != p.Name || !p.contains(ip) {
+			return nil, first, fmt.Sprintf("its address %s is not in pool %s", ip, p.Name)
+		}
+		if ok, other, why := a.mayJoin(g, h); !ok {
+			return nil, other, why
+		}
+	}
+	if len(group) != h.count {
+		return nil, first, fmt.Sprintf("it holds %s, the Service asks for %d (%s); Services sharing addresses share all of them",
+			addressWords(len(group), f), h.count, v1beta1.AnnotationAddressCount)
+	}
+	return group, nil, ""
+}
+
+// lowestFree returns the pool's n lowest free addresses of family f, past
+// its reserved addresses, ascending; false when it has fewer.
+func (a *Allocator) lowestFree(p *poolState, f corev1.IPFamily, n int) ([]netip.Addr, bool) {
+	out := make([]netip.Addr, 0, n)
 	for _, r := range p.rangesOf(f) {
-		for {
+		for len(out) < n {
 			ip, ok := a.book.taken.lowestFree(r, p.AvoidBuggyIPs)
 			if !ok {
 				break
 			}
 			if !p.reserved[ip] {
-				return ip, true
+				out = append(out, ip)
 			}
 			if ip == r.Last {
 				break
 			}
 			r.First = ip.Next()
 		}
+		if len(out) == n {
+			return out, true
+		}
 	}
-	return netip.Addr{}, false
+	return nil, false
 }

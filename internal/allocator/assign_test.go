@@ -139,7 +139,7 @@ func TestInvalidRequests(t *testing.T) {
 		"single stack, two":             {svc("ns/s", families("SingleStack", v4, v6)), "SingleStack with two"},
 		"require dual, one":             {svc("ns/s", requireDual(v4)), "RequireDualStack with only IPv4"},
 		"unknown policy":                {svc("ns/s", families("Sometimes", v4)), "Sometimes"},
-		"two requested of a family":     {svc("ns/s", preferDual(v4, v6), ips("198.51.100.1", "198.51.100.2")), "two IPv4 addresses"},
+		"two requested of a family":     {svc("ns/s", preferDual(v4, v6), ips("198.51.100.1", "198.51.100.2")), "requests 2 IPv4 addresses"},
 		"requested of a missing family": {svc("ns/s", ips("2001:db8::1")), "2001:db8::1, but its ipFamilies are [IPv4]"},
 		"require dual, one requested":   {svc("ns/s", requireDual(v4, v6), ips("198.51.100.1")), "requests only 198.51.100.1"},
 		"zoned request":                 {svc("ns/s", single6(), ips("fe80::1%eth0")), "zone"},

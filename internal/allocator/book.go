@@ -12,10 +12,13 @@ import (
 // holder is one Service's hold on its addresses, with what sharing needs
 // to know about it.
 type holder struct {
-	key        string
-	namespace  string
-	pool       string
-	ips        []netip.Addr // primary family first
+	key       string
+	namespace string
+	pool      string
+	ips       []netip.Addr // primary family first, ascending within a family
+	// count is how many addresses of each family the Service asks for
+	// (Restore: holds); Services sharing addresses must have the same.
+	count      int
 	sharingKey string
 	ports      []service.Port // normalized
 	etpLocal   bool
@@ -33,6 +36,7 @@ func newHolder(req *service.Request) *holder {
 	return &holder{
 		key:        req.Key,
 		namespace:  ns,
+		count:      countOf(req),
 		sharingKey: req.SharingKey,
 		ports:      normalizePorts(req.Ports),
 		etpLocal:   req.ETPLocal,

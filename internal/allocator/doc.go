@@ -11,9 +11,16 @@
 // map order.
 //
 // Guarantees:
+//   - A Service holds AddressCount addresses (herald.dev/address-count,
+//     one when absent) of each family it gets, all from one pool, in its
+//     family order and ascending within a family; they are allocated
+//     together: all of them or none.
 //   - No address is held by two Services unless both carry the same
-//     sharing key, their protocol/port pairs are disjoint and both or
-//     neither use externalTrafficPolicy Local (whatever their selectors).
+//     sharing key, ask for the same address count, their protocol/port
+//     pairs are disjoint and both or neither use externalTrafficPolicy
+//     Local (whatever their selectors). Services sharing an address hold
+//     the same addresses of its family: a Service joins all of another's
+//     addresses of a family, never some.
 //   - A Service joins an address held in another namespace only when the
 //     pool lets both namespaces share (Pool.ShareAcrossNamespaces), and
 //     what it is told when refused names no Service of another namespace.
@@ -30,7 +37,12 @@
 //     may still serve it (autoAssign, admission, family): a family added
 //     keeps the other family's address (the new one comes from the same
 //     pool), a family dropped keeps the rest, a sharing key added keeps an
-//     address the Service holds alone.
+//     address the Service holds alone, a larger address count keeps the
+//     addresses and adds the lowest free ones, a smaller one keeps the
+//     lowest of each family. A Service sharing its addresses that changes
+//     its count leaves them (the others keep them).
+//   - Restore takes whatever a Service's status holds (up to
+//     service.MaxAddressCount per family), whatever its count asks now.
 //   - A failed Assign or Restore changes nothing.
 //   - A quarantined address (Quarantine: given up moments ago) is handed
 //     to nobody until Unquarantine; the controller decides how long.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -17,8 +18,11 @@ type plan struct {
 	// SingleStack and RequireDualStack, two for dual-stack
 	// PreferDualStack (both families, then the primary alone).
 	choices [][]corev1.IPFamily
-	// requested are the requested addresses, primary family first.
+	// requested are the requested addresses, primary family first,
+	// ascending within a family.
 	requested []netip.Addr
+	// count is how many addresses of each family the request needs.
+	count int
 }
 
 // makePlan checks a request and works out what satisfies it.
@@ -29,22 +33,42 @@ func makePlan(req *service.Request) (plan, error) {
 	if err := checkFamilies(req); err != nil {
 		return plan{}, err
 	}
-	requested, err := checkRequested(req)
+	count, err := checkCount(req)
+	if err != nil {
+		return plan{}, err
+	}
+	requested, err := checkRequested(req, count)
 	if err != nil {
 		return plan{}, err
 	}
 	if len(requested) > 0 {
-		return plan{choices: [][]corev1.IPFamily{familiesOf(requested)}, requested: requested}, nil
+		return plan{choices: [][]corev1.IPFamily{familySet(requested)}, requested: requested, count: count}, nil
 	}
 	fams := req.Families
 	switch {
 	case policyOf(req) == corev1.IPFamilyPolicySingleStack:
-		return plan{choices: [][]corev1.IPFamily{fams[:1]}}, nil
+		return plan{choices: [][]corev1.IPFamily{fams[:1]}, count: count}, nil
 	case policyOf(req) == corev1.IPFamilyPolicyRequireDualStack || len(fams) == 1:
-		return plan{choices: [][]corev1.IPFamily{fams}}, nil
+		return plan{choices: [][]corev1.IPFamily{fams}, count: count}, nil
 	default: // PreferDualStack with two families
-		return plan{choices: [][]corev1.IPFamily{fams, fams[:1]}}, nil
+		return plan{choices: [][]corev1.IPFamily{fams, fams[:1]}, count: count}, nil
 	}
+}
+
+// countOf is how many addresses of each family req asks for.
+func countOf(req *service.Request) int {
+	return max(req.AddressCount, 1)
+}
+
+// checkCount checks the request's address count (service.AddressCount
+// already refuses what the annotation cannot say; this guards callers
+// that build requests by hand).
+func checkCount(req *service.Request) (int, error) {
+	if req.AddressCount < 0 || req.AddressCount > service.MaxAddressCount {
+		return 0, fail(InvalidRequest, fmt.Sprintf("Service %s asks for %d addresses per family; %s allows 1 to %d",
+			req.Key, req.AddressCount, v1beta1.AnnotationAddressCount, service.MaxAddressCount))
+	}
+	return countOf(req), nil
 }
 
 func policyOf(req *service.Request) corev1.IPFamilyPolicy {
@@ -84,26 +108,54 @@ func checkFamilies(req *service.Request) error {
 }
 
 // checkRequested validates the requested addresses against the families
-// and returns them in family order.
-func checkRequested(req *service.Request) ([]netip.Addr, error) {
-	seen := map[corev1.IPFamily]netip.Addr{}
-	for _, ip := range req.RequestedIPs {
+// and the address count (count of each family they list) and returns
+// them in family order, ascending within a family.
+func checkRequested(req *service.Request, count int) ([]netip.Addr, error) {
+	requested, err := checkAddrs(req, req.RequestedIPs)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range familySet(requested) {
+		got := ofFamily(requested, f)
+		switch {
+		case len(got) == count:
+		case count == 1:
+			return nil, fail(InvalidRequest, fmt.Sprintf("Service %s requests %d %s addresses (%s); one per family unless %s asks for %d",
+				req.Key, len(got), f, ipList(got), v1beta1.AnnotationAddressCount, len(got)))
+		default:
+			return nil, fail(InvalidRequest, fmt.Sprintf("Service %s asks for %d addresses per family (%s) but requests %s (%s); request %d of each family or none",
+				req.Key, count, v1beta1.AnnotationAddressCount, addressWords(len(got), f), ipList(got), count))
+		}
+	}
+	if len(requested) > 0 && len(familySet(requested)) == 1 && policyOf(req) == corev1.IPFamilyPolicyRequireDualStack {
+		return nil, fail(InvalidRequest, fmt.Sprintf("Service %s is RequireDualStack but requests only %s; request addresses of each family or none",
+			req.Key, ipList(requested)))
+	}
+	return requested, nil
+}
+
+// checkAddrs checks addresses a Service requests or holds: valid, of its
+// families, none twice. It returns them in family order.
+func checkAddrs(req *service.Request, ips []netip.Addr) ([]netip.Addr, error) {
+	seen := map[netip.Addr]bool{}
+	for _, ip := range ips {
 		if err := checkRequestedIP(req, ip); err != nil {
 			return nil, err
 		}
-		f := familyOf(ip)
-		if prev, ok := seen[f]; ok {
-			return nil, fail(InvalidRequest, fmt.Sprintf("Service %s requests two %s addresses, %s and %s; at most one per family",
-				req.Key, f, prev, ip))
+		if seen[ip] {
+			return nil, fail(InvalidRequest, fmt.Sprintf("Service %s lists %s twice", req.Key, ip))
 		}
-		seen[f] = ip
+		seen[ip] = true
 	}
-	requested := orderByFamilies(req.RequestedIPs, req.Families)
-	if len(requested) == 1 && policyOf(req) == corev1.IPFamilyPolicyRequireDualStack {
-		return nil, fail(InvalidRequest, fmt.Sprintf("Service %s is RequireDualStack but requests only %s; request one address of each family or none",
-			req.Key, requested[0]))
+	return orderByFamilies(ips, req.Families), nil
+}
+
+// addressWords is "1 IPv4 address" or "3 IPv4 addresses".
+func addressWords(n int, f corev1.IPFamily) string {
+	if n == 1 {
+		return fmt.Sprintf("1 %s address", f)
 	}
-	return requested, nil
+	return fmt.Sprintf("%d %s addresses", n, f)
 }
 
 func checkRequestedIP(req *service.Request, ip netip.Addr) error {

@@ -52,11 +52,59 @@ func familiesOf(ips []netip.Addr) []corev1.IPFamily {
 	return out
 }
 
-// orderByFamilies sorts ips into the order of families (primary first).
+// familySet returns the families of ips, each once, in the order they
+// first appear.
+func familySet(ips []netip.Addr) []corev1.IPFamily {
+	var out []corev1.IPFamily
+	for _, ip := range ips {
+		if f := familyOf(ip); !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ofFamily returns the addresses of ips of family f, in order.
+func ofFamily(ips []netip.Addr, f corev1.IPFamily) []netip.Addr {
+	var out []netip.Addr
+	for _, ip := range ips {
+		if familyOf(ip) == f {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// perFamily returns the largest number of addresses ips holds of one
+// family: a Service's address count as its addresses tell it.
+func perFamily(ips []netip.Addr) int {
+	n := 0
+	for _, f := range familySet(ips) {
+		n = max(n, len(ofFamily(ips, f)))
+	}
+	return n
+}
+
+// evenly reports whether ips holds exactly n addresses of each of its
+// families.
+func evenly(ips []netip.Addr, n int) bool {
+	for _, f := range familySet(ips) {
+		if len(ofFamily(ips, f)) != n {
+			return false
+		}
+	}
+	return true
+}
+
+// orderByFamilies sorts ips into the order of families (primary first),
+// ascending within a family: the order of status.loadBalancer.ingress.
 func orderByFamilies(ips []netip.Addr, families []corev1.IPFamily) []netip.Addr {
 	out := slices.Clone(ips)
 	slices.SortStableFunc(out, func(a, b netip.Addr) int {
-		return slices.Index(families, familyOf(a)) - slices.Index(families, familyOf(b))
+		if d := slices.Index(families, familyOf(a)) - slices.Index(families, familyOf(b)); d != 0 {
+			return d
+		}
+		return a.Compare(b)
 	})
 	return out
 }

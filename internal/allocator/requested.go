@@ -3,6 +3,7 @@ package allocator
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/herald-lb/herald/internal/service"
@@ -20,7 +21,32 @@ func (a *Allocator) allocateRequested(req *service.Request, ips []netip.Addr, h 
 			return err
 		}
 	}
+	if err := a.sharesWhole(ips, h); err != nil {
+		return err
+	}
 	h.pool, h.ips = p.Name, ips
+	return nil
+}
+
+// sharesWhole checks that requested addresses h would share with other
+// Services are, in each family, exactly the addresses those Services
+// hold: Services sharing addresses share all of them.
+func (a *Allocator) sharesWhole(ips []netip.Addr, h *holder) error {
+	for _, ip := range ips {
+		ha, ok := a.book.addrs[ip]
+		if !ok {
+			continue
+		}
+		want := ofFamily(ips, familyOf(ip))
+		for _, o := range ha.holders {
+			theirs := ofFamily(o.ips, familyOf(ip))
+			if o.key == h.key || slices.Equal(theirs, want) {
+				continue
+			}
+			return fail(IncompatibleSharing, fmt.Sprintf("%s is shared under key %q by %s, which holds %s; Service %s requests %s, but Services sharing addresses share all of them",
+				ip, ha.sharingKey, holderWords(o, h), ipList(theirs), h.key, ipList(want)))
+		}
+	}
 	return nil
 }
 

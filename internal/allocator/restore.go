@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -33,6 +31,7 @@ func (a *Allocator) Restore(req service.Request, pool string, ips []netip.Addr) 
 	pool = a.pools.restoredPool(pool, ordered)
 	h := newHolder(&req)
 	h.pool, h.ips = pool, ordered
+	h.count = perFamily(ordered) // what is held, whatever the annotation asks now
 	old, had := a.book.byKey[req.Key]
 	if had && old.pool == pool && slices.Equal(old.ips, ordered) && old.sharingKey == h.sharingKey && a.sharesWith(old, h) {
 		old.refresh(h)
@@ -60,13 +59,17 @@ func checkRestored(req *service.Request, ips []netip.Addr) ([]netip.Addr, error)
 	if len(ips) == 0 {
 		return nil, fail(InvalidRequest, fmt.Sprintf("Service %s: nothing to restore", req.Key))
 	}
-	probe := *req
-	probe.RequestedIPs = ips
-	probe.FamilyPolicy = corev1.IPFamilyPolicyPreferDualStack // one or two families
-	if _, err := checkRequested(&probe); err != nil {
+	ordered, err := checkAddrs(req, ips)
+	if err != nil {
 		return nil, err
 	}
-	return orderByFamilies(ips, req.Families), nil
+	for _, f := range familySet(ordered) {
+		if n := len(ofFamily(ordered, f)); n > service.MaxAddressCount {
+			return nil, fail(InvalidRequest, fmt.Sprintf("Service %s: %s in its status, at most %d per family",
+				req.Key, addressWords(n, f), service.MaxAddressCount))
+		}
+	}
+	return ordered, nil
 }
 
 // firstHolding names the first pool, in order, holding all ips ("" if

@@ -89,7 +89,7 @@ func TestRestore(t *testing.T) {
 		a := newAlloc(t, pool("p", "198.51.100.0/28"))
 		wantFail(t, a.Restore(svc("ns/a"), "p", nil), InvalidRequest, "nothing to restore")
 		wantFail(t, a.Restore(svc("ns/a"), "p", addrs("2001:db8::1")), InvalidRequest, "ipFamilies")
-		wantFail(t, a.Restore(svc("ns/a", preferDual(v4, v6)), "p", addrs("198.51.100.1", "198.51.100.2")), InvalidRequest, "two IPv4")
+		wantFail(t, a.Restore(svc("ns/a", preferDual(v4, v6)), "p", addrs("198.51.100.1", "198.51.100.1")), InvalidRequest, "198.51.100.1 twice")
 		wantFail(t, a.Restore(svc(""), "p", addrs("198.51.100.1")), InvalidRequest)
 	})
 }

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/service"
 )
 
 // compatible reports whether two Services may hold one address together
 // and, when they may not, why (in words for the Service's events): both
-// carry the same non-empty sharing key, no protocol and port is used by
-// both, and both or neither use externalTrafficPolicy Local. Local
+// carry the same non-empty sharing key, ask for the same number of
+// addresses per family, no protocol and port is used by both, and both or
+// neither use externalTrafficPolicy Local. Local
 // Services with different selectors may share: the speakers announce
 // such an address from the nodes with local endpoints of every one
 // (announce.SharedLocalNodes).
@@ -20,6 +22,9 @@ func compatible(a, b *holder) (bool, string) {
 		return false, "sharing needs the herald.dev/allow-shared-ip annotation on both Services"
 	case a.sharingKey != b.sharingKey:
 		return false, fmt.Sprintf("their sharing keys differ (%q and %q)", a.sharingKey, b.sharingKey)
+	case a.count != b.count:
+		return false, fmt.Sprintf("they ask for different numbers of addresses per family (%d and %d, %s); Services sharing addresses share all of them",
+			a.count, b.count, v1beta1.AnnotationAddressCount)
 	}
 	if p, clash := commonPort(a.ports, b.ports); clash {
 		return false, fmt.Sprintf("both use %s/%d", p.Protocol, p.Port)
