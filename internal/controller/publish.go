@@ -47,8 +47,8 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 		}
 	}
 	if ingressChanged && len(ingress) > 0 {
-		c.rec.Eventf(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer: %s from IPAddressPool %s",
-			strings.Join(ipStrings(out.assignment.IPs), ", "), out.assignment.Pool)
+		c.rec.Eventf(svc, corev1.EventTypeNormal, "EnsuredLoadBalancer", "Ensured load balancer: %s%s from IPAddressPool %s",
+			countWords(out.assignment.IPs), strings.Join(ipStrings(out.assignment.IPs), ", "), out.assignment.Pool)
 	}
 	if ingressChanged && len(ingress) > 0 && out.assignment.Refused != "" {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "SharingRefused", "Not sharing an address under %s: %s; the Service got %s instead",

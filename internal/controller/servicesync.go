@@ -107,7 +107,8 @@ func (c *Controller) recordDecision(key string, before allocator.Assignment, hel
 		c.log.Info("allocation failed", "service", key, "reason", reason, "message", out.err.Error(), "keeps", ipStrings(out.assignment.IPs))
 	case !heldBefore || !sameIPs(before.IPs, out.assignment.IPs):
 		c.metrics.allocations.Inc()
-		c.log.Info("assigned", "service", key, "ips", ipStrings(out.assignment.IPs), "pool", out.assignment.Pool, "previous", ipStrings(before.IPs))
+		c.log.Info("assigned", "service", key, "ips", ipStrings(out.assignment.IPs), "addressCount", len(out.assignment.IPs),
+			"pool", out.assignment.Pool, "previous", ipStrings(before.IPs))
 		if heldBefore {
 			c.poolQueue.AddAfter(before.Pool, time.Second)
 		}
@@ -165,7 +166,7 @@ func allocatedCondition(out outcome) condition {
 		cond.Message = fmt.Sprintf("%s is in no IPAddressPool any more (the pool shrank, changed or was deleted); the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
 	default:
 		cond.Status, cond.Reason = true, "Allocated"
-		cond.Message = fmt.Sprintf("%s from IPAddressPool %s", strings.Join(ipStrings(out.assignment.IPs), ", "), out.assignment.Pool)
+		cond.Message = fmt.Sprintf("%s%s from IPAddressPool %s", countWords(out.assignment.IPs), strings.Join(ipStrings(out.assignment.IPs), ", "), out.assignment.Pool)
 	}
 	return cond
 }
@@ -196,6 +197,28 @@ func (c *Controller) releaseDeleted(key cache.ObjectName) {
 	}
 	c.poolQueue.AddAfter(a.Pool, time.Second)
 	c.requeuePending()
+}
+
+// countWords says how many addresses a Service holds when it holds
+// several of a family (herald.dev/address-count), as a prefix of the
+// list: "3 addresses per family, 6 in all: "; "" otherwise.
+func countWords(ips []netip.Addr) string {
+	if len(ips) == 0 {
+		return ""
+	}
+	perFamily := 0
+	for _, ip := range ips {
+		if ip.Is4() == ips[0].Is4() {
+			perFamily++
+		}
+	}
+	switch {
+	case perFamily <= 1:
+		return ""
+	case perFamily == len(ips):
+		return fmt.Sprintf("%d addresses: ", perFamily)
+	}
+	return fmt.Sprintf("%d addresses per family, %d in all: ", perFamily, len(ips))
 }
 
 func ipStrings(ips []netip.Addr) []string {
