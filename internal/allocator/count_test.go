@@ -153,6 +153,12 @@ func TestAddressCountChanges(t *testing.T) {
 	mustAssign(t, small, svc("ns/a", count(2)))
 	mustAssign(t, small, svc("ns/b", count(2)))
 	assignFails(t, small, svc("ns/a", count(3)), PoolExhausted, "fewer than 3 free IPv4 addresses")
+	// Growth its pool cannot give moves the Service to a pool that can,
+	// all of its addresses.
+	grow := newAlloc(t, pool("a", "198.51.100.0/30", priority(1)), pool("b", "198.51.100.8/29", priority(2)))
+	mustAssign(t, grow, svc("ns/a", count(2)))
+	mustAssign(t, grow, svc("ns/b", count(2)))
+	wantAssignment(t, mustAssign(t, grow, svc("ns/a", count(3))), "b", "198.51.100.8", "198.51.100.9", "198.51.100.10")
 	// A Service that moves takes the lowest free addresses, in its count.
 	two := newAlloc(t, pool("a", "198.51.100.0/29"), pool("b", "198.51.100.8/29"))
 	mustAssign(t, two, svc("ns/a", count(2)))
