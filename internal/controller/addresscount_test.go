@@ -72,6 +72,14 @@ func TestAddressCount(t *testing.T) {
 	e.waitEvent(e.ns, "three", "SyncLoadBalancerFailed", "InvalidRequest", v1beta1.AnnotationAddressCount)
 	e.waitIPs("three", "2001:db8:ff::1", "2001:db8:ff::2", "198.51.100.64", "198.51.100.65")
 
+	// A new Service with an invalid count gets nothing.
+	e.svc("zero", counted("0"))
+	e.waitCondition("zero", v1beta1.ConditionAllocated, metav1.ConditionFalse, "InvalidRequest")
+	e.waitEvent(e.ns, "zero", "SyncLoadBalancerFailed", `annotation herald.dev/address-count: "0" is not a whole number from 1 to 16`)
+	if got := ips(e.get("zero")); len(got) != 0 {
+		t.Errorf("zero got %v", got)
+	}
+
 	// Too few free addresses: nothing, and it says how many were asked.
 	e.svc("big", counted("16"))
 	e.waitCondition("big", v1beta1.ConditionAllocated, metav1.ConditionFalse, "PoolExhausted")
