@@ -104,6 +104,9 @@ type BGPOptions struct {
 	// node's unnumbered link (AddUnnumberedLinks), "neighbor IF interface",
 	// beside the listen ranges, sending Router Advertisements there.
 	Unnumbered bool
+	// UnnumberedBFD attaches the router's BFD profile to those interface
+	// neighbors.
+	UnnumberedBFD bool
 	// NodeRouters runs a BIRD in every node's namespace (default none):
 	// it peers with the router from the node's address as AS NodeASN and
 	// with Herald over loopback (noderouter.go), so that Herald's routes
@@ -207,6 +210,7 @@ func (o Options) RouterConfig() (routerconf.Config, error) {
 		for i := 1; i <= o.Nodes; i++ {
 			c.Interfaces = append(c.Interfaces, UnnumberedRouterIf(NodeName(i)))
 		}
+		c.InterfaceBFD = b.UnnumberedBFD
 	}
 	for _, s := range b.StaticNeighbors {
 		i, err := nodeIndex(s.Node, o.Nodes)

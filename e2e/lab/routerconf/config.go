@@ -41,6 +41,9 @@ type Config struct {
 	// interface, over IPv6 link-local addresses, whatever its AS (FRR's
 	// "remote-as external" or "internal" by PeerASN).
 	Interfaces []string
+	// InterfaceBFD attaches the BFD profile to the interface neighbors
+	// (single-hop BFD between the link-local addresses).
+	InterfaceBFD bool
 }
 
 // Neighbor is a statically configured peer.
@@ -99,7 +102,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) anyBFD() bool {
-	return c.ListenRangeBFD || slices.ContainsFunc(c.Neighbors, func(n Neighbor) bool { return n.BFD })
+	return c.ListenRangeBFD || (c.InterfaceBFD && len(c.Interfaces) > 0) || slices.ContainsFunc(c.Neighbors, func(n Neighbor) bool { return n.BFD })
 }
 
 func (c Config) peerASN(n Neighbor) uint32 {

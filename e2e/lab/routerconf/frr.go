@@ -138,4 +138,7 @@ func frrInterfaceNeighbor(w func(string, ...any), c Config, i string) {
 	w(" neighbor %s interface remote-as %s", i, class)
 	w(" neighbor %s timers %d %d", i, c.Keepalive, c.HoldTime)
 	w(" neighbor %s timers connect 1", i)
+	if c.InterfaceBFD {
+		w(" neighbor %s bfd profile %s", i, FRRProfile)
+	}
 }

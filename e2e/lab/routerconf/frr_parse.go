@@ -172,6 +172,9 @@ func frrFamily(af string) string {
 // BFDPeer is one of the router's BFD sessions.
 type BFDPeer struct {
 	Status string // "up", "down", "init"...
+	// Interface is the router's interface of a link-local (unnumbered)
+	// peer, "" for other peers.
+	Interface string
 	// Detect is the session's detection time (Peer.BFDDetect).
 	Detect time.Duration
 }
@@ -181,6 +184,7 @@ type BFDPeer struct {
 func ParseFRRBFDPeers(data []byte) (map[netip.Addr]BFDPeer, error) {
 	var peers []struct {
 		Peer       string `json:"peer"`
+		Interface  string `json:"interface"`
 		Status     string `json:"status"`
 		ReceiveMS  int    `json:"receive-interval"`
 		RemoteTxMS int    `json:"remote-transmit-interval"`
@@ -192,7 +196,7 @@ func ParseFRRBFDPeers(data []byte) (map[netip.Addr]BFDPeer, error) {
 	out := map[netip.Addr]BFDPeer{}
 	for _, p := range peers {
 		if a, err := netip.ParseAddr(p.Peer); err == nil {
-			out[a] = BFDPeer{Status: strings.ToLower(p.Status),
+			out[a] = BFDPeer{Status: strings.ToLower(p.Status), Interface: p.Interface,
 				Detect: time.Duration(p.RemoteMult*max(p.ReceiveMS, p.RemoteTxMS)) * time.Millisecond}
 		}
 	}

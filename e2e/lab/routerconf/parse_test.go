@@ -165,16 +165,20 @@ func TestParseFRRBFDPeers(t *testing.T) {
  {"multihop":false,"peer":"198.51.100.12","local":"198.51.100.1","vrf":"default","id":2,"remote-id":8,"status":"up","uptime":0,
   "receive-interval":100,"transmit-interval":100,"detect-multiplier":3,"remote-receive-interval":1000,"remote-transmit-interval":1000,"remote-detect-multiplier":3},
  {"multihop":false,"peer":"198.51.100.13","local":"198.51.100.1","vrf":"default","id":3,"remote-id":0,"status":"down","downtime":5,
-  "receive-interval":100,"transmit-interval":100,"detect-multiplier":3}
+  "receive-interval":100,"transmit-interval":100,"detect-multiplier":3},
+ {"multihop":false,"peer":"fe80::a8c1:abff:fe00:11","local":"fe80::a8c1:abff:fe00:1","vrf":"default","interface":"p2p-node1","id":4,"remote-id":9,
+  "status":"up","uptime":2,"receive-interval":100,"transmit-interval":100,"detect-multiplier":3,"remote-receive-interval":100,
+  "remote-transmit-interval":100,"remote-detect-multiplier":3}
 ]`)
 	got, err := ParseFRRBFDPeers(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[netip.Addr]BFDPeer{
-		netip.MustParseAddr("198.51.100.11"): {Status: "up", Detect: 300 * time.Millisecond},
-		netip.MustParseAddr("198.51.100.12"): {Status: "up", Detect: 3 * time.Second},
-		netip.MustParseAddr("198.51.100.13"): {Status: "down"},
+		netip.MustParseAddr("198.51.100.11"):           {Status: "up", Detect: 300 * time.Millisecond},
+		netip.MustParseAddr("198.51.100.12"):           {Status: "up", Detect: 3 * time.Second},
+		netip.MustParseAddr("198.51.100.13"):           {Status: "down"},
+		netip.MustParseAddr("fe80::a8c1:abff:fe00:11"): {Status: "up", Interface: "p2p-node1", Detect: 300 * time.Millisecond},
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)

@@ -37,6 +37,13 @@ func withInterfaces() Config {
 	return c
 }
 
+func withInterfaceBFD() Config {
+	c := withInterfaces()
+	c.InterfaceBFD = true
+	c.BFD = BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}
+	return c
+}
+
 func TestRenderGolden(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -46,6 +53,7 @@ func TestRenderGolden(t *testing.T) {
 		{"frr-ranges.conf", RenderFRR, labConfig()},
 		{"frr-static.conf", RenderFRR, withStatic()},
 		{"frr-unnumbered.conf", RenderFRR, withInterfaces()},
+		{"frr-unnumbered-bfd.conf", RenderFRR, withInterfaceBFD()},
 		{"bird-ranges.conf", RenderBIRD, labConfig()},
 		{"bird-static.conf", RenderBIRD, withStatic()},
 	}
