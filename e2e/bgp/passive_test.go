@@ -75,7 +75,7 @@ func TestPassivePeer(t *testing.T) {
 // grantBindService adds NET_BIND_SERVICE to the speakers, as the Helm
 // value speaker.bgpListen.netBindService does, and takes it away at the
 // end of the test; each waits for the speakers to roll out.
-func grantBindService(t *testing.T, h *deploy.Herald) {
+func grantBindService(t testing.TB, h *deploy.Herald) {
 	t.Helper()
 	patch := func(op string) error {
 		ctx := context.Background()

@@ -1,0 +1,507 @@
+package bgp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/herald-lb/herald/e2e/deploy"
+	"github.com/herald-lb/herald/e2e/lab"
+	"github.com/herald-lb/herald/e2e/lab/routerconf"
+	"github.com/herald-lb/herald/test/labkit"
+)
+
+// layout is one way of peering the nodes with the router, as
+// docs/bgp-layouts.md describes it, for BenchmarkBGPLayouts.
+type layout struct {
+	name string
+	// noBFD says why the layout has no BFD variant ("": it has one).
+	noBFD string
+	// prepare readies the lab for the layout (links, capabilities) for
+	// the rest of the benchmark; a non-empty answer is why the layout
+	// cannot run here.
+	prepare func(b *testing.B, l *lab.Lab, h *deploy.Herald) string
+	router  func(l *lab.Lab, bfd bool) lab.BGPOptions
+	peer    func(bfd bool) string
+	// sessions counts the nodes whose session of the layout is
+	// established, as the router (or the node router) sees it.
+	sessions func(t testing.TB, l *lab.Lab) int
+	// ready waits for what the router needs before Herald's peer is
+	// applied (the node routers' own sessions).
+	ready func(t testing.TB, l *lab.Lab)
+}
+
+// Timers of the two variants of every layout: hold time 3 s without BFD;
+// BFD 100 ms x 3 (profile "fast" of the base configuration) with the
+// default hold time.
+var (
+	holdTimers = []string{"holdTime: 3s", "keepaliveTime: 1s"}
+	bfdTimers  = []string{"bfdProfile: fast"}
+	routerBFD  = routerconf.BFD{TransmitMS: 100, ReceiveMS: 100, Multiplier: 3}
+)
+
+// variantTimers returns the BGPPeer lines of a variant.
+func variantTimers(bfd bool) []string {
+	if bfd {
+		return bfdTimers
+	}
+	return holdTimers
+}
+
+// routerTimers sets the router's timers of a variant: hold time 3 s, or
+// BFD 100 ms x 3 with the default hold time.
+func routerTimers(o lab.BGPOptions, bfd bool) lab.BGPOptions {
+	if bfd {
+		o.BFD = routerBFD
+	} else {
+		o.HoldTime, o.Keepalive = 3, 1
+	}
+	return o
+}
+
+// staticNeighbors are router-side neighbours for every node (GoBGP
+// v4.8.0's BFD needs them: docs/gobgp.md).
+func staticNeighbors(l *lab.Lab, bfd, dials bool) []lab.StaticNeighbor {
+	var ns []lab.StaticNeighbor
+	for _, n := range allNodes(l) {
+		ns = append(ns, lab.StaticNeighbor{Node: n, BFD: bfd, RouterDials: dials})
+	}
+	return ns
+}
+
+// numberedSessions counts the nodes' IPv4 sessions up at the router.
+func numberedSessions(t testing.TB, l *lab.Lab) int { return len(established(t, l)) }
+
+func bgpLayouts() []layout {
+	numbered := func(l *lab.Lab, bfd bool) lab.BGPOptions {
+		o := lab.BGPOptions{}
+		if bfd {
+			o.StaticNeighbors = staticNeighbors(l, true, false)
+		}
+		return routerTimers(o, bfd)
+	}
+	return []layout{
+		{
+			name:     "Numbered",
+			router:   numbered,
+			peer:     func(bfd bool) string { return peerYAML(peerV4, variantTimers(bfd)...) },
+			sessions: numberedSessions,
+		},
+		{
+			name: "Unnumbered",
+			prepare: func(b *testing.B, l *lab.Lab, _ *deploy.Herald) string {
+				if err := l.AddUnnumberedLinks(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = l.RemoveUnnumberedLinks(context.Background()) })
+				return ""
+			},
+			router: func(l *lab.Lab, bfd bool) lab.BGPOptions {
+				return routerTimers(lab.BGPOptions{Unnumbered: true, UnnumberedBFD: bfd}, bfd)
+			},
+			peer: func(bfd bool) string { return unnumberedPeer(variantTimers(bfd)...) },
+			sessions: func(t testing.TB, l *lab.Lab) int {
+				n := 0
+				for _, st := range unnumberedStates(t, l) {
+					if st == "Established" {
+						n++
+					}
+				}
+				return n
+			},
+		},
+		{
+			name: "Passive",
+			prepare: func(b *testing.B, _ *lab.Lab, h *deploy.Herald) string {
+				grantBindService(b, h)
+				return ""
+			},
+			router: func(l *lab.Lab, bfd bool) lab.BGPOptions {
+				return routerTimers(lab.BGPOptions{StaticNeighbors: staticNeighbors(l, bfd, true)}, bfd)
+			},
+			peer:     func(bfd bool) string { return peerYAML(peerV4, append(variantTimers(bfd), "passive: true")...) },
+			sessions: numberedSessions,
+		},
+		{
+			name:     "DynamicASN",
+			router:   numbered,
+			peer:     func(bfd bool) string { return peerYAML(peerV4, append(variantTimers(bfd), "dynamicASN: external")...) },
+			sessions: numberedSessions,
+		},
+		{
+			name:  "NodeRouter",
+			noBFD: "n/a: the ToR drops a node when the node router's own session ends; Herald's BFD would only watch the loopback",
+			router: func(_ *lab.Lab, _ bool) lab.BGPOptions {
+				return routerTimers(lab.BGPOptions{NodeRouters: true}, false)
+			},
+			peer: func(bool) string { return nodeRouterPeer() },
+			ready: func(t testing.TB, l *lab.Lab) {
+				waitSessions(t, l, 60*time.Second, append(nodeAddrs(l, false), nodeAddrs(l, true)...)...)
+			},
+			sessions: func(t testing.TB, l *lab.Lab) int {
+				n := 0
+				for _, node := range allNodes(l) {
+					out, err := l.NodeRouterCLI(context.Background(), node, "show protocols herald")
+					if err == nil && strings.Contains(out, "Established") {
+						n++
+					}
+				}
+				return n
+			},
+		},
+		{
+			name:  "VRF",
+			noBFD: "n/a: GoBGP runs BFD in the default VRF only",
+			prepare: func(b *testing.B, l *lab.Lab, _ *deploy.Herald) string {
+				b.Cleanup(func() { _ = l.RemoveVRFUplinks(context.Background()) })
+				if err := l.AddVRFUplinks(context.Background(), vrfName); errors.Is(err, lab.ErrNoVRFDriver) {
+					return "cannot run on this kernel: " + err.Error()
+				} else if err != nil {
+					b.Fatal(err)
+				}
+				return "not measured here: TestVRFUplinks proves the layout, without figures"
+			},
+		},
+	}
+}
+
+// unnumberedPeer is peerUnnumbered with other timer lines.
+func unnumberedPeer(timers ...string) string {
+	return fmt.Sprintf(`
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: %s}
+spec:
+  myASN: %d
+  dynamicASN: external
+  interface: %s
+  connectTime: 2s
+  %s
+`, peerV4, lab.NodeASN, lab.UnnumberedNodeIf, strings.Join(timers, "\n  "))
+}
+
+// nodeRouterPeer is TestNodeRouter's BGPPeer with hold time 3 s.
+func nodeRouterPeer() string {
+	return fmt.Sprintf(`
+apiVersion: herald.dev/v1beta1
+kind: BGPPeer
+metadata: {name: %s}
+spec:
+  myASN: %d
+  peerASN: %d
+  peerAddress: %s
+  sourceAddress: %s
+  holdTime: 3s
+  keepaliveTime: 1s
+  connectTime: 2s
+`, peerV4, lab.NodeRouterHeraldASN, lab.NodeASN, lab.NodeRouterAddress, lab.NodeRouterHeraldAddress)
+}
+
+// layoutFigures are one variant's medians, for the summary table.
+type layoutFigures struct {
+	layout, variant string
+	// why is set instead of figures when the variant does not run.
+	why              string
+	up               time.Duration
+	toFIB, loss, bfd []time.Duration
+}
+
+// BenchmarkBGPLayouts: the BGP failover figures of every layout of
+// docs/bgp-layouts.md the lab can run, each with hold time 3 s and with
+// BFD 100 ms x 3 where the layout allows BFD: the time from the BGPPeer
+// applied (no session before) until the router has every node's session
+// up; for 5 Services, from the create call until the /32 is in FRR's FIB
+// via all 3 nodes (endpoints set by hand); and a node paused (every
+// process of the node stopped, its links up: only BFD or the hold timer
+// can tell; rotating over the nodes) until its next hop is gone from
+// FRR's FIB, and with BFD until FRR's BFD session with it is down. A
+// summary table of every layout closes the output, naming those that
+// cannot run here and why.
+func BenchmarkBGPLayouts(b *testing.B) {
+	l, h := suite.Herald(b)
+	var rows []layoutFigures
+	for _, lay := range bgpLayouts() {
+		b.Run(lay.name, func(b *testing.B) {
+			figures, skip := benchLayout(b, l, h, lay)
+			rows = append(rows, figures...)
+			if skip != "" {
+				b.Skip(skip)
+			}
+		})
+	}
+	b.Logf("BGP failover figures per layout (p50 of n; node loss: a node paused):\n%s", layoutTable(rows))
+}
+
+// benchLayout measures both variants of lay and returns their figures
+// (or why each does not run), and why the layout cannot run at all.
+func benchLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout) ([]layoutFigures, string) {
+	var rows []layoutFigures
+	if lay.prepare != nil {
+		if why := lay.prepare(b, l, h); why != "" {
+			return []layoutFigures{{layout: lay.name, variant: "-", why: why}}, why
+		}
+	}
+	for _, bfd := range []bool{false, true} {
+		variant := "HoldTime-3s"
+		if bfd {
+			variant = "BFD-100msx3"
+		}
+		if bfd && lay.noBFD != "" {
+			rows = append(rows, layoutFigures{layout: lay.name, variant: variant, why: lay.noBFD})
+			continue
+		}
+		b.Run(variant, func(b *testing.B) {
+			for range b.N {
+				f := measureLayout(b, l, h, lay, bfd)
+				f.layout, f.variant = lay.name, variant
+				rows = append(rows, f)
+			}
+		})
+	}
+	return rows, ""
+}
+
+// measureLayout takes one variant of lay through session start, 5 new
+// Services and node losses.
+func measureLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout, bfd bool) layoutFigures {
+	const services = 5
+	losses := 3
+	if bfd {
+		losses = 6
+	}
+	ctx := context.Background()
+	all := allNodes(l)
+	var f layoutFigures
+
+	// no session first, so that the clock starts with the BGPPeer
+	if _, err := h.Kubectl(ctx, "delete", "--ignore-not-found", "bgppeer", peerV4); err != nil {
+		b.Fatal(err)
+	}
+	labkit.Eventually(b, 60*time.Second, "no session of the deleted BGPPeer", func() bool { return numberedSessions(b, l) == 0 })
+	reconfigureRouter(b, l, lab.FRR, lay.router(l, bfd))
+	if lay.ready != nil {
+		lay.ready(b, l)
+	}
+	start := time.Now()
+	apply(b, h, lay.peer(bfd))
+	labkit.EventuallyWhy(b, 120*time.Second, lay.name+": every node's session up", func() (bool, string) {
+		n := lay.sessions(b, l)
+		return n == len(all), fmt.Sprintf("%d of %d up", n, len(all))
+	})
+	f.up = time.Since(start)
+	b.Logf("%s: BGPPeer applied -> every node's session up after %v", lay.name, f.up.Round(time.Millisecond))
+	b.ReportMetric(f.up.Seconds(), "s-sessions-up")
+
+	var prefix netip.Prefix
+	for i := range services {
+		name := fmt.Sprintf("layout-%s-%d", strings.ToLower(lay.name), i)
+		b.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
+		start := time.Now()
+		svc := lab.LoadBalancerService(testNS, name, corev1.IPv4Protocol)
+		svc.Annotations = map[string]string{"herald.dev/address-pool": poolMain}
+		created, err := l.CreateService(ctx, svc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.SetEndpoints(ctx, created, all...); err != nil {
+			b.Fatal(err)
+		}
+		p := host(addressOf(b, l, name))
+		for !slices.Equal(fibVia(b, l, p), all) {
+			if time.Since(start) > 30*time.Second {
+				b.Fatalf("%s not via every node after 30 s", p)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		f.toFIB = append(f.toFIB, time.Since(start))
+		if i == 0 {
+			prefix = p
+		}
+	}
+	report(b, lay.name+": create -> /32 in FRR's FIB via 3 nodes", "create", f.toFIB)
+
+	waitLayoutHealthy(b, l, prefix, bfd)
+	for r := range losses {
+		node := all[r%len(all)]
+		var bfdDown func() time.Duration
+		if bfd {
+			bfdDown = watchRouterBFDDown(b, l, node)
+		}
+		d, resume := pauseLoss(b, l, prefix, node)
+		f.loss = append(f.loss, d)
+		if bfd {
+			f.bfd = append(f.bfd, bfdDown())
+		}
+		resume()
+		waitLayoutHealthy(b, l, prefix, bfd)
+	}
+	if bfd {
+		report(b, lay.name+", BFD 100 ms x 3: node paused -> FRR's BFD session down (to within one vtysh call)", "bfd", f.bfd)
+	}
+	report(b, lay.name+": node paused -> next hop gone from FRR's FIB", "detect", f.loss)
+	return f
+}
+
+// waitLayoutHealthy waits until every node is a next hop of prefix and,
+// with BFD, every node's BFD session is up on both sides at 100 ms x 3,
+// for a second.
+func waitLayoutHealthy(t testing.TB, l *lab.Lab, prefix netip.Prefix, bfd bool) {
+	t.Helper()
+	all := allNodes(l)
+	healthy := func() bool {
+		if !slices.Equal(fibVia(t, l, prefix), all) {
+			return false
+		}
+		if !bfd {
+			return true
+		}
+		peers, err := routerBFDPeers(l)
+		if err != nil {
+			return false
+		}
+		for _, n := range all {
+			p, ok := peers[n]
+			if !ok || p.Status != "up" || p.Detect == 0 || p.Detect > 300*time.Millisecond {
+				return false
+			}
+		}
+		return speakersBFDUp(l, all)
+	}
+	var since time.Time
+	labkit.Eventually(t, 90*time.Second, fmt.Sprintf("every node a next hop of %s (BFD %v up) for a second", prefix, bfd), func() bool {
+		if !healthy() {
+			since = time.Time{}
+			return false
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return time.Since(since) >= time.Second
+	})
+}
+
+// routerBFDPeers reads FRR's BFD sessions by node: a numbered peer by
+// its address, an unnumbered one by the router's interface toward it.
+func routerBFDPeers(l *lab.Lab) (map[string]routerconf.BFDPeer, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := l.RouterCLI(ctx, "show bfd peers json")
+	if err != nil {
+		return nil, err
+	}
+	peers, err := routerconf.ParseFRRBFDPeers([]byte(out))
+	if err != nil {
+		return nil, err
+	}
+	byNode := map[string]routerconf.BFDPeer{}
+	for a, p := range peers {
+		if n, ok := nodeOfPeer(l, a); ok {
+			byNode[n.Name] = p
+			continue
+		}
+		for _, n := range allNodes(l) {
+			if p.Interface != "" && p.Interface == lab.UnnumberedRouterIf(n) {
+				byNode[n] = p
+			}
+		}
+	}
+	return byNode, nil
+}
+
+// watchRouterBFDDown polls FRR's BFD session with node from now on and
+// returns a function that waits for the poll that saw it down and
+// returns when that poll began (within one vtysh call of the change).
+func watchRouterBFDDown(t testing.TB, l *lab.Lab, node string) func() time.Duration {
+	t.Helper()
+	start := time.Now()
+	found := make(chan time.Duration, 1)
+	go func() {
+		for time.Since(start) < 30*time.Second {
+			polled := time.Now()
+			peers, err := routerBFDPeers(l)
+			if p, ok := peers[node]; err == nil && ok && p.Status == "down" {
+				found <- polled.Sub(start)
+				return
+			}
+		}
+		found <- -1
+	}()
+	return func() time.Duration {
+		d := <-found
+		if d < 0 {
+			t.Fatalf("FRR's BFD session with %s not down 30 s after it was paused", node)
+		}
+		return d
+	}
+}
+
+// pauseLoss pauses node and returns how long the router's FIB kept its
+// next hop of prefix (polled every 10 ms, at the lab's CPU weight;
+// the other nodes must stay), and a function that resumes the node.
+func pauseLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) (time.Duration, func()) {
+	t.Helper()
+	others := slices.DeleteFunc(allNodes(l), func(n string) bool { return n == node })
+	weight := l.AtLabWeight()
+	defer weight()
+	start := time.Now()
+	resume, _, err := l.PauseNode(node)
+	if resume != nil {
+		t.Cleanup(func() { _ = resume() })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for range tick.C {
+		via := fibVia(t, l, prefix)
+		if !slices.Contains(via, node) {
+			d := time.Since(start)
+			if !slices.Equal(via, others) {
+				t.Fatalf("after %s was paused, %s via %v, want %v", node, prefix, via, others)
+			}
+			return d, func() {
+				if err := resume(); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%s still a next hop of %s 30 s after it was paused", node, prefix)
+		}
+	}
+	return 0, nil
+}
+
+// layoutTable renders the summary: one row per layout and variant.
+func layoutTable(rows []layoutFigures) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-11s %-12s %12s %14s %20s %16s\n", "layout", "variant", "sessions up", "create->FIB", "node loss->FIB", "BFD down")
+	for _, r := range rows {
+		if r.why != "" {
+			fmt.Fprintf(&b, "%-11s %-12s %s\n", r.layout, r.variant, r.why)
+			continue
+		}
+		bfd := "-"
+		if len(r.bfd) > 0 {
+			bfd = fmt.Sprintf("%v (n=%d)", median(r.bfd).Round(time.Millisecond), len(r.bfd))
+		}
+		fmt.Fprintf(&b, "%-11s %-12s %12v %14v %20s %16s\n", r.layout, r.variant, r.up.Round(100*time.Millisecond),
+			median(r.toFIB).Round(time.Millisecond), fmt.Sprintf("%v (n=%d)", median(r.loss).Round(time.Millisecond), len(r.loss)), bfd)
+	}
+	return b.String()
+}
+
+// median is the p50 of ds as report computes it.
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[(len(s)+1)/2-1]
+}
