@@ -19,7 +19,7 @@ GOBUILDFLAGS := -trimpath -tags=grpcnotrace -ldflags=-s\ -w
 include hack/versions.env
 include lab.mk
 
-.PHONY: all build programs images release demo test unit unit-lab unit-api unit-race e2e fuzz verify generate deps control-plane tools metallb test-programs modules e2e-build prebuild bench bench-controller bench-scale clean help
+.PHONY: all build programs images release demo test unit unit-lab unit-api unit-race e2e fuzz verify generate deps control-plane tools metallb test-programs modules e2e-build prebuild bench bench-controller bench-bgp-layouts bench-scale clean help
 IMAGE_REPO ?= ghcr.io/herald-lb
 IMAGE_TAG ?= v0.1.0
 
@@ -36,6 +36,7 @@ help:
 	@echo "make generate      regenerate deepcopy, CRDs, client and rendered manifests"
 	@echo "make verify        fail on stale generated files, gofmt, vet, staticcheck, long files"
 	@echo "make bench         print the benchmark figures"
+	@echo "make bench-bgp-layouts  BGP failover figures of every peering layout, as one table"
 	@echo "make bench-scale   10,000 Services and 200 members: figures next to their goals"
 
 build:
@@ -260,8 +261,15 @@ bench-controller:
 bench-l2:
 	$(GO) test -count=1 -p 1 -run '^$$' -bench L2 -benchtime 1x -timeout 30m ./e2e/l2/
 
+# bench-bgp ends with BenchmarkBGPLayouts' table: the failover figures
+# of every BGP peering layout, with and without BFD, and the layouts
+# this machine cannot run (docs/bgp-layouts.md). bench-bgp-layouts runs
+# that benchmark alone.
 bench-bgp:
-	$(GO) test -count=1 -p 1 -run '^$$' -bench BGP -benchtime 1x -timeout 30m ./e2e/bgp/
+	$(GO) test -count=1 -p 1 -run '^$$' -bench BGP -benchtime 1x -timeout 60m ./e2e/bgp/
+
+bench-bgp-layouts:
+	$(GO) test -count=1 -p 1 -run '^$$' -bench BGPLayouts -benchtime 1x -timeout 45m ./e2e/bgp/
 
 # The scale figures of docs/operations.md, each printed next to its goal
 # (and the controller's next to the API server's floor of the same run):

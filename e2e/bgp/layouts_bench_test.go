@@ -330,14 +330,14 @@ func measureLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout, bfd b
 	waitLayoutHealthy(b, l, prefix, bfd)
 	for r := range losses {
 		node := all[r%len(all)]
-		var bfdDown func() time.Duration
+		var bfdDown func() time.Time
 		if bfd {
 			bfdDown = watchRouterBFDDown(b, l, node)
 		}
-		d, resume := pauseLoss(b, l, prefix, node)
+		paused, d, resume := pauseLoss(b, l, prefix, node)
 		f.loss = append(f.loss, d)
 		if bfd {
-			f.bfd = append(f.bfd, bfdDown())
+			f.bfd = append(f.bfd, bfdDown().Sub(paused))
 		}
 		resume()
 		waitLayoutHealthy(b, l, prefix, bfd)
@@ -418,40 +418,44 @@ func routerBFDPeers(l *lab.Lab) (map[string]routerconf.BFDPeer, error) {
 // watchRouterBFDDown polls FRR's BFD session with node from now on and
 // returns a function that waits for the poll that saw it down and
 // returns when that poll began (within one vtysh call of the change).
-func watchRouterBFDDown(t testing.TB, l *lab.Lab, node string) func() time.Duration {
+func watchRouterBFDDown(t testing.TB, l *lab.Lab, node string) func() time.Time {
 	t.Helper()
 	start := time.Now()
-	found := make(chan time.Duration, 1)
+	found := make(chan time.Time, 1)
 	go func() {
 		for time.Since(start) < 30*time.Second {
 			polled := time.Now()
 			peers, err := routerBFDPeers(l)
 			if p, ok := peers[node]; err == nil && ok && p.Status == "down" {
-				found <- polled.Sub(start)
+				found <- polled
 				return
 			}
 		}
-		found <- -1
+		found <- time.Time{}
 	}()
-	return func() time.Duration {
-		d := <-found
-		if d < 0 {
+	return func() time.Time {
+		at := <-found
+		if at.IsZero() {
 			t.Fatalf("FRR's BFD session with %s not down 30 s after it was paused", node)
 		}
-		return d
+		return at
 	}
 }
 
-// pauseLoss pauses node and returns how long the router's FIB kept its
-// next hop of prefix (polled every 10 ms, at the lab's CPU weight;
-// the other nodes must stay), and a function that resumes the node.
-func pauseLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) (time.Duration, func()) {
+// pauseLoss pauses node and returns when its processes were stopped,
+// how long the router's FIB kept its next hop of prefix after that
+// (polled every 10 ms, at the lab's CPU weight; the other nodes must
+// stay), and a function that resumes the node.
+func pauseLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) (time.Time, time.Duration, func()) {
 	t.Helper()
 	others := slices.DeleteFunc(allNodes(l), func(n string) bool { return n == node })
 	weight := l.AtLabWeight()
 	defer weight()
-	start := time.Now()
 	resume, _, err := l.PauseNode(node)
+	// PauseNode lists the node's processes first (a walk of /proc), then
+	// stops them: the node is gone from when it returns, within the
+	// microseconds its signals take
+	paused := time.Now()
 	if resume != nil {
 		t.Cleanup(func() { _ = resume() })
 	}
@@ -463,21 +467,21 @@ func pauseLoss(t testing.TB, l *lab.Lab, prefix netip.Prefix, node string) (time
 	for range tick.C {
 		via := fibVia(t, l, prefix)
 		if !slices.Contains(via, node) {
-			d := time.Since(start)
+			d := time.Since(paused)
 			if !slices.Equal(via, others) {
 				t.Fatalf("after %s was paused, %s via %v, want %v", node, prefix, via, others)
 			}
-			return d, func() {
+			return paused, d, func() {
 				if err := resume(); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		if time.Since(start) > 30*time.Second {
+		if time.Since(paused) > 30*time.Second {
 			t.Fatalf("%s still a next hop of %s 30 s after it was paused", node, prefix)
 		}
 	}
-	return 0, nil
+	return paused, 0, nil
 }
 
 // layoutTable renders the summary: one row per layout and variant.

@@ -52,8 +52,8 @@ func TestUnnumberedBFD(t *testing.T) {
 	const bfdBound, fibBound = 350 * time.Millisecond, time.Second
 	for _, node := range all {
 		bfdDown := watchRouterBFDDown(t, l, node)
-		d, resume := pauseLoss(t, l, prefix, node)
-		down := bfdDown()
+		paused, d, resume := pauseLoss(t, l, prefix, node)
+		down := bfdDown().Sub(paused)
 		resume()
 		t.Logf("%s paused: FRR's BFD session down after %v, its next hop gone from FRR's FIB after %v",
 			node, down.Round(time.Millisecond), d.Round(time.Millisecond))
