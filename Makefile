@@ -269,7 +269,7 @@ bench-bgp:
 	$(GO) test -count=1 -p 1 -run '^$$' -bench BGP -benchtime 1x -timeout 60m ./e2e/bgp/
 
 bench-bgp-layouts:
-	$(GO) test -count=1 -p 1 -run '^$$' -bench BGPLayouts -benchtime 1x -timeout 45m ./e2e/bgp/
+	$(GO) test -count=1 -p 1 -run '^$$' -bench BGPLayouts -benchtime 1x -timeout 45m -exec $(CURDIR)/hack/own-network.sh ./e2e/bgp/
 
 # The scale figures of docs/operations.md, each printed next to its goal
 # (and the controller's next to the API server's floor of the same run):
