@@ -140,6 +140,23 @@ func TestPeerConfigUnnumbered(t *testing.T) {
 	}
 }
 
+// TestPeerConfigUnnumberedBFD: BFD on an unnumbered session is GoBGP's
+// single-hop BFD toward the zoned link-local neighbour (GoBGP dials it
+// with its zone); TestUnnumberedBFD in e2e/bgp runs it against FRR.
+func TestPeerConfigUnnumberedBFD(t *testing.T) {
+	s := unnumberedSession(t, "eth1", llRouter.WithZone("eth1"))
+	s.BFD = &BFD{TransmitInterval: 100 * time.Millisecond, ReceiveInterval: 100 * time.Millisecond, DetectMultiplier: 3}
+	s = norm(t, s)
+	p := peerConfig(s, false)
+	b := p.GetBfd()
+	if !b.GetEnabled() || b.GetDesiredMinimumTxInterval() != 100000 || b.GetRequiredMinimumReceive() != 100000 || b.GetDetectionMultiplier() != 3 {
+		t.Errorf("BFD config %v: want enabled at 100 ms x 3", b)
+	}
+	if got := p.GetConf().GetNeighborAddress(); got != "fe80::a8c1:abff:fe00:1%eth1" {
+		t.Errorf("neighbor address %q: want the zoned link-local neighbour, which GoBGP's BFD dials", got)
+	}
+}
+
 func TestPlanPathsUnnumbered(t *testing.T) {
 	u := unnumberedSession(t, "eth1", llRouter.WithZone("eth1"))
 	ss := append(threeSessions(t), u)
