@@ -258,31 +258,42 @@ func benchLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout) ([]layo
 			rows = append(rows, layoutFigures{layout: lay.name, variant: variant, why: lay.noBFD})
 			continue
 		}
-		b.Run(variant, func(b *testing.B) {
+		ok := b.Run(variant, func(b *testing.B) {
 			for range b.N {
 				f := measureLayout(b, l, h, lay, bfd)
 				f.layout, f.variant = lay.name, variant
 				rows = append(rows, f)
 			}
 		})
+		if !ok {
+			rows = append(rows, layoutFigures{layout: lay.name, variant: variant, why: "failed: see its log above"})
+		}
 	}
 	return rows, ""
 }
 
 // measureLayout takes one variant of lay through session start, 5 new
-// Services and node losses.
+// Services and node losses (3 with hold time, 6 with BFD).
 func measureLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout, bfd bool) layoutFigures {
-	const services = 5
 	losses := 3
 	if bfd {
 		losses = 6
 	}
-	ctx := context.Background()
-	all := allNodes(l)
 	var f layoutFigures
+	f.up = startSessions(b, l, h, lay, bfd)
+	var prefix netip.Prefix
+	prefix, f.toFIB = newServices(b, l, lay.name, 5)
+	waitLayoutHealthy(b, l, prefix, bfd)
+	f.loss, f.bfd = nodeLosses(b, l, lay.name, prefix, bfd, losses)
+	return f
+}
 
-	// no session first, so that the clock starts with the BGPPeer
-	if _, err := h.Kubectl(ctx, "delete", "--ignore-not-found", "bgppeer", peerV4); err != nil {
+// startSessions deletes the BGPPeer, sets the router up for lay, and
+// returns how long every node's session took to come up once the
+// layout's BGPPeer was applied.
+func startSessions(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout, bfd bool) time.Duration {
+	b.Helper()
+	if _, err := h.Kubectl(context.Background(), "delete", "--ignore-not-found", "bgppeer", peerV4); err != nil {
 		b.Fatal(err)
 	}
 	labkit.Eventually(b, 60*time.Second, "no session of the deleted BGPPeer", func() bool { return numberedSessions(b, l) == 0 })
@@ -290,19 +301,31 @@ func measureLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout, bfd b
 	if lay.ready != nil {
 		lay.ready(b, l)
 	}
+	all := allNodes(l)
 	start := time.Now()
 	apply(b, h, lay.peer(bfd))
 	labkit.EventuallyWhy(b, 120*time.Second, lay.name+": every node's session up", func() (bool, string) {
 		n := lay.sessions(b, l)
 		return n == len(all), fmt.Sprintf("%d of %d up", n, len(all))
 	})
-	f.up = time.Since(start)
-	b.Logf("%s: BGPPeer applied -> every node's session up after %v", lay.name, f.up.Round(time.Millisecond))
-	b.ReportMetric(f.up.Seconds(), "s-sessions-up")
+	up := time.Since(start)
+	b.Logf("%s: BGPPeer applied -> every node's session up after %v", lay.name, up.Round(time.Millisecond))
+	b.ReportMetric(up.Seconds(), "s-sessions-up")
+	return up
+}
 
-	var prefix netip.Prefix
-	for i := range services {
-		name := fmt.Sprintf("layout-%s-%d", strings.ToLower(lay.name), i)
+// newServices creates n IPv4 Services of the main pool one after the
+// other, endpoints on every node set by hand, and returns the first's
+// /32 and how long each took from its create call into FRR's FIB via
+// every node.
+func newServices(b *testing.B, l *lab.Lab, layout string, n int) (netip.Prefix, []time.Duration) {
+	b.Helper()
+	ctx := context.Background()
+	all := allNodes(l)
+	var first netip.Prefix
+	var toFIB []time.Duration
+	for i := range n {
+		name := fmt.Sprintf("layout-%s-%d", strings.ToLower(layout), i)
 		b.Cleanup(func() { _ = l.DeleteService(context.Background(), testNS, name) })
 		start := time.Now()
 		svc := lab.LoadBalancerService(testNS, name, corev1.IPv4Protocol)
@@ -321,33 +344,41 @@ func measureLayout(b *testing.B, l *lab.Lab, h *deploy.Herald, lay layout, bfd b
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		f.toFIB = append(f.toFIB, time.Since(start))
+		toFIB = append(toFIB, time.Since(start))
 		if i == 0 {
-			prefix = p
+			first = p
 		}
 	}
-	report(b, lay.name+": create -> /32 in FRR's FIB via 3 nodes", "create", f.toFIB)
+	report(b, layout+": create -> /32 in FRR's FIB via 3 nodes", "create", toFIB)
+	return first, toFIB
+}
 
-	waitLayoutHealthy(b, l, prefix, bfd)
-	for r := range losses {
+// nodeLosses pauses the nodes in turn, n times, and returns how long
+// each kept its next hop of prefix in FRR's FIB and, with BFD, how long
+// FRR's BFD session with it stayed up; each round waits for a full
+// recovery.
+func nodeLosses(b *testing.B, l *lab.Lab, layout string, prefix netip.Prefix, bfd bool, n int) (loss, bfdDown []time.Duration) {
+	b.Helper()
+	all := allNodes(l)
+	for r := range n {
 		node := all[r%len(all)]
-		var bfdDown func() time.Time
+		var down func() time.Time
 		if bfd {
-			bfdDown = watchRouterBFDDown(b, l, node)
+			down = watchRouterBFDDown(b, l, node)
 		}
 		paused, d, resume := pauseLoss(b, l, prefix, node)
-		f.loss = append(f.loss, d)
+		loss = append(loss, d)
 		if bfd {
-			f.bfd = append(f.bfd, bfdDown().Sub(paused))
+			bfdDown = append(bfdDown, down().Sub(paused))
 		}
 		resume()
 		waitLayoutHealthy(b, l, prefix, bfd)
 	}
 	if bfd {
-		report(b, lay.name+", BFD 100 ms x 3: node paused -> FRR's BFD session down (to within one vtysh call)", "bfd", f.bfd)
+		report(b, layout+", BFD 100 ms x 3: node paused -> FRR's BFD session down (to within one vtysh call)", "bfd", bfdDown)
 	}
-	report(b, lay.name+": node paused -> next hop gone from FRR's FIB", "detect", f.loss)
-	return f
+	report(b, layout+": node paused -> next hop gone from FRR's FIB", "detect", loss)
+	return loss, bfdDown
 }
 
 // waitLayoutHealthy waits until every node is a next hop of prefix and,
