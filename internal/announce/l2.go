@@ -69,15 +69,43 @@ func decideL2(st State, nodes []node, ip netip.Addr, svcs []*Service) l2Decision
 		d.uncovered = true
 		return d
 	}
-	cands := l2Candidates(st, nodes, ads)
-	cands, _ = SharedLocalNodes(cands, svcs, st.fallbackOf(ip, svcs))
-	owner := Owner(ip, cands)
+	owner := l2OwnerOf(st, nodes, ip, ads, svcs)
 	if owner == "" {
 		d.unowned = ReasonNoEligibleNode
 		return d
 	}
 	d.owner = L2Owner{IP: ip, Node: owner, Interfaces: interfacesFor(ads, nodes, owner), Services: keys(svcs)}
 	return d
+}
+
+// l2OwnerOf picks the owner of ip among the nodes that may announce it:
+// by rendezvous hashing for an address alone in its family, by Spread
+// when its Services hold several addresses of its family.
+func l2OwnerOf(st State, nodes []node, ip netip.Addr, ads []*config.L2Advertisement, svcs []*Service) string {
+	group := siblings(ip, svcs)
+	if len(group) == 1 {
+		return Owner(ip, l2Usable(st, nodes, ip, ads, svcs))
+	}
+	sibs := make([]Sibling, len(group))
+	mine := 0
+	for i, a := range group {
+		if a == ip {
+			mine = i
+		}
+		sibAds := ads
+		if a != ip {
+			sibAds = st.l2AdsFor(a, svcs)
+		}
+		sibs[i] = Sibling{IP: a, Configured: l2Configured(nodes, sibAds), Usable: l2Usable(st, nodes, a, sibAds, svcs)}
+	}
+	return Spread(sibs)[mine]
+}
+
+// l2Usable: the nodes that may announce ip now (l2Candidates, narrowed
+// by SharedLocalNodes).
+func l2Usable(st State, nodes []node, ip netip.Addr, ads []*config.L2Advertisement, svcs []*Service) []string {
+	cands, _ := SharedLocalNodes(l2Candidates(st, nodes, ads), svcs, st.fallbackOf(ip, svcs))
+	return cands
 }
 
 // l2AdsFor returns the L2Advertisements covering the address for at least
@@ -97,9 +125,19 @@ func (st State) l2AdsFor(ip netip.Addr, svcs []*Service) []*config.L2Advertiseme
 
 // l2Candidates: eligible, live nodes some advertisement selects.
 func l2Candidates(st State, nodes []node, ads []*config.L2Advertisement) []string {
+	return selected(nodes, ads, func(n node) bool { return n.eligible && st.live(n.name) })
+}
+
+// l2Configured: eligible nodes some advertisement selects, live or not.
+func l2Configured(nodes []node, ads []*config.L2Advertisement) []string {
+	return selected(nodes, ads, func(n node) bool { return n.eligible })
+}
+
+// selected: the nodes passing keep that some advertisement selects.
+func selected(nodes []node, ads []*config.L2Advertisement, keep func(node) bool) []string {
 	var out []string
 	for _, n := range nodes {
-		if !n.eligible || !st.live(n.name) {
+		if !keep(n) {
 			continue
 		}
 		for _, ad := range ads {

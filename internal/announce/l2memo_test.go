@@ -16,7 +16,8 @@ import (
 )
 
 // TestL2MemoEqualsL2: over random sequences of changes to Services (with
-// and without a Rev), node labels and eligibility, liveness and the
+// and without a Rev, often with several addresses of a family, spread
+// by Spread), node labels and eligibility, liveness and the
 // configuration, the memo's result equals L2's at every step, whether it
 // is told everything changed or only what did, and a step that changed
 // one Service decides only that Service's addresses.
@@ -41,7 +42,7 @@ func TestL2MemoEqualsL2(t *testing.T) {
 	st := State{Config: configs[0], Live: func(n string) bool { return !dead[n] }}
 	randomService := func(key string) Service {
 		var ips []string
-		for range 1 + rng.IntN(2) {
+		for range 1 + rng.IntN(5) { // often several of a family: spread
 			switch rng.IntN(3) {
 			case 0:
 				ips = append(ips, fmt.Sprintf("198.51.100.%d", 64+rng.IntN(8)))
