@@ -261,6 +261,9 @@ func (h *Herald) ServeService(ctx context.Context, svc *corev1.Service, nodes ..
 	}
 	var ips []netip.Addr
 	want := len(svc.Spec.IPFamilies)
+	if n, err := service.AddressCount(svc); err == nil && n > 1 {
+		want *= n // herald.dev/address-count of each family
+	}
 	err := labkit.Poll(ctx, 30*time.Second, "the Service's addresses", func() (bool, error) {
 		s, err := h.Lab.Client().CoreV1().Services(svc.Namespace).Get(ctx, svc.Name, metav1.GetOptions{})
 		if err != nil {
