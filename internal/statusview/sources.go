@@ -2,7 +2,9 @@ package statusview
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -86,20 +88,26 @@ func parseAddress(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
-// eventAnnouncers reads the speakers' events per Service: the node of the
-// newest NodeAssigned (L2 has one owner) and every node that sent a
+// eventAnnouncers reads the speakers' events per Service: for each
+// address, the node of its newest NodeAssigned (L2 has one owner per
+// address; a Service's addresses may be spread), and every node that sent a
 // BGPAdvertised (BGP: several nodes advertise; a withdrawal sends no event).
 func eventAnnouncers(events []corev1.Event) map[string][]Announcer {
 	sorted := append([]corev1.Event(nil), events...)
 	sort.SliceStable(sorted, func(i, j int) bool { return eventTime(sorted[i]).Before(eventTime(sorted[j])) })
-	l2 := map[string]string{}
+	l2 := map[string]map[netip.Addr]string{} // by Service, the last node of each address
 	bgp := map[string]map[string]bool{}
 	for _, e := range sorted {
 		key := e.InvolvedObject.Namespace + "/" + e.InvolvedObject.Name
 		switch e.Reason {
 		case "NodeAssigned":
-			if n := between(e.Message, "from node ", " on "); n != "" {
-				l2[key] = n
+			n := between(e.Message, "from node ", " on ")
+			ip, ok := parseAddress(between(e.Message, "announcing ", " from node "))
+			if n != "" && ok {
+				if l2[key] == nil {
+					l2[key] = map[netip.Addr]string{}
+				}
+				l2[key][ip] = n
 			}
 		case "BGPAdvertised":
 			if n := between(e.Message, "node ", " advertises"); n != "" {
@@ -111,8 +119,10 @@ func eventAnnouncers(events []corev1.Event) map[string][]Announcer {
 		}
 	}
 	out := map[string][]Announcer{}
-	for key, n := range l2 {
-		out[key] = append(out[key], Announcer{Node: n, How: "l2, last NodeAssigned event"})
+	for key, byIP := range l2 {
+		for _, ip := range slices.SortedFunc(maps.Keys(byIP), netip.Addr.Compare) {
+			out[key] = append(out[key], Announcer{Node: byIP[ip], How: "l2, last NodeAssigned event", IP: ip})
+		}
 	}
 	for key, nodes := range bgp {
 		for _, n := range sortedKeys(nodes) {

@@ -50,6 +50,9 @@ type Filter struct {
 // Announcer is a node announcing an address, and how the view knows.
 type Announcer struct {
 	Node, How string
+	// IP is the address it announces; unset when the view does not
+	// know which of the Service's (a BGPAdvertised event).
+	IP netip.Addr
 }
 
 // Row is one Service.
@@ -101,7 +104,7 @@ func Build(in Inputs, f Filter) View {
 	byIP := map[netip.Addr][]Announcer{}
 	for _, node := range sortedKeys(v.NodeReports) {
 		for _, a := range v.NodeReports[node] {
-			byIP[a.IP] = append(byIP[a.IP], Announcer{Node: node, How: strings.Fields(a.How)[0] + ", speaker report"})
+			byIP[a.IP] = append(byIP[a.IP], Announcer{Node: node, How: strings.Fields(a.How)[0] + ", speaker report", IP: a.IP})
 		}
 	}
 	fromEvents := eventAnnouncers(in.Events)
@@ -243,7 +246,7 @@ func (v View) Write(w io.Writer) error {
 		}
 		var by []string
 		for _, a := range r.Announcers {
-			by = append(by, fmt.Sprintf("%s (%s)", a.Node, a.How))
+			by = append(by, a.describe(len(r.IPs) > 1))
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Service, orDash(strings.Join(ips, ",")), orDash(r.Pool), r.Allocated, r.Announced, orDash(strings.Join(by, ", ")))
 	}
@@ -292,4 +295,14 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// describe is the announcer as the table shows it: the node and how the
+// view knows, and which address when the Service has several (a Service
+// with herald.dev/address-count spreads them over nodes).
+func (a Announcer) describe(withIP bool) string {
+	if withIP && a.IP.IsValid() {
+		return fmt.Sprintf("%s: %s (%s)", a.IP, a.Node, a.How)
+	}
+	return fmt.Sprintf("%s (%s)", a.Node, a.How)
 }

@@ -316,3 +316,35 @@ func TestDrainingNodeNoted(t *testing.T) {
 		t.Errorf("no node draining, notes %v", v.Notes)
 	}
 }
+
+// TestSpreadServiceShowsEachAddressOwner: a Service whose addresses of a
+// family are spread over nodes (herald.dev/address-count) shows, from
+// the events as from the speakers' reports, which node answers which
+// address, not only the node of its newest event.
+func TestSpreadServiceShowsEachAddressOwner(t *testing.T) {
+	in := Inputs{
+		Services: []corev1.Service{lb("shop", "spread", "198.51.100.7", "198.51.100.8", "198.51.100.9")},
+		Events: []corev1.Event{
+			event("shop", "spread", "NodeAssigned", "announcing 198.51.100.7 from node node-a on eth0 (arp)", 1),
+			event("shop", "spread", "NodeAssigned", "announcing 198.51.100.8 from node node-b on eth0 (arp)", 2),
+			event("shop", "spread", "NodeAssigned", "announcing 198.51.100.9 from node node-c on eth0 (arp)", 3),
+			event("shop", "spread", "NodeAssigned", "announcing 198.51.100.7 from node node-d on eth0 (arp)", 4),
+		},
+	}
+	v := Build(in, Filter{})
+	if len(v.Rows) != 1 {
+		t.Fatalf("rows %+v", v.Rows)
+	}
+	if got, want := announcers(v.Rows[0]), "node-d(l2, last NodeAssigned event) node-b(l2, last NodeAssigned event) node-c(l2, last NodeAssigned event)"; got != want {
+		t.Errorf("announced by %q, want %q", got, want)
+	}
+	var b bytes.Buffer
+	if err := v.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, frag := range []string{"198.51.100.7: node-d (l2, last NodeAssigned event)", "198.51.100.8: node-b (", "198.51.100.9: node-c ("} {
+		if !strings.Contains(b.String(), frag) {
+			t.Errorf("output lacks %q:\n%s", frag, b.String())
+		}
+	}
+}
