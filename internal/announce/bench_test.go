@@ -78,6 +78,19 @@ func BenchmarkDecide(b *testing.B) {
 				L2(st)
 			}
 		})
+		spread := st
+		spread.Services = nil
+		for i := 0; i+2 < len(st.Services); i += 3 {
+			// three addresses each (herald.dev/address-count: "3")
+			s := st.Services[i]
+			s.IPs = []netip.Addr{st.Services[i].IPs[0], st.Services[i+1].IPs[0], st.Services[i+2].IPs[0]}
+			spread.Services = append(spread.Services, s)
+		}
+		b.Run(fmt.Sprintf("L2-spread-by-3/%d", n), func(b *testing.B) {
+			for range b.N {
+				L2(spread)
+			}
+		})
 		b.Run(fmt.Sprintf("L2Memo-unchanged/%d", n), func(b *testing.B) {
 			var m L2Memo
 			m.Decide(st)

@@ -82,21 +82,23 @@ func decideL2(st State, nodes []node, ip netip.Addr, svcs []*Service) l2Decision
 // by rendezvous hashing for an address alone in its family, by Spread
 // when its Services hold several addresses of its family.
 func l2OwnerOf(st State, nodes []node, ip netip.Addr, ads []*config.L2Advertisement, svcs []*Service) string {
-	group := siblings(ip, svcs)
-	if len(group) == 1 {
+	if !hasSiblings(ip, svcs) {
 		return Owner(ip, l2Usable(st, nodes, ip, ads, svcs))
 	}
+	group := siblings(ip, svcs)
 	sibs := make([]Sibling, len(group))
 	mine := 0
+	conf, usable := l2Configured(nodes, ads), l2Usable(st, nodes, ip, ads, svcs)
 	for i, a := range group {
 		if a == ip {
 			mine = i
 		}
-		sibAds := ads
-		if a != ip {
-			sibAds = st.l2AdsFor(a, svcs)
+		sibs[i] = Sibling{IP: a, Configured: conf, Usable: usable}
+		// a sibling of another pool (requested addresses) may have
+		// other advertisements and another localFallback
+		if sibAds := st.l2AdsFor(a, svcs); a != ip && (!slices.Equal(sibAds, ads) || st.fallbackOf(a, svcs) != st.fallbackOf(ip, svcs)) {
+			sibs[i].Configured, sibs[i].Usable = l2Configured(nodes, sibAds), l2Usable(st, nodes, a, sibAds, svcs)
 		}
-		sibs[i] = Sibling{IP: a, Configured: l2Configured(nodes, sibAds), Usable: l2Usable(st, nodes, a, sibAds, svcs)}
 	}
 	return Spread(sibs)[mine]
 }

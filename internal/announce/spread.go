@@ -3,7 +3,6 @@ package announce
 import (
 	"net/netip"
 	"slices"
-	"strings"
 )
 
 // Sibling is one address of a group that L2 spreads over different nodes
@@ -51,10 +50,14 @@ func Spread(sibs []Sibling) []string {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return sibs[a].IP.Compare(sibs[b].IP) })
-	shares := make([][]string, len(order))
+	shares := make([]*ranking, len(order))
 	usable := make([]map[string]bool, len(order))
 	for k, i := range order {
 		shares[k] = ranked(sibs[i].IP, sibs[i].Configured)
+		if k > 0 && sameSlice(sibs[i].Usable, sibs[order[k-1]].Usable) {
+			usable[k] = usable[k-1] // L2 gives siblings of one pool one list
+			continue
+		}
 		usable[k] = setOf(sibs[i].Usable)
 	}
 	owners := draftOwners(shares, usable)
@@ -66,26 +69,25 @@ func Spread(sibs []Sibling) []string {
 	return out
 }
 
-// draftOwners runs step 1 of Spread: the siblings pick nodes in turns
-// from their ranked lists; each one's owner is its first usable pick.
-// It stops as soon as every sibling has an owner or no one can pick.
-func draftOwners(ranked [][]string, usable []map[string]bool) []string {
-	owners := make([]string, len(ranked))
-	next := make([]int, len(ranked))
+// draftOwners runs step 1 of Spread: the siblings pick nodes in turns,
+// each the best of its ranking not yet taken; each one's owner is its
+// first usable pick. It stops as soon as every sibling has an owner or
+// no one can pick.
+func draftOwners(rankings []*ranking, usable []map[string]bool) []string {
+	owners := make([]string, len(rankings))
 	taken := map[string]bool{}
 	found := 0
-	for picked := true; picked && found < len(ranked); {
+	for picked := true; picked && found < len(rankings); {
 		picked = false
-		for k, list := range ranked {
-			for next[k] < len(list) && taken[list[next[k]]] {
-				next[k]++
+		for k, r := range rankings {
+			n, ok := r.next()
+			for ok && taken[n] {
+				n, ok = r.next()
 			}
-			if next[k] == len(list) {
+			if !ok {
 				continue
 			}
-			n := list[next[k]]
 			taken[n], picked = true, true
-			next[k]++
 			if owners[k] == "" && usable[k][n] {
 				owners[k] = n
 				found++
@@ -125,33 +127,68 @@ func fallBack(sibs []Sibling, order []int, owners []string) {
 	}
 }
 
-// ranked returns nodes by decreasing rendezvous weight for ip, ties to the
-// smaller name (Owner's order), without duplicates.
-func ranked(ip netip.Addr, nodes []string) []string {
-	type weighted struct {
-		name  string
-		score uint64
-	}
-	ws := make([]weighted, 0, len(nodes))
+// ranking yields nodes by decreasing rendezvous weight for one address,
+// ties to the smaller name (Owner's order): a heap, so that the draft,
+// which mostly needs a node or two of each address, does not sort them
+// all.
+type ranking []weighted
+
+type weighted struct {
+	name  string
+	score uint64
+}
+
+func ranked(ip netip.Addr, nodes []string) *ranking {
+	r := make(ranking, 0, len(nodes))
 	for _, n := range nodes {
-		ws = append(ws, weighted{n, score(n, ip)})
+		r = append(r, weighted{n, score(n, ip)})
 	}
-	slices.SortFunc(ws, func(a, b weighted) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	out := make([]string, 0, len(ws))
-	for i, w := range ws {
-		if i == 0 || w.name != ws[i-1].name {
-			out = append(out, w.name)
-		}
+	for i := len(r)/2 - 1; i >= 0; i-- {
+		r.down(i)
 	}
-	return out
+	return &r
+}
+
+// next pops the best node left; false when none is.
+func (r *ranking) next() (string, bool) {
+	h := *r
+	if len(h) == 0 {
+		return "", false
+	}
+	top := h[0].name
+	h[0] = h[len(h)-1]
+	*r = h[:len(h)-1]
+	r.down(0)
+	return top, true
+}
+
+func (r ranking) before(i, j int) bool {
+	if r[i].score != r[j].score {
+		return r[i].score > r[j].score
+	}
+	return r[i].name < r[j].name
+}
+
+func (r ranking) down(i int) {
+	for {
+		best, l := i, 2*i+1
+		if l < len(r) && r.before(l, best) {
+			best = l
+		}
+		if l+1 < len(r) && r.before(l+1, best) {
+			best = l + 1
+		}
+		if best == i {
+			return
+		}
+		r[i], r[best] = r[best], r[i]
+		i = best
+	}
+}
+
+// sameSlice reports whether a and b are the same slice (not only equal).
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 func setOf(nodes []string) map[string]bool {
@@ -179,4 +216,17 @@ func siblings(ip netip.Addr, svcs []*Service) []netip.Addr {
 	}
 	slices.SortFunc(out, netip.Addr.Compare)
 	return slices.Compact(out)
+}
+
+// hasSiblings reports whether ip has siblings, without allocating: the
+// common case, one address per family, costs no more than a scan.
+func hasSiblings(ip netip.Addr, svcs []*Service) bool {
+	for _, s := range svcs {
+		for _, a := range s.IPs {
+			if a.Is4() == ip.Is4() && a != ip {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -127,7 +127,7 @@ func TestSpreadNodeLossMovesOnlyItsAddresses(t *testing.T) {
 // shareOwners: the owners step 1 of Spread gives ("" for an address
 // whose share has no usable node).
 func shareOwners(ips []netip.Addr, conf, usable []string) []string {
-	shares := make([][]string, len(ips))
+	shares := make([]*ranking, len(ips))
 	use := make([]map[string]bool, len(ips))
 	for i, ip := range ips {
 		shares[i], use[i] = ranked(ip, conf), setOf(usable)
@@ -226,6 +226,27 @@ func shuffledCopy(rng *rand.Rand, s []string) []string {
 	return out
 }
 
+// TestRankingIsOwnersOrder: the ranking yields every node once per
+// entry, in the order Owner prefers them.
+func TestRankingIsOwnersOrder(t *testing.T) {
+	for _, ip := range testIPs(64) {
+		for _, set := range subsets(allNodes) {
+			r := ranked(ip, set)
+			left := slices.Clone(set)
+			for len(left) > 0 {
+				n, ok := r.next()
+				if want := Owner(ip, left); !ok || n != want {
+					t.Fatalf("%s over %v: next %q, %v; Owner of %v is %q", ip, set, n, ok, left, want)
+				}
+				left = without(left, n)
+			}
+			if n, ok := r.next(); ok {
+				t.Fatalf("%s over %v: next %q after every node", ip, set, n)
+			}
+		}
+	}
+}
+
 // TestSpreadFirstAddressKeepsItsOwner: the lowest address of a group,
 // with every configured node usable, gets the node it would get alone:
 // asking for more addresses does not move the first.
@@ -236,6 +257,27 @@ func TestSpreadFirstAddressKeepsItsOwner(t *testing.T) {
 			if got, want := Spread(siblingsOver(ips, allNodes, allNodes))[0], Owner(ips[0], allNodes); got != want {
 				t.Fatalf("%v: first address owned by %s, alone by %s", ips, got, want)
 			}
+		}
+	}
+}
+
+// BenchmarkSpread: one decision of a group (the cost of each of its
+// addresses' decisions in L2) with every node live, and with a third of
+// them dead.
+func BenchmarkSpread(b *testing.B) {
+	for _, c := range []struct{ k, nodes int }{{3, 3}, {3, 100}, {16, 1000}} {
+		conf := make([]string, c.nodes)
+		for i := range conf {
+			conf[i] = fmt.Sprintf("node%04d", i)
+		}
+		ips := groupOf(c.k, 1, true)
+		for _, dead := range []int{0, c.nodes / 3} {
+			sibs := siblingsOver(ips, conf, conf[dead:])
+			b.Run(fmt.Sprintf("k%d/nodes%d/dead%d", c.k, c.nodes, dead), func(b *testing.B) {
+				for range b.N {
+					Spread(sibs)
+				}
+			})
 		}
 	}
 }
