@@ -99,7 +99,7 @@ func TestIncrementalL2EqualsFull(t *testing.T) {
 			if rng.IntN(2) == 0 {
 				svc.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
 			}
-			for range 1 + rng.IntN(2) {
+			for range 1 + rng.IntN(4) { // often several of a family: spread
 				ip := fmt.Sprintf("198.51.100.%d", 64+rng.IntN(20)) // some outside the pool: uncovered
 				if rng.IntN(3) == 0 {
 					ip = fmt.Sprintf("2001:db8:1::%x", rng.IntN(16))
