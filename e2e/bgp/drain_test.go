@@ -9,58 +9,71 @@ import (
 
 	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/e2e/lab"
-	"github.com/herald-lb/herald/e2e/lab/routerconf"
 	"github.com/herald-lb/herald/test/labkit"
 )
 
 // TestDrainDropsNothing: while the external client opens a new HTTP
-// connection every 20 ms to a BGP address served from every node, node1
-// is drained as operations.md says (the drain label, as kubectl herald
-// drain sets it; then kubectl drain; then its speaker stopped). The
-// router first sees node1's path with GRACEFUL_SHUTDOWN, then without
-// node1 while the others stay (FRR honours the community: the path
-// leaves its FIB at once), then the withdrawal after the wait; no
-// request fails.
+// connection every 20 ms to a BGP address served from every node, and
+// the client on the segment as often to an L2 address, the node that
+// answers for the L2 address is drained as operations.md says: the real
+// `kubectl herald drain NODE` (built from ./kubectl-herald, run against
+// the lab's kubeconfig), then kubectl drain, then its speaker stopped.
+// The router first sees the node's path with GRACEFUL_SHUTDOWN, then
+// without the node while the others stay (FRR honours the community: the
+// path leaves its FIB at once), then the withdrawal after the wait; the
+// L2 address moves make-before-break. kubectl herald drain returns only
+// once the router has no path from the node and another node answers
+// for the L2 address, and prints what moved where. No request fails.
 func TestDrainDropsNothing(t *testing.T) {
 	l, h := suite.Herald(t)
 	ctx := context.Background()
-	all := allNodes(l)
-	const victim = "node1"
-	others := slices.DeleteFunc(slices.Clone(all), func(n string) bool { return n == victim })
-	_, ips := suite.Service(t, "drain", poolMain, nil, all...)
-	p := host(ips[0])
-	waitFIB(t, l, p, all...)
-	peer := nodeAddrs(l, p.Addr().Is6(), victim)[0]
-	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 20*time.Millisecond, time.Second)
-	labkit.Eventually(t, 10*time.Second, "an HTTP answer through "+ips[0].String(), func() bool {
-		_, err := l.HTTPGet(ctx, lab.External, ips[0], 80)
-		return err == nil
-	})
-
+	sc := newDrainScene(t, l, h, "drain")
+	victim, p := sc.victim, host(sc.bgp)
+	c := sc.startClients(t, l)
 	start := time.Now()
-	if err := l.SetNodeLabel(ctx, victim, v1beta1.LabelDrain, "true"); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() { _ = l.RemoveNodeLabel(context.Background(), victim, v1beta1.LabelDrain) })
+	ran := make(chan herdDrain, 1)
+	go func() { ran <- sc.heraldDrain(l) }()
 	labkit.EventuallyWhy(t, 10*time.Second, victim+"'s path marked GRACEFUL_SHUTDOWN", func() (bool, string) {
 		for _, path := range route(t, l, p).Paths {
-			if path.Peer == peer {
+			if path.Peer == sc.peer {
 				return slices.ContainsFunc(path.Communities, isGshut), "communities " + strings.Join(path.Communities, " ")
 			}
 		}
-		return false, "no path from " + peer.String()
+		return false, "no path from " + sc.peer.String()
 	})
-	t.Logf("%s's path marked GRACEFUL_SHUTDOWN %v after the label", victim, time.Since(start).Round(time.Millisecond))
-	fibStays(t, l, p, others, "drain label on "+victim, func(r lab.Route) bool { return slices.Equal(sortedNodes(r), others) })
-	fibGone := time.Since(start)
-	t.Logf("%s's next hop gone from the router's FIB %v after the label", victim, fibGone.Round(time.Millisecond))
-	labkit.Eventually(t, 30*time.Second, victim+"'s path withdrawn", func() bool {
-		return !slices.ContainsFunc(route(t, l, p).Paths, func(path routerconf.Path) bool { return path.Peer == peer })
-	})
-	withdrawn := time.Since(start)
-	t.Logf("%s's path withdrawn %v after the label", victim, withdrawn.Round(time.Millisecond))
-	if withdrawn < gracefulShutdownWait {
-		t.Errorf("%s's path withdrawn %v after the label, before the graceful-shutdown wait %v", victim, withdrawn, gracefulShutdownWait)
+	t.Logf("%s's path marked GRACEFUL_SHUTDOWN %v after kubectl herald drain started", victim, time.Since(start).Round(time.Millisecond))
+	fibStays(t, l, p, sc.others, "kubectl herald drain "+victim, func(r lab.Route) bool { return slices.Equal(sortedNodes(r), sc.others) })
+	t.Logf("%s's next hop gone from the router's FIB %v after kubectl herald drain started", victim, time.Since(start).Round(time.Millisecond))
+
+	var d herdDrain
+	select {
+	case d = <-ran:
+	case <-time.After(3 * time.Minute):
+		t.Fatal("kubectl herald drain did not return in 3 minutes (its timeout is 2)")
+	}
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	took := d.run.Ended.Sub(start)
+	t.Logf("kubectl herald drain %s returned %v after it started (exit %d):\n%s%s", victim, took.Round(time.Millisecond), d.run.Code, d.run.Stdout, d.run.Stderr)
+	if d.run.Code != 0 {
+		t.Fatalf("kubectl herald drain exited %d", d.run.Code)
+	}
+	if d.readErr != nil {
+		t.Fatalf("reading the router and the L2 address when kubectl herald drain returned: %v", d.readErr)
+	}
+	if slices.Contains(d.paths, sc.peer) {
+		t.Errorf("kubectl herald drain returned while the router still had a path for %s from %s (paths from %v)", p, victim, d.paths)
+	}
+	if len(d.answers) != 1 || d.answers[0] == victim {
+		t.Errorf("kubectl herald drain returned while %s was answered by %v, want one node other than %s", sc.l2, d.answers, victim)
+	}
+	if took < gracefulShutdownWait {
+		t.Errorf("kubectl herald drain returned %v after it started, before the graceful-shutdown wait %v", took, gracefulShutdownWait)
+	}
+	if len(d.answers) == 1 {
+		checkDrainOutput(t, sc, d.run.Stdout, d.answers[0])
 	}
 
 	if err := l.Drain(ctx, victim); err != nil {
@@ -73,11 +86,29 @@ func TestDrainDropsNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { _, _ = h.StartSpeaker(victim) })
 	t.Logf("speaker on %s stopped at +%v", victim, time.Since(start).Round(time.Millisecond))
-	fibStays(t, l, p, others, "after the drain", func(r lab.Route) bool { return slices.Equal(sortedNodes(r), others) })
+	fibStays(t, l, p, sc.others, "after the drain", func(r lab.Route) bool { return slices.Equal(sortedNodes(r), sc.others) })
 	// a last second of requests after the speaker stopped
 	end := time.Now().Add(time.Second)
 	labkit.Eventually(t, 5*time.Second, "a second of requests after the stop", func() bool { return time.Now().After(end) })
-	checkServed(t, client.Tries(t), start)
+	for _, r := range []struct {
+		what string
+		m    *lab.HTTPMonitor
+	}{{"external client -> BGP " + sc.bgp.String(), c.bgp}, {"client -> L2 " + sc.l2.String(), c.l2}} {
+		s := summarize(r.m.Tries(t), start)
+		t.Logf("%s during the drain: %v", r.what, s)
+		if s.failed > 0 {
+			t.Errorf("%s: %d of %d requests failed: %s", r.what, s.failed, s.sent, strings.Join(s.errors, "; "))
+		}
+		if s.sent < 100 {
+			t.Errorf("%s: only %d requests during the drain: the client did not run", r.what, s.sent)
+		}
+	}
+	if err := l.Uncordon(ctx, victim); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.WaitBackendsReady(ctx, testNS, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // gracefulShutdownWait is the speaker's --graceful-shutdown-wait in the
