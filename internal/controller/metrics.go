@@ -13,6 +13,9 @@ type metrics struct {
 	failures    *prometheus.CounterVec
 	reconcile   prometheus.Histogram
 	syncErrors  *prometheus.CounterVec
+	// sharedLocalIncomplete counts the Services whose Announced condition
+	// says SharedLocalIncomplete.
+	sharedLocalIncomplete *incompleteSet
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -30,7 +33,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "herald", Subsystem: "controller", Name: "sync_errors_total",
 			Help: "Failed syncs of any queue (retried with backoff), by reason: Conflict, NotLeader, Gone, Allocation, Timeout or the API status reason."}, []string{"reason"}),
 	}
-	for _, c := range []prometheus.Collector{m.addresses, m.inUse, m.allocations, m.failures, m.reconcile, m.syncErrors} {
+	incomplete := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "herald", Subsystem: "controller", Name: "shared_local_incomplete",
+		Help: "Services whose herald.dev/Announced condition says SharedLocalIncomplete: they share an address with other externalTrafficPolicy Local Services and no node has a ready local endpoint of every one."})
+	m.sharedLocalIncomplete = newIncompleteSet(incomplete)
+	for _, c := range []prometheus.Collector{m.addresses, m.inUse, m.allocations, m.failures, m.reconcile, m.syncErrors, incomplete} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -62,6 +62,7 @@ func (c *Controller) publish(ctx context.Context, svc *corev1.Service, out outco
 	} else {
 		c.announced.ForgetTrue(cache.MetaObjectToName(svc))
 	}
+	c.metrics.sharedLocalIncomplete.note(cache.MetaObjectToName(svc), hasAnnounced && announced.Reason == announce.ReasonSharedLocalIncomplete)
 	if len(out.outside) > 0 && condsChanged {
 		c.rec.Eventf(svc, corev1.EventTypeWarning, "AddressOutsidePool", "%s is in no IPAddressPool any more; the Service keeps it", strings.Join(ipStrings(out.outside), ", "))
 	}
@@ -206,6 +207,7 @@ func (c *Controller) forget(ctx context.Context, svc *corev1.Service) error {
 	delete(c.pending, key)
 	c.mu.Unlock()
 	c.announced.ForgetTrue(key)
+	c.metrics.sharedLocalIncomplete.note(key, false)
 	if !held && !ownsFields(svc, c.manager) {
 		return nil
 	}

@@ -186,6 +186,7 @@ func (c *Controller) releaseDeleted(key cache.ObjectName) {
 	delete(c.moved, key)
 	c.mu.Unlock()
 	c.announced.ForgetTrue(key)
+	c.metrics.sharedLocalIncomplete.note(key, false)
 	c.holdBack(moved)
 	if !held {
 		return

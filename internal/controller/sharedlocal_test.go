@@ -2,7 +2,9 @@ package controller_test
 
 import (
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -13,8 +15,9 @@ import (
 // TestSharedLocalCondition: two Local Services with different pods share
 // an address; while no node has endpoints of both, each says
 // SharedLocalIncomplete (with a Warning event) naming what is missing
-// where; when one node gets both, the other Service's condition follows
-// (its own endpoints did not change) and names that node.
+// where, and herald_controller_shared_local_incomplete counts both; when
+// one node gets both, the other Service's condition follows (its own
+// endpoints did not change) and names that node, and the gauge is 0.
 func TestSharedLocalCondition(t *testing.T) {
 	e := newEnv(t)
 	prefix := e.ns[:8] + "-"
@@ -28,7 +31,8 @@ func TestSharedLocalCondition(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.startController(controller.Options{})
+	reg := prometheus.NewRegistry()
+	e.startController(controller.Options{Registerer: reg})
 	e.svc("web", shared("k", corev1.ProtocolTCP, 80, true, "web"))
 	addr := e.waitAnyIPs("web", 1)[0]
 	e.svc("tls", shared("k", corev1.ProtocolTCP, 443, true, "tls"))
@@ -42,10 +46,17 @@ func TestSharedLocalCondition(t *testing.T) {
 		}
 	}
 	e.waitEvent(e.ns, "web", "SharedLocalIncomplete", "no ready local endpoint")
+	e.waitCondition("tls", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "SharedLocalIncomplete")
+	e.eventually("herald_controller_shared_local_incomplete 2", 20*time.Second, func() bool {
+		return gaugeValue(t, reg, "herald_controller_shared_local_incomplete") == 2
+	})
 
 	e.endpointsOn("tls", n1)
 	c = e.waitCondition("web", v1beta1.ConditionAnnounced, metav1.ConditionTrue, "Announced")
 	if !stringsContains(c.Message, "answered by node "+n1) {
 		t.Errorf("%s has both, yet: %s", n1, c.Message)
 	}
+	e.eventually("herald_controller_shared_local_incomplete 0", 20*time.Second, func() bool {
+		return gaugeValue(t, reg, "herald_controller_shared_local_incomplete") == 0
+	})
 }
