@@ -77,11 +77,15 @@ func setLabel(ctx context.Context, kube kubernetes.Interface, node string, v *st
 
 // wait polls until every SpeakerStatus of the node says draining and
 // lists nothing, printing each address as it leaves the node and who
-// announces it then.
+// announces it then. An address that left while no other node reports it
+// yet is printed once one does, or, when the node is drained, after
+// settlePolls more polls without one.
 func wait(ctx context.Context, o Options, had []Address) error {
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	left := map[Address]bool{}
+	var untaken []Address
+	settle := settlePolls
 	t := time.NewTicker(o.Poll)
 	defer t.Stop()
 	for {
@@ -93,12 +97,19 @@ func wait(ctx context.Context, o Options, had []Address) error {
 			for _, a := range had {
 				if !left[a] && !now.announces(o.Node, a) {
 					left[a] = true
-					fmt.Fprintf(o.Out, "%s (%s) left %s: %s\n", a.IP, a.How, o.Node, where(now.by(a, o.Node)))
+					untaken = append(untaken, a)
 				}
 			}
+			untaken = printTaken(o, now, untaken)
 			if now.drained(o.Node) {
-				fmt.Fprintf(o.Out, "node %s announces nothing: run kubectl drain %s now\n", o.Node, o.Node)
-				return nil
+				if len(untaken) == 0 || settle == 0 {
+					for _, a := range untaken {
+						fmt.Fprintf(o.Out, "%s (%s) left %s: %s\n", a.IP, a.How, o.Node, where(nil))
+					}
+					fmt.Fprintf(o.Out, "node %s announces nothing: run kubectl drain %s now\n", o.Node, o.Node)
+					return nil
+				}
+				settle--
 			}
 		}
 		select {
@@ -111,6 +122,27 @@ func wait(ctx context.Context, o Options, had []Address) error {
 		case <-t.C:
 		}
 	}
+}
+
+// settlePolls is how many polls a drained node's command waits for the
+// nodes that took its addresses to report them: every speaker writes its
+// SpeakerStatus at most once per --status-interval (1 s), so the old
+// owner's may say an address left before the new owner's says it came.
+const settlePolls = 3
+
+// printTaken prints the addresses of untaken that another node
+// announces now, and returns the others.
+func printTaken(o Options, now report, untaken []Address) []Address {
+	var rest []Address
+	for _, a := range untaken {
+		by := now.by(a, o.Node)
+		if len(by) == 0 {
+			rest = append(rest, a)
+			continue
+		}
+		fmt.Fprintf(o.Out, "%s (%s) left %s: %s\n", a.IP, a.How, o.Node, where(by))
+	}
+	return rest
 }
 
 func where(nodes []string) string {

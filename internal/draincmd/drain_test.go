@@ -186,3 +186,38 @@ func TestAnnouncedOfAnInstallation(t *testing.T) {
 		t.Errorf("node1: %v drained=%v", got, r.drained("node1"))
 	}
 }
+
+// TestDrainWaitsForTheTaker: the drained node's status may empty before
+// the new owner's lists the address (each speaker writes once a second):
+// the drain then waits a few polls and names the new owner; an address
+// nobody takes is printed as such once those polls are over.
+func TestDrainWaitsForTheTaker(t *testing.T) {
+	kube := fake.NewClientset(node("node1", nil), node("node2", nil))
+	herald := heraldfake.NewSimpleClientset(
+		speaker("node1", false, []string{"198.51.100.5", "198.51.100.7"}),
+		speaker("node2", false, nil))
+	out := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(context.Background(), Options{Kube: kube, Herald: herald, Node: "node1", Timeout: 5 * time.Second, Poll: 20 * time.Millisecond, Out: out})
+	}()
+	poll(t, "the drain label", func() bool { v, ok := drainLabel(t, kube, "node1"); return ok && v == "true" })
+	statuses := herald.HeraldV1beta1().SpeakerStatuses()
+	ctx := context.Background()
+	if _, err := statuses.Update(ctx, speaker("node1", true, nil), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := statuses.Update(ctx, speaker("node2", false, []string{"198.51.100.5"}), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("drain: %v\n%s", err, out.String())
+	}
+	want := "node node1: labelled herald.dev/drain=true; waiting until it announces nothing (timeout 5s)\n" +
+		"198.51.100.5 (l2) left node1: now announced by node2\n" +
+		"198.51.100.7 (l2) left node1: no other node announces it\n" +
+		"node node1 announces nothing: run kubectl drain node1 now\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
