@@ -105,9 +105,7 @@ func healDrain(b *testing.B, l *lab.Lab, h *deploy.Herald, sc drainScene) drainS
 		}
 	}
 	suite.Herald(b)
-	if err := l.WaitBackendsReady(ctx, testNS, 2*time.Minute); err != nil {
-		b.Fatal(err)
-	}
+	sc.waitEndpoints(b, l)
 	waitFIB(b, l, host(sc.bgp), allNodes(l)...)
 	return sc.retarget(b, l)
 }
