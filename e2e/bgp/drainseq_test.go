@@ -259,6 +259,18 @@ func summarize(tries []probe.HTTPTry, start time.Time) served {
 	return s
 }
 
+// resetsBetween counts the tries sent in [from, to) that failed with a
+// connection reset.
+func resetsBetween(tries []probe.HTTPTry, from, to time.Time) int {
+	n := 0
+	for _, try := range tries {
+		if !try.OK && !try.Sent.Before(from) && try.Sent.Before(to) && strings.Contains(try.Error, "connection reset by peer") {
+			n++
+		}
+	}
+	return n
+}
+
 func (s served) String() string {
 	return fmt.Sprintf("%d requests, %d failed, longest gap between answers %v", s.sent, s.failed, s.gap.Round(time.Millisecond))
 }
