@@ -88,12 +88,13 @@ func (a *Allocator) Assign(req service.Request) (Assignment, error) {
 		a.hold(h)
 		return h.assignment(), nil
 	}
+	var yielding bool
 	if had {
-		a.unhold(old)
+		yielding = a.unhold(old)
 	}
 	if err := a.allocate(&req, pl, h); err != nil {
 		if had {
-			a.hold(old)
+			a.rehold(old, yielding)
 		}
 		return Assignment{}, err
 	}
@@ -194,14 +195,24 @@ func (a *Allocator) hold(h *holder) {
 	a.counts.of(h.pool).holders++
 }
 
-// unhold forgets h.
-func (a *Allocator) unhold(h *holder) {
+// rehold puts back a holder unhold forgot, after a failed call: a
+// Service that was to yield still is (the failure changes nothing).
+func (a *Allocator) rehold(h *holder, yielding bool) {
+	a.hold(h)
+	if yielding {
+		a.book.yielding[h.key] = true
+	}
+}
+
+// unhold forgets h and reports whether it was to yield (see displace).
+func (a *Allocator) unhold(h *holder) (yielding bool) {
 	for _, ip := range h.ips {
 		if a.book.drop(ip, h) {
 			a.counts.addressTaken(ip, h.pool, a.pools, -1)
 		}
 	}
 	delete(a.book.byKey, h.key)
+	yielding = a.book.yielding[h.key]
 	delete(a.book.yielding, h.key)
 	pc := a.counts.of(h.pool)
 	pc.holders--
@@ -210,6 +221,7 @@ func (a *Allocator) unhold(h *holder) {
 			delete(a.counts, h.pool)
 		}
 	}
+	return yielding
 }
 
 // satisfies reports whether old still answers req (see Assign); h is the

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -250,4 +251,45 @@ func TestAddressCountRestore(t *testing.T) {
 		too = append(too, too[len(too)-1].Next())
 	}
 	wantFail(t, a.Restore(svc("ns/big", single6()), "p", too), InvalidRequest, "17 IPv6 addresses in its status")
+}
+
+// Restore refuses a status that shares only part of another Service's
+// addresses of a family (an edit can make one): the older Service keeps
+// them, the younger asks Assign, and the group stays whole.
+func TestAddressCountRestoreRefusesPartOfAGroup(t *testing.T) {
+	a := newAlloc(t, pool("p", "198.51.100.0/28"))
+	if err := a.Restore(svc("ns/a", sharing("k"), count(2), ports("TCP/80")), "p", addrs("198.51.100.0", "198.51.100.1")); err != nil {
+		t.Fatal(err)
+	}
+	wantFail(t, a.Restore(svc("ns/b", sharing("k"), count(2), ports("TCP/443")), "p", addrs("198.51.100.1", "198.51.100.2")),
+		IncompatibleSharing, "Service ns/b holds 198.51.100.1 and 198.51.100.2", "share all of them")
+	if _, ok := a.Lookup("ns/b"); ok {
+		t.Error("ns/b holds addresses after a failed Restore")
+	}
+	checkBook(t, a)
+	if err := a.Restore(svc("ns/b", sharing("k"), count(2), ports("TCP/443")), "p", addrs("198.51.100.1", "198.51.100.0")); err != nil {
+		t.Errorf("the whole group: %v", err)
+	}
+}
+
+// A Service told to yield (an earlier holder's change made it clash)
+// stays so when its move fails: a failed Assign or Restore changes
+// nothing.
+func TestFailedMoveKeepsYielding(t *testing.T) {
+	a := newAlloc(t, pool("p", "198.51.100.0/30"))
+	mustAssign(t, a, svc("ns/a", sharing("k"), count(2), ports("TCP/80")))
+	mustAssign(t, a, svc("ns/b", sharing("k"), count(2), ports("TCP/443")))
+	if got := mustAssign(t, a, svc("ns/a", sharing("k"), count(2), ports("TCP/443"))); !slices.Equal(got.Displaced, []string{"ns/b"}) {
+		t.Fatalf("Displaced = %v", got.Displaced)
+	}
+	assignFails(t, a, svc("ns/b", sharing("k"), count(3), ports("TCP/443")), PoolExhausted)
+	if !a.book.yielding["ns/b"] {
+		t.Error("ns/b no longer yields after a failed Assign")
+	}
+	checkBook(t, a)
+	wantFail(t, a.Restore(svc("ns/b", sharing("k"), count(2), ports("TCP/443")), "p", addrs("198.51.100.0", "198.51.100.3")), IncompatibleSharing)
+	if !a.book.yielding["ns/b"] {
+		t.Error("ns/b no longer yields after a failed Restore")
+	}
+	checkBook(t, a)
 }

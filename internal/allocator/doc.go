@@ -42,7 +42,9 @@
 //     lowest of each family. A Service sharing its addresses that changes
 //     its count leaves them (the others keep them).
 //   - Restore takes whatever a Service's status holds (up to
-//     service.MaxAddressCount per family), whatever its count asks now.
+//     service.MaxAddressCount per family), whatever its count asks now,
+//     unless it shares only part of another Service's addresses of a
+//     family (the rule above holds after a restart too).
 //   - A failed Assign or Restore changes nothing.
 //   - A quarantined address (Quarantine: given up moments ago) is handed
 //     to nobody until Unquarantine; the controller decides how long.

@@ -21,17 +21,18 @@ func (a *Allocator) allocateRequested(req *service.Request, ips []netip.Addr, h 
 			return err
 		}
 	}
-	if err := a.sharesWhole(ips, h); err != nil {
+	if err := a.sharesWhole(ips, h, "requests"); err != nil {
 		return err
 	}
 	h.pool, h.ips = p.Name, ips
 	return nil
 }
 
-// sharesWhole checks that requested addresses h would share with other
-// Services are, in each family, exactly the addresses those Services
-// hold: Services sharing addresses share all of them.
-func (a *Allocator) sharesWhole(ips []netip.Addr, h *holder) error {
+// sharesWhole checks that addresses h would share with other Services
+// (requested, or restored) are, in each family, exactly the addresses
+// those Services hold: Services sharing addresses share all of them. verb
+// says how h names ips ("requests", "holds").
+func (a *Allocator) sharesWhole(ips []netip.Addr, h *holder, verb string) error {
 	for _, ip := range ips {
 		ha, ok := a.book.addrs[ip]
 		if !ok {
@@ -43,8 +44,8 @@ func (a *Allocator) sharesWhole(ips []netip.Addr, h *holder) error {
 			if o.key == h.key || slices.Equal(theirs, want) {
 				continue
 			}
-			return fail(IncompatibleSharing, fmt.Sprintf("%s is shared under key %q by %s, which holds %s; Service %s requests %s, but Services sharing addresses share all of them",
-				ip, ha.sharingKey, holderWords(o, h), ipList(theirs), h.key, ipList(want)))
+			return fail(IncompatibleSharing, fmt.Sprintf("%s is shared under key %q by %s, which holds %s; Service %s %s %s, but Services sharing addresses share all of them",
+				ip, ha.sharingKey, holderWords(o, h), ipList(theirs), h.key, verb, ipList(want)))
 		}
 	}
 	return nil

@@ -37,20 +37,32 @@ func (a *Allocator) Restore(req service.Request, pool string, ips []netip.Addr) 
 		old.refresh(h)
 		return nil
 	}
+	var yielding bool
 	if had {
-		a.unhold(old)
+		yielding = a.unhold(old)
 	}
-	for _, ip := range ordered {
-		if err := a.mayHold(pool, ip, h, true); err != nil {
-			if had {
-				a.hold(old)
-			}
-			return fail(ReasonOf(err), fmt.Sprintf("cannot restore the addresses of Service %s: %s", req.Key, err))
+	if err := a.mayRestore(pool, ordered, h); err != nil {
+		if had {
+			a.rehold(old, yielding)
 		}
+		return fail(ReasonOf(err), fmt.Sprintf("cannot restore the addresses of Service %s: %s", req.Key, err))
 	}
 	a.stamp(h, old) // old is nil when !had
 	a.hold(h)
 	return nil
+}
+
+// mayRestore checks that h may hold ips from pool next to whoever holds
+// them: compatible, and, as for requested addresses, sharing all of a
+// family's addresses with each Service it shares one with (statuses that
+// share only part, as an edit can make, would break that rule for good).
+func (a *Allocator) mayRestore(pool string, ips []netip.Addr, h *holder) error {
+	for _, ip := range ips {
+		if err := a.mayHold(pool, ip, h, true); err != nil {
+			return err
+		}
+	}
+	return a.sharesWhole(ips, h, "holds")
 }
 
 // checkRestored validates the addresses of a restored assignment and puts
