@@ -26,6 +26,12 @@ func TestRandomOperations(t *testing.T) {
 			s := newSim(t, src, fmt.Sprintf("seed %d", seed))
 			s.run(steps)
 			s.logStats()
+			for _, k := range []string{ // full runs only: -short draws too few"Assign changed the count, keeping addresses", "Assign joined a shared address of several per family",
+				"Restart: the run goes on with the new Allocator", "Restore ok"} {
+				if s.stats[k] == 0 && !testing.Short() {
+					t.Errorf("no %q: the generator misses a case", k)
+				}
+			}
 		})
 	}
 }

@@ -2,6 +2,7 @@ package allocator
 
 import (
 	"maps"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,6 +42,12 @@ func (s *sim) checkAssignSuccess(req service.Request, before map[string]Assignme
 			}
 			return
 		}
+		// With a sharing key, what the request keeps may be completed by
+		// joining addresses shared under it (covered by the table tests).
+		if k, ok := s.modelKept(old, req, before); ok && req.SharingKey != "" && asg.Pool == old.Pool &&
+			!slices.ContainsFunc(k.kept, func(ip netip.Addr) bool { return !slices.Contains(asg.IPs, ip) }) {
+			return
+		}
 	}
 	s.checkFreshPool(req, asg)
 	others := othersHolding(before, req.Key)
@@ -61,9 +68,12 @@ func (s *sim) checkAssignSuccess(req service.Request, before map[string]Assignme
 // checkSatisfies checks that asg answers req's explicit wishes.
 func (s *sim) checkSatisfies(req service.Request, asg Assignment) {
 	s.t.Helper()
-	fams := familiesOf(asg.IPs)
+	fams := familySet(asg.IPs)
 	if !slices.ContainsFunc(modelChoices(req), func(c []corev1.IPFamily) bool { return slices.Equal(c, fams) }) {
 		s.fatalf("%v has families %v, the request allows %v", asg, fams, modelChoices(req))
+	}
+	if !evenly(asg.IPs, countOf(&req)) {
+		s.fatalf("%v does not hold %d addresses of each family", asg, countOf(&req))
 	}
 	if len(req.RequestedIPs) > 0 && !slices.Equal(asg.IPs, orderByFamilies(req.RequestedIPs, req.Families)) {
 		s.fatalf("%v is not the requested %v", asg, req.RequestedIPs)
@@ -134,9 +144,11 @@ func (s *sim) checkAll() {
 		if !ok {
 			s.fatalf("%s holds %v without a request", key, asg)
 		}
-		if fams := familiesOf(asg.IPs); len(fams) == 0 || len(fams) > 2 || (len(fams) == 2 && fams[0] == fams[1]) ||
-			slices.ContainsFunc(fams, func(f corev1.IPFamily) bool { return !slices.Contains(req.Families, f) }) {
+		if fams := familySet(asg.IPs); len(fams) == 0 || slices.ContainsFunc(fams, func(f corev1.IPFamily) bool { return !slices.Contains(req.Families, f) }) {
 			s.fatalf("%s holds %v, outside its families %v", key, asg.IPs, req.Families)
+		}
+		if !slices.Equal(asg.IPs, orderByFamilies(asg.IPs, req.Families)) || perFamily(asg.IPs) > service.MaxAddressCount {
+			s.fatalf("%s holds %v: not in family order, ascending, at most %d of a family", key, asg.IPs, service.MaxAddressCount)
 		}
 		if s.byAuto[key] {
 			s.checkSatisfies(req, asg)
@@ -158,8 +170,14 @@ func (s *sim) checkSharing(snap map[string]Assignment) {
 				if s.since[k] > s.since[o] {
 					later = k
 				}
-				if !s.modelCompatible(s.reqs[k], s.reqs[o]) && !s.yielding[later] {
+				if s.yielding[later] {
+					continue
+				}
+				if !s.modelCompatible(s.reqs[k], snap[k].IPs, o, snap) {
 					s.fatalf("%s is held by %s and %s, which may not share it", ip, k, o)
+				}
+				if mine, theirs := ofFamily(snap[k].IPs, familyOf(ip)), ofFamily(snap[o].IPs, familyOf(ip)); !slices.Equal(mine, theirs) {
+					s.fatalf("%s is held by %s (holding %v) and %s (holding %v): Services sharing an address share all of its family", ip, k, mine, o, theirs)
 				}
 			}
 		}

@@ -147,8 +147,9 @@ func (s *sim) genRequest() service.Request {
 	if s.src.intn(2) == 0 {
 		r.Labels = labels.Set{"tier": "web"}
 	}
+	r.AddressCount = s.genCount(key)
 	if s.src.intn(5) == 0 {
-		r.RequestedIPs = s.genAddrs(r.Families, 1+s.src.intn(2))
+		r.RequestedIPs = s.genRequested(r.Families, max(r.AddressCount, 1))
 	}
 	if s.src.intn(5) == 0 {
 		r.Pool = s.genPoolName()
@@ -167,4 +168,48 @@ func (s *sim) genRequest() service.Request {
 		r.Selector = map[string]string{"app": []string{"x", "y"}[s.src.intn(2)]}
 	}
 	return r
+}
+
+// simMaxCount is the largest address count the simulation asks for: the
+// pools are small, so that several per family fill them.
+const simMaxCount = 4
+
+// genCount draws an address count (herald.dev/address-count): mostly the
+// one the key asked for last, so that Services keep their count for a
+// while, share under it and sometimes change it; 0 is the annotation's
+// absence, and rarely a count out of range.
+func (s *sim) genCount(key string) int {
+	switch s.src.intn(12) {
+	case 0, 1:
+		s.counts[key] = s.src.intn(simMaxCount + 1)
+	case 2:
+		if s.src.intn(4) == 0 {
+			return []int{-1, service.MaxAddressCount + 1}[s.src.intn(2)]
+		}
+	}
+	return s.counts[key]
+}
+
+// genRequested picks n addresses of the first family, or of each family
+// (rarely one more or one less, or one twice): runs of consecutive
+// addresses, so that they often lie in one pool, or scattered ones.
+func (s *sim) genRequested(fams []corev1.IPFamily, n int) []netip.Addr {
+	var out []netip.Addr
+	for _, f := range fams[:1+s.src.intn(len(fams))] {
+		k := n
+		if s.src.intn(15) == 0 {
+			k += []int{-1, 1}[s.src.intn(2)]
+		}
+		run := s.src.intn(2) == 0
+		var ip netip.Addr
+		for i := range k {
+			if i == 0 || !run {
+				ip = s.genAddrs([]corev1.IPFamily{f}, 1)[0]
+			} else {
+				ip = ip.Next()
+			}
+			out = append(out, ip)
+		}
+	}
+	return out
 }

@@ -59,23 +59,34 @@ func modelRanges(p Pool, f corev1.IPFamily) []iprange.Range {
 	return out
 }
 
-// modelValid says whether the request's addresses make sense.
+// modelValid says whether the request's count and addresses make sense:
+// AddressCount addresses (one without it) of each family requested.
 func modelValid(req service.Request) bool {
-	seen := map[corev1.IPFamily]bool{}
-	for _, ip := range req.RequestedIPs {
-		f := familyOf(ip)
-		if seen[f] || !slices.Contains(req.Families, f) {
+	if req.AddressCount < 0 || req.AddressCount > service.MaxAddressCount {
+		return false
+	}
+	if !modelAddrsValid(req, req.RequestedIPs) || !evenly(req.RequestedIPs, countOf(&req)) {
+		return false
+	}
+	return !(len(familySet(req.RequestedIPs)) == 1 && req.FamilyPolicy == corev1.IPFamilyPolicyRequireDualStack)
+}
+
+// modelAddrsValid: no address twice, each of the Service's families.
+func modelAddrsValid(req service.Request, ips []netip.Addr) bool {
+	seen := map[netip.Addr]bool{}
+	for _, ip := range ips {
+		if seen[ip] || !slices.Contains(req.Families, familyOf(ip)) {
 			return false
 		}
-		seen[f] = true
+		seen[ip] = true
 	}
-	return !(len(req.RequestedIPs) == 1 && req.FamilyPolicy == corev1.IPFamilyPolicyRequireDualStack)
+	return true
 }
 
 // modelChoices are the family lists that satisfy req.
 func modelChoices(req service.Request) [][]corev1.IPFamily {
 	if len(req.RequestedIPs) > 0 {
-		return [][]corev1.IPFamily{familiesOf(orderByFamilies(req.RequestedIPs, req.Families))}
+		return [][]corev1.IPFamily{familySet(orderByFamilies(req.RequestedIPs, req.Families))}
 	}
 	switch {
 	case req.FamilyPolicy == corev1.IPFamilyPolicySingleStack:
@@ -96,9 +107,11 @@ func othersHolding(before map[string]Assignment, key string) map[netip.Addr][]st
 
 // modelSatisfies says whether old still answers req (Assign must keep it).
 func (s *sim) modelSatisfies(old Assignment, req service.Request, before map[string]Assignment) bool {
-	fams := familiesOf(old.IPs)
+	fams := familySet(old.IPs)
 	switch {
 	case !slices.ContainsFunc(modelChoices(req), func(c []corev1.IPFamily) bool { return slices.Equal(c, fams) }):
+		return false
+	case !evenly(old.IPs, countOf(&req)):
 		return false
 	case len(req.RequestedIPs) > 0 && !slices.Equal(old.IPs, orderByFamilies(req.RequestedIPs, req.Families)):
 		return false
@@ -110,7 +123,7 @@ func (s *sim) modelSatisfies(old Assignment, req service.Request, before map[str
 	others := othersHolding(before, req.Key)
 	for _, ip := range old.IPs {
 		for _, k := range others[ip] {
-			if s.since[k] < s.since[req.Key] && !s.modelCompatible(req, s.reqs[k]) {
+			if s.since[k] < s.since[req.Key] && !s.modelCompatible(req, nil, k, before) {
 				return false // a later holder that clashes yields instead
 			}
 		}
@@ -125,7 +138,7 @@ func (s *sim) modelDisplaced(old Assignment, req service.Request, before map[str
 	others := othersHolding(before, req.Key)
 	for _, ip := range old.IPs {
 		for _, k := range others[ip] {
-			if s.since[k] > s.since[req.Key] && !s.modelCompatible(req, s.reqs[k]) && !slices.Contains(out, k) {
+			if s.since[k] > s.since[req.Key] && !s.modelCompatible(req, nil, k, before) && !slices.Contains(out, k) {
 				out = append(out, k)
 			}
 		}
@@ -134,9 +147,25 @@ func (s *sim) modelDisplaced(old Assignment, req service.Request, before map[str
 	return out
 }
 
-func (s *sim) modelCompatible(x, y service.Request) bool {
-	ok, _ := compatible(newHolder(&x), newHolder(&y))
+// modelCompatible says whether a Service asking req (holding ips, when
+// restored, else what req asks) may share an address with k, which holds
+// what snap says. A Service's count is what it holds of a family.
+func (s *sim) modelCompatible(req service.Request, ips []netip.Addr, k string, snap map[string]Assignment) bool {
+	x := newHolder(&req)
+	if ips != nil {
+		x.count = perFamily(ips)
+	}
+	y := s.modelHolder(k, snap)
+	ok, _ := compatible(x, y)
 	return ok
+}
+
+// modelHolder is what the model knows of k's hold in snap.
+func (s *sim) modelHolder(k string, snap map[string]Assignment) *holder {
+	r := s.reqs[k]
+	h := newHolder(&r)
+	h.count = perFamily(snap[k].IPs)
+	return h
 }
 
 // expectNew is where a request without a sharing key must land when it
@@ -152,7 +181,7 @@ func (s *sim) expectNew(req service.Request, before map[string]Assignment) (stri
 			if (req.Pool != "" && p.Name != req.Pool) || (req.Pool == "" && !p.AutoAssign) || !modelAdmits(p, req) {
 				continue
 			}
-			if ips, ok := modelOffer(p, fams, held); ok {
+			if ips, ok := modelOffer(p, fams, countOf(&req), held); ok {
 				return p.Name, ips, true
 			}
 		}
@@ -183,43 +212,46 @@ func (s *sim) expectRequested(req service.Request, ordered []Pool, held map[neti
 	return "", nil, false
 }
 
-// modelOffer walks p's ranges for the lowest free address of each family.
-func modelOffer(p Pool, fams []corev1.IPFamily, held map[netip.Addr][]string) ([]netip.Addr, bool) {
+// modelOffer walks p's ranges for the n lowest free addresses of each
+// family: all of them or none.
+func modelOffer(p Pool, fams []corev1.IPFamily, n int, held map[netip.Addr][]string) ([]netip.Addr, bool) {
 	var out []netip.Addr
 	for _, f := range fams {
-		ip, ok := modelLowestFree(p, f, held)
+		ips, ok := modelLowestFree(p, f, n, held)
 		if !ok {
 			return nil, false
 		}
-		out = append(out, ip)
+		out = append(out, ips...)
 	}
 	return out, true
 }
 
-func modelLowestFree(p Pool, f corev1.IPFamily, held map[netip.Addr][]string) (netip.Addr, bool) {
+func modelLowestFree(p Pool, f corev1.IPFamily, n int, held map[netip.Addr][]string) ([]netip.Addr, bool) {
+	var out []netip.Addr
 	for _, r := range modelRanges(p, f) {
-		for z := r.First; r.Contains(z); z = z.Next() {
+		for z := r.First; r.Contains(z) && len(out) < n; z = z.Next() {
 			if len(held[z]) == 0 && !modelSkips(p, z) {
-				return z, true
+				out = append(out, z)
 			}
 		}
 	}
-	return netip.Addr{}, false
+	return out, len(out) == n
 }
 
 // restoreExpected says whether Restore must succeed, and with which pool.
 func (s *sim) restoreExpected(req service.Request, pool string, ips []netip.Addr, before map[string]Assignment) (bool, string) {
-	probe := req
-	probe.RequestedIPs, probe.FamilyPolicy = ips, corev1.IPFamilyPolicyPreferDualStack
-	if len(ips) == 0 || !modelValid(probe) {
+	if len(ips) == 0 || !modelAddrsValid(req, ips) || perFamily(ips) > service.MaxAddressCount {
 		return false, ""
 	}
 	pool = s.modelRestoredPool(req, pool, ips)
 	others := othersHolding(before, req.Key)
 	for _, ip := range ips {
 		for _, k := range others[ip] {
-			if before[k].Pool != pool || !s.modelCompatible(req, s.reqs[k]) {
+			if before[k].Pool != pool || !s.modelCompatible(req, ips, k, before) {
 				return false, ""
+			}
+			if f := familyOf(ip); !slices.Equal(ofFamily(orderByFamilies(ips, req.Families), f), ofFamily(before[k].IPs, f)) {
+				return false, "" // it would share part of k's addresses
 			}
 		}
 	}
@@ -230,21 +262,16 @@ func (s *sim) restoreExpected(req service.Request, pool string, ips []netip.Addr
 // the first containing them all; with every address in no pool, the pool
 // recording one as held outside its ranges (modelOutsideOwner); with
 // some addresses in no pool, the named pool if it contains the rest, else the first containing the rest, else
-// the pool of the first address (in the Service's family order) in some
-// pool.
+// the pool of the first address (in the Service's family order, ascending
+// within a family) in some pool.
 func (s *sim) modelRestoredPool(req service.Request, named string, ips []netip.Addr) string {
 	all := func(p Pool, ips []netip.Addr) bool {
 		return !slices.ContainsFunc(ips, func(ip netip.Addr) bool { return !modelContains(p, ip) })
 	}
 	ordered := modelOrdered(s.pools)
-	var inside []netip.Addr
-	for _, ip := range ips {
-		if !slices.ContainsFunc(ordered, func(p Pool) bool { return modelContains(p, ip) }) {
-			continue
-		}
-		if len(req.Families) > 0 && familyOf(ip) == req.Families[0] {
-			inside = append([]netip.Addr{ip}, inside...) // the first family first
-		} else {
+	var inside []netip.Addr // the first family first, ascending within one
+	for _, ip := range orderByFamilies(ips, req.Families) {
+		if slices.ContainsFunc(ordered, func(p Pool) bool { return modelContains(p, ip) }) {
 			inside = append(inside, ip)
 		}
 	}
@@ -345,45 +372,70 @@ func modelSkips(p Pool, z netip.Addr) bool {
 
 // modelReshape is where a changed request that may keep part of old's
 // addresses lands (see reshape): the addresses of the families it still
-// wants stay, a missing family comes from old's pool.
+// wants stay (the lowest count of each), a missing family, or the
+// addresses a larger count adds, come from old's pool.
 func (s *sim) modelReshape(old Assignment, req service.Request, before map[string]Assignment) (string, []netip.Addr, bool) {
-	if len(req.RequestedIPs) > 0 || (req.Pool != "" && old.Pool != req.Pool) {
+	k, ok := s.modelKept(old, req, before)
+	if !ok {
 		return "", nil, false
 	}
-	others := othersHolding(before, req.Key)
+	n, fams, p := countOf(&req), modelChoices(req)[0], k.pool
 	held := heldBy(before)
-	for _, fams := range modelChoices(req)[:1] {
-		var kept []netip.Addr
-		var missing []corev1.IPFamily
-		for _, f := range fams {
-			if i := slices.IndexFunc(old.IPs, func(ip netip.Addr) bool { return familyOf(ip) == f }); i >= 0 {
-				kept = append(kept, old.IPs[i])
-			} else {
-				missing = append(missing, f)
-			}
-		}
-		if len(kept) == 0 || !s.modelMayKeep(kept, req, others) {
-			continue
-		}
-		for _, p := range modelOrdered(s.pools) {
-			if p.Name != old.Pool || (req.Pool == "" && !p.AutoAssign) || !modelAdmits(p, req) || !modelHasFamilies(p, familiesOf(kept)) {
-				continue
-			}
-			if len(missing) == 0 {
-				return old.Pool, orderByFamilies(kept, fams), true
-			}
-			if added, ok := modelOffer(p, missing, held); ok {
-				return old.Pool, orderByFamilies(append(kept, added...), fams), true
-			}
-		}
+	added, ok := modelOffer(p, k.missing, n, held)
+	for _, f := range fams {
+		more, found := modelLowestFree(p, f, k.short[f], held)
+		added, ok = append(added, more...), ok && found
 	}
-	return "", nil, false
+	if !ok {
+		return "", nil, false
+	}
+	return old.Pool, orderByFamilies(append(k.kept, added...), fams), true
 }
 
-func (s *sim) modelMayKeep(ips []netip.Addr, req service.Request, others map[netip.Addr][]string) bool {
+// modelKeep is what a changed request keeps of old (see reshape): the
+// addresses, the families it lacks, how many more of a family it needs,
+// and old's pool, which must still serve it.
+type modelKeep struct {
+	kept    []netip.Addr
+	missing []corev1.IPFamily
+	short   map[corev1.IPFamily]int
+	pool    Pool
+}
+
+func (s *sim) modelKept(old Assignment, req service.Request, before map[string]Assignment) (modelKeep, bool) {
+	if len(req.RequestedIPs) > 0 || (req.Pool != "" && old.Pool != req.Pool) {
+		return modelKeep{}, false
+	}
+	n := countOf(&req)
+	k := modelKeep{short: map[corev1.IPFamily]int{}}
+	for _, f := range modelChoices(req)[0] {
+		have := ofFamily(old.IPs, f)
+		switch {
+		case len(have) == 0:
+			k.missing = append(k.missing, f)
+		case len(have) >= n:
+			k.kept = append(k.kept, have[:n]...)
+		default:
+			k.kept = append(k.kept, have...)
+			k.short[f] = n - len(have)
+		}
+	}
+	if len(k.kept) == 0 || !s.modelMayKeep(k.kept, req, othersHolding(before, req.Key), before) {
+		return modelKeep{}, false
+	}
+	for _, p := range s.pools {
+		if p.Name == old.Pool && (req.Pool != "" || p.AutoAssign) && modelAdmits(p, req) && modelHasFamilies(p, familySet(k.kept)) {
+			k.pool = p
+			return k, true
+		}
+	}
+	return modelKeep{}, false
+}
+
+func (s *sim) modelMayKeep(ips []netip.Addr, req service.Request, others map[netip.Addr][]string, snap map[string]Assignment) bool {
 	for _, ip := range ips {
 		for _, k := range others[ip] {
-			if !s.modelCompatible(req, s.reqs[k]) {
+			if !s.modelCompatible(req, nil, k, snap) {
 				return false
 			}
 		}

@@ -1,6 +1,7 @@
 package allocator
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -40,11 +41,13 @@ type sim struct {
 	since    map[string]uint64
 	clock    uint64
 	yielding map[string]bool
+	// counts is the address count each key asked for last (see genCount).
+	counts map[string]int
 }
 
 func newSim(t testing.TB, src source, label string) *sim {
 	s := &sim{t: t, src: src, a: New(), reqs: map[string]service.Request{}, byAuto: map[string]bool{}, label: label, stats: map[string]int{},
-		since: map[string]uint64{}, yielding: map[string]bool{}}
+		since: map[string]uint64{}, yielding: map[string]bool{}, counts: map[string]int{}}
 	s.setPools(s.genPools())
 	return s
 }
@@ -78,8 +81,10 @@ func (s *sim) step() {
 			s.fatalf("%s still holds addresses after Release", key)
 		}
 		delete(s.reqs, key)
-	case op < 19:
+	case op < 18:
 		s.restore(before)
+	case op < 19:
+		s.restart(before)
 	default:
 		s.setPools(s.genPools())
 		s.expectAttributed(before)
@@ -219,9 +224,13 @@ func (s *sim) restore(before map[string]Assignment) {
 	s.t.Helper()
 	req := s.genRequest()
 	pool := s.genPoolName()
-	// The model knows one address per family: Restore of several of a
-	// family (herald.dev/address-count) is TestAddressCountOperations'.
-	ips := onePerFamily(s.genAddrs(req.Families, 1+s.src.intn(2)))
+	// What a status may hold: several of a family, whatever the
+	// request's count; rarely more than a status may hold.
+	n := 1 + s.src.intn(simMaxCount)
+	if s.src.intn(40) == 0 {
+		n = service.MaxAddressCount + 1
+	}
+	ips := s.genRequested(req.Families, n)
 	if cur, ok := before[req.Key]; ok && s.src.intn(3) == 0 {
 		pool, ips = cur.Pool, cur.IPs // the same addresses, new ports or policy
 		req.SharingKey = s.reqs[req.Key].SharingKey
@@ -247,8 +256,8 @@ func (s *sim) restore(before map[string]Assignment) {
 }
 
 func describeRequest(r service.Request) string {
-	return fmt.Sprintf("%s %s%v ips=%v pool=%q key=%q ports=%v etp=%v sel=%v labels=%v",
-		r.Key, r.FamilyPolicy, r.Families, r.RequestedIPs, r.Pool, r.SharingKey, r.Ports, r.ETPLocal, r.Selector, r.Labels)
+	return fmt.Sprintf("%s %s%v n=%d ips=%v pool=%q key=%q ports=%v etp=%v sel=%v labels=%v",
+		r.Key, r.FamilyPolicy, r.Families, r.AddressCount, r.RequestedIPs, r.Pool, r.SharingKey, r.Ports, r.ETPLocal, r.Selector, r.Labels)
 }
 
 // heldBy returns, from a snapshot, the keys holding each address.
@@ -272,10 +281,19 @@ func (s *sim) countSuccess(before map[string]Assignment, asg Assignment) {
 	default:
 		s.stats["Assign new"]++
 	}
+	if had && perFamily(old.IPs) != perFamily(asg.IPs) {
+		s.stats["Assign changed the count"]++
+		if slices.ContainsFunc(old.IPs, func(ip netip.Addr) bool { return slices.Contains(asg.IPs, ip) }) {
+			s.stats["Assign changed the count, keeping addresses"]++
+		}
+	}
 	others := othersHolding(before, asg.Key)
 	for _, ip := range asg.IPs {
 		if len(others[ip]) > 0 {
 			s.stats["Assign joined a shared address"]++
+			if perFamily(asg.IPs) > 1 {
+				s.stats["Assign joined a shared address of several per family"]++
+			}
 		}
 	}
 	s.stats[fmt.Sprintf("Assign got %d addresses", len(asg.IPs))]++
@@ -287,13 +305,53 @@ func (s *sim) logStats() {
 	}
 }
 
-// onePerFamily keeps the first address of each family.
-func onePerFamily(ips []netip.Addr) []netip.Addr {
-	var out []netip.Addr
-	for _, ip := range ips {
-		if !slices.ContainsFunc(out, func(o netip.Addr) bool { return familyOf(o) == familyOf(ip) }) {
-			out = append(out, ip)
+// restart restores every assignment into a new Allocator, oldest first,
+// with each pool's record of addresses held outside its ranges, as the
+// controller does when it starts: every Service gets back the addresses
+// it held, from the same pool when that pool contains them all (else the
+// rules of Restore attribute them). The run goes on with the new
+// Allocator unless a Service was to yield (it moves on its next Assign,
+// and a restart makes it a conflict instead).
+func (s *sim) restart(before map[string]Assignment) {
+	s.t.Helper()
+	s.trail = append(s.trail, "Restart")
+	fresh := New()
+	pools := slices.Clone(s.pools)
+	for i := range pools {
+		pools[i].HeldOutside = s.a.OutsideRanges(pools[i].Name)
+	}
+	if err := fresh.SetPools(pools); err != nil {
+		s.fatalf("restart: SetPools: %v", err)
+	}
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(before)) {
+		if !s.yielding[k] {
+			keys = append(keys, k)
 		}
 	}
-	return out
+	slices.SortStableFunc(keys, func(x, y string) int { return cmp.Compare(s.since[x], s.since[y]) })
+	kept := s.pools
+	s.pools = pools // for modelRestoredPool
+	for _, k := range keys {
+		held := before[k]
+		if err := fresh.Restore(s.reqs[k], held.Pool, held.IPs); err != nil {
+			s.fatalf("restart: Restore %v: %v", held, err)
+		}
+		got, _ := fresh.Lookup(k)
+		want := s.modelRestoredPool(s.reqs[k], held.Pool, held.IPs)
+		if !slices.Equal(got.IPs, held.IPs) || got.Pool != want || (s.poolHoldsAll(held.Pool, held.IPs) && got.Pool != held.Pool) {
+			s.fatalf("restart: %s held %v, restored %v (want pool %q)", k, held, got, want)
+		}
+		if got.Pool != held.Pool {
+			s.stats["Restart attributed addresses outside their pool anew"]++
+			s.byAuto[k] = false // its named pool, if any, waits for its next Assign
+		}
+	}
+	s.stats[fmt.Sprintf("Restart restored %d+ Services", min(len(keys)/5*5, 20))]++
+	if len(keys) < len(before) {
+		s.pools = kept
+		return
+	}
+	s.a = fresh
+	s.stats["Restart: the run goes on with the new Allocator"]++
 }
