@@ -64,6 +64,10 @@ type Row struct {
 	Announced  string
 	Message    string // the Announced condition's message
 	Announcers []Announcer
+	// PerFamily is the most addresses the Service holds of one family
+	// (herald.dev/address-count): above 1, a line after the table says
+	// which node announces each.
+	PerFamily int
 }
 
 // View is the answer.
@@ -197,6 +201,7 @@ func row(s *corev1.Service, pools *config.Config) Row {
 		}
 	}
 	r.Pool = poolColumn(r.IPs, recorded, pools)
+	r.PerFamily = perFamily(r.IPs)
 	for _, c := range s.Status.Conditions {
 		switch c.Type {
 		case v1beta1.ConditionAllocated:
@@ -258,6 +263,11 @@ func (v View) Write(w io.Writer) error {
 			fmt.Fprintf(w, "%s: %s\n", r.Service, r.Message)
 		}
 	}
+	for _, r := range v.Rows {
+		if r.PerFamily > 1 {
+			fmt.Fprintf(w, "%s: %s\n", r.Service, r.spread())
+		}
+	}
 	if len(v.Speakers) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\nNODE\tSPEAKER POD\tL2\tBGP SESSIONS UP\tPREFIXES\tANNOUNCES")
@@ -305,4 +315,33 @@ func (a Announcer) describe(withIP bool) string {
 		return fmt.Sprintf("%s: %s (%s)", a.IP, a.Node, a.How)
 	}
 	return fmt.Sprintf("%s (%s)", a.Node, a.How)
+}
+
+// perFamily is the most addresses of one family in ips.
+func perFamily(ips []netip.Addr) int {
+	var four, six int
+	for _, ip := range ips {
+		if ip.Is4() {
+			four++
+		} else {
+			six++
+		}
+	}
+	return max(four, six)
+}
+
+// spread says, for a Service with several addresses per family, how many
+// it holds and which nodes announce each ("-" for none known).
+func (r Row) spread() string {
+	parts := make([]string, len(r.IPs))
+	for i, ip := range r.IPs {
+		var nodes []string
+		for _, a := range r.Announcers {
+			if a.IP == ip {
+				nodes = append(nodes, a.Node)
+			}
+		}
+		parts[i] = fmt.Sprintf("%s by %s", ip, orDash(strings.Join(nodes, ",")))
+	}
+	return fmt.Sprintf("%d addresses per family (%s): %s", r.PerFamily, v1beta1.AnnotationAddressCount, strings.Join(parts, ", "))
 }

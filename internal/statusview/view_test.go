@@ -348,3 +348,52 @@ func TestSpreadServiceShowsEachAddressOwner(t *testing.T) {
 		}
 	}
 }
+
+// A Service with several addresses per family (herald.dev/address-count)
+// shows how many it holds and which node announces each: from the
+// speakers' reports, else from each address's newest NodeAssigned event.
+func TestSeveralAddressesPerFamily(t *testing.T) {
+	spread := lb("shop", "spread", "198.51.100.10", "198.51.100.11", "198.51.100.12", "2001:db8::10", "2001:db8::11", "2001:db8::12")
+	l2 := func(node string, addrs ...string) map[string]any {
+		var list []any
+		for _, a := range addrs {
+			list = append(list, map[string]any{"address": a, "interfaces": []any{"eth0"}})
+		}
+		return map[string]any{"metadata": map[string]any{"name": node}, "status": map[string]any{"l2": list}}
+	}
+	in := Inputs{Services: []corev1.Service{spread, lb("shop", "web", "198.51.100.5")}, SpeakersServed: true, Speakers: []map[string]any{
+		l2("node-a", "198.51.100.10", "2001:db8::12", "198.51.100.5"), l2("node-b", "198.51.100.11", "2001:db8::10"), l2("node-c", "198.51.100.12")}}
+	want := "shop/spread: 3 addresses per family (herald.dev/address-count): 198.51.100.10 by node-a, 198.51.100.11 by node-b, " +
+		"198.51.100.12 by node-c, 2001:db8::10 by node-b, 2001:db8::11 by -, 2001:db8::12 by node-a\n"
+	out := written(t, Build(in, Filter{}))
+	for _, frag := range []string{want, "198.51.100.10: node-a (l2, speaker report), 198.51.100.11: node-b (l2, speaker report)", "shop/web  "} {
+		if !strings.Contains(out, frag) {
+			t.Errorf("output lacks %q:\n%s", frag, out)
+		}
+	}
+	if strings.Count(out, "addresses per family") != 1 || strings.Contains(out, "198.51.100.5: ") {
+		t.Errorf("a Service with one address per family is shown as several:\n%s", out)
+	}
+	// From events: the newest owner of each address.
+	in = Inputs{Services: []corev1.Service{spread}, Events: []corev1.Event{
+		event("shop", "spread", "NodeAssigned", "announcing 198.51.100.10 from node node-a on eth0 (arp)", 1),
+		event("shop", "spread", "NodeAssigned", "announcing 198.51.100.11 from node node-b on eth0 (arp)", 2),
+		event("shop", "spread", "NodeAssigned", "announcing 198.51.100.10 from node node-c on eth0 (arp)", 3),
+		event("shop", "spread", "NodeAssigned", "announcing 198.51.100.99 from node node-d on eth0 (arp)", 4),
+	}}
+	out = written(t, Build(in, Filter{}))
+	want = "shop/spread: 3 addresses per family (herald.dev/address-count): 198.51.100.10 by node-c, 198.51.100.11 by node-b, " +
+		"198.51.100.12 by -, 2001:db8::10 by -, 2001:db8::11 by -, 2001:db8::12 by -\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("output lacks %q:\n%s", want, out)
+	}
+}
+
+func written(t *testing.T, v View) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := v.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
