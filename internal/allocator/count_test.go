@@ -5,6 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/herald-lb/herald/api/v1beta1"
 	"github.com/herald-lb/herald/internal/service"
 )
 
@@ -292,4 +296,26 @@ func TestFailedMoveKeepsYielding(t *testing.T) {
 		t.Error("ns/b no longer yields after a failed Restore")
 	}
 	checkBook(t, a)
+}
+
+// MetalLB refuses several addresses of one family in its loadBalancerIPs
+// annotation, and Herald reads that annotation after a takeover: what it
+// answers names the count that would make the request valid.
+func TestMetalLBAnnotationWithSeveralAddressesOfAFamily(t *testing.T) {
+	s := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Annotations: map[string]string{
+			service.LegacyMetalLBLoadBalancerIPs: "198.51.100.2,198.51.100.1"}},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, IPFamilies: []corev1.IPFamily{v4}},
+	}
+	req, err := service.Annotations{}.Request(s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newAlloc(t, pool("p", "198.51.100.0/28"))
+	assignFails(t, a, req, InvalidRequest, "requests 2 IPv4 addresses (198.51.100.1 and 198.51.100.2)", "unless herald.dev/address-count asks for 2")
+	s.Annotations[v1beta1.AnnotationAddressCount] = "2"
+	if req, err = (service.Annotations{}).Request(s, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantAssignment(t, mustAssign(t, a, req), "p", "198.51.100.1", "198.51.100.2")
 }
