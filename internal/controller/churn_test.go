@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -23,9 +24,10 @@ import (
 // against the real API server, with controller restarts in between.
 type churn struct {
 	*env
-	rnd  *rand.Rand
-	next int
-	live []string
+	rnd            *rand.Rand
+	next           int
+	live           []string
+	stopController func()
 }
 
 func TestRandomizedChurn(t *testing.T) {
@@ -41,19 +43,61 @@ func TestRandomizedChurn(t *testing.T) {
 	}
 	t.Logf("seed %d (rerun with HERALD_CHURN_SEED=%d), %d operations", seed, seed, ops)
 	c := &churn{env: newEnv(t), rnd: rand.New(rand.NewPCG(seed, seed^0x5eed))}
-	c.pool("dual", nil, "198.51.100.0/25", "2001:db8:d::/120")
+	// dual has room for every request, with herald.dev/address-count.
+	c.pool("dual", nil, "198.51.100.0/25", "198.51.100.160/27", "2001:db8:d::/120")
 	c.pool("v6", func(s *v1beta1.IPAddressPoolSpec) { s.AutoAssign = ptr(false) }, "2001:db8:e::/120")
 	c.pool("small", func(s *v1beta1.IPAddressPoolSpec) { s.AutoAssign = ptr(false) }, "198.51.100.128/28")
-	stop := c.startController(controller.Options{})
+	c.stopController = c.startController(controller.Options{})
 	for i := 0; i < ops; i++ {
 		if i > 0 && i%250 == 0 {
-			stop() // mid-flight: the next controller must cope with whatever it finds
-			stop = c.startController(controller.Options{})
+			c.stopController() // mid-flight: the next controller must cope with whatever it finds
+			c.stopController = c.startController(controller.Options{})
 			c.settleAndCheck()
 		}
 		c.step()
 	}
 	c.settleAndCheck()
+	c.restartKeepsAddresses()
+}
+
+// restartKeepsAddresses restarts the controller once everything settled:
+// every Service must show the addresses it showed before.
+func (c *churn) restartKeepsAddresses() {
+	c.t.Helper()
+	held := c.shown()
+	c.stopController()
+	c.stopController = c.startController(controller.Options{})
+	c.settleAndCheck()
+	after := c.shown()
+	several := 0
+	for _, name := range slices.Sorted(maps.Keys(held)) {
+		if !slices.Equal(held[name], after[name]) {
+			c.t.Errorf("the restart changed %s from %v to %v", name, held[name], after[name])
+		}
+		if len(sameFamily(held[name], "::")) > 1 || len(sameFamily(held[name], "0.0.0.0")) > 1 {
+			several++
+		}
+	}
+	c.t.Logf("%d of %d Services hold several addresses of a family", several, len(held))
+	if several == 0 {
+		c.t.Error("no Service holds several addresses of a family: the churn misses herald.dev/address-count")
+	}
+}
+
+// shown is the addresses of every Service the churn made, by name.
+func (c *churn) shown() map[string][]string {
+	c.t.Helper()
+	list, err := c.kube.CoreV1().Services(c.ns).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for i := range list.Items {
+		if slices.Contains(c.live, list.Items[i].Name) {
+			out[list.Items[i].Name] = ips(&list.Items[i])
+		}
+	}
+	return out
 }
 
 // settleAndCheck waits until the controller has caught up with every
@@ -136,14 +180,34 @@ func (c *churn) randomRequest(s *corev1.Service) {
 		s.Spec.Selector = map[string]string{"app": fmt.Sprintf("app-%d", c.rnd.IntN(2))}
 	}
 	delete(s.Annotations, v1beta1.AnnotationAddressPool)
+	delete(s.Annotations, v1beta1.AnnotationAddressCount)
 	single := s.Spec.IPFamilyPolicy != nil && *s.Spec.IPFamilyPolicy == corev1.IPFamilyPolicySingleStack
-	if single && c.rnd.IntN(5) == 0 {
+	switch {
+	case single && c.rnd.IntN(5) == 0:
 		if s.Spec.IPFamilies[0] == corev1.IPv4Protocol {
 			s.Annotations[v1beta1.AnnotationAddressPool] = "small"
 		} else {
 			s.Annotations[v1beta1.AnnotationAddressPool] = "v6"
 		}
+	case c.rnd.IntN(4) == 0:
+		// Several addresses per family: by sharing key, so that
+		// Services under one key may share them (2 to 4, or 1 written
+		// out), else any count; a mutation draws again.
+		n := 1 + c.rnd.IntN(4)
+		if k := s.Annotations[v1beta1.AnnotationAllowSharedIP]; k != "" && c.rnd.IntN(3) != 0 {
+			n = 1 + int(k[len(k)-1]-'0')
+		}
+		s.Annotations[v1beta1.AnnotationAddressCount] = strconv.Itoa(n)
 	}
+}
+
+// addressCount is how many addresses of each family s asks for.
+func addressCount(s *corev1.Service) int {
+	n, err := strconv.Atoi(s.Annotations[v1beta1.AnnotationAddressCount])
+	if err != nil {
+		return 1
+	}
+	return n
 }
 
 func (c *churn) remove() {
@@ -185,8 +249,8 @@ func (c *churn) resizeSmallPool() {
 	c.updatePool("small", func(p *v1beta1.IPAddressPool) { p.Spec.Addresses = []string{want} })
 }
 
-// waitSettled waits until every LoadBalancer Service has an address per
-// family it needs; the pools are large enough for every request.
+// waitSettled waits until every LoadBalancer Service has the addresses
+// of each family it needs; the pools are large enough for every request.
 func (c *churn) waitSettled() {
 	c.t.Helper()
 	var missing []string
@@ -200,7 +264,7 @@ func (c *churn) waitSettled() {
 			if s.Spec.Type != corev1.ServiceTypeLoadBalancer {
 				continue
 			}
-			if got := len(ips(&s)); got != len(s.Spec.IPFamilies) {
+			if got := len(ips(&s)); got != len(s.Spec.IPFamilies)*addressCount(&s) {
 				missing = append(missing, fmt.Sprintf("%s has %v (conditions %v)", s.Name, ips(&s), s.Status.Conditions))
 			}
 		}
@@ -237,6 +301,9 @@ func (c *churn) sharingViolations() []string {
 				if why := incompatible(hs[i], hs[j]); why != "" {
 					out = append(out, fmt.Sprintf("%s is shown by %s and %s: %s", ip, hs[i].Name, hs[j].Name, why))
 				}
+				if a, b := sameFamily(ips(hs[i]), ip), sameFamily(ips(hs[j]), ip); !slices.Equal(a, b) {
+					out = append(out, fmt.Sprintf("%s is shown by %s (with %v) and %s (with %v): sharing Services share all of a family", ip, hs[i].Name, a, hs[j].Name, b))
+				}
 			}
 		}
 	}
@@ -244,10 +311,24 @@ func (c *churn) sharingViolations() []string {
 	return out
 }
 
+// sameFamily is the addresses of list of ip's family.
+func sameFamily(list []string, ip string) []string {
+	var out []string
+	for _, x := range list {
+		if strings.Contains(x, ":") == strings.Contains(ip, ":") {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 func incompatible(a, b *corev1.Service) string {
 	ka, kb := a.Annotations[v1beta1.AnnotationAllowSharedIP], b.Annotations[v1beta1.AnnotationAllowSharedIP]
 	if ka == "" || ka != kb {
 		return fmt.Sprintf("sharing keys %q and %q", ka, kb)
+	}
+	if na, nb := addressCount(a), addressCount(b); na != nb {
+		return fmt.Sprintf("address counts %d and %d", na, nb)
 	}
 	for _, pa := range a.Spec.Ports {
 		for _, pb := range b.Spec.Ports {
