@@ -44,14 +44,6 @@ func familyIndex(f corev1.IPFamily) int {
 	return 1
 }
 
-func familiesOf(ips []netip.Addr) []corev1.IPFamily {
-	out := make([]corev1.IPFamily, len(ips))
-	for i, ip := range ips {
-		out[i] = familyOf(ip)
-	}
-	return out
-}
-
 // familySet returns the families of ips, each once, in the order they
 // first appear.
 func familySet(ips []netip.Addr) []corev1.IPFamily {
