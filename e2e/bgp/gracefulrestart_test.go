@@ -49,6 +49,7 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	log := frrDebugLog(t, l)
 	mon := lab.StartRouteMonitor(t, l)
 	nhs := startNexthopMonitor(t, l)
+	watch := startPacketWatch(t, l, lab.External, lab.Router, victim)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("route changes: %+v\nFRR's log about %s:\n%s", mon.Events(t), peer, log.lines(peer.String()))
@@ -56,6 +57,7 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 			if b, err := os.ReadFile(nhs.LogPath); err == nil {
 				t.Logf("the router's nexthop objects changed (ip monitor nexthop):\n%s", b)
 			}
+			watch.log(t)
 		}
 	})
 	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
@@ -239,4 +241,41 @@ func startNexthopMonitor(t testing.TB, l *lab.Lab) *labkit.Process {
 	}
 	t.Cleanup(func() { _ = p.Stop() })
 	return p
+}
+
+// packetWatch records, on some hosts, the packets that explain a request
+// failing with "no route to host" (ICMP errors, ARP and NDP) and the
+// neighbour tables' changes, for a failed test to show.
+type packetWatch struct{ procs []*labkit.Process }
+
+// startPacketWatch starts a capture of ICMP, ICMPv6 and ARP on every
+// interface of each host, and an "ip monitor neigh" there, for the rest
+// of the test.
+func startPacketWatch(t testing.TB, l *lab.Lab, hosts ...string) *packetWatch {
+	t.Helper()
+	w := &packetWatch{}
+	for _, h := range hosts {
+		for _, argv := range [][]string{
+			{"tcpdump", "-l", "-n", "-e", "-tt", "-i", "any", "icmp or icmp6 or arp"},
+			{"ip", "-ts", "monitor", "neigh"},
+		} {
+			p, err := l.Start(h, fmt.Sprintf("watch-%s-%s-%d", argv[0], h, time.Now().UnixNano()), argv, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.Stop() })
+			w.procs = append(w.procs, p)
+		}
+	}
+	return w
+}
+
+// log stops the captures and logs what they saw.
+func (w *packetWatch) log(t testing.TB) {
+	t.Helper()
+	for _, p := range w.procs {
+		_ = p.Stop()
+		b, err := os.ReadFile(p.LogPath)
+		t.Logf("%s (%v):\n%s", p.Name, err, b)
+	}
 }
