@@ -65,7 +65,7 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 
 	start := time.Now()
 	old := deleteSpeakerPod(t, h, victim)
-	t.Logf("speaker Pod %s on %s deleted", old, victim)
+	t.Logf("speaker Pod %s on %s deleted at %s", old, victim, start.UTC().Format("15:04:05.000000"))
 	waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(stale bool, n routerconf.Peer) bool {
 		return stale && !n.Up()
 	})
