@@ -23,9 +23,9 @@ type PathChange struct {
 
 // lastApply is what the last Apply was given besides its paths.
 type lastApply struct {
-	sessions         []Session // configured, by name
-	nodeV4, nodeV6   netip.Addr
-	gracefulShutdown bool // Desired.GracefulShutdown
+	sessions       []Session // configured, by name
+	nodeV4, nodeV6 netip.Addr
+	gshut          gshutScope // of Desired.GracefulShutdown (a drain) or a stop
 }
 
 // ApplyPaths changes the paths of the named prefixes and nothing else, as
@@ -52,9 +52,7 @@ func (s *Speaker) ApplyPaths(ctx context.Context, c PathChange) error {
 	}
 	s.pathsOnly = false // until this change has taken
 	plan := planPaths(c.Paths, s.last.sessions, s.last.nodeV4, s.last.nodeV6)
-	if s.last.gracefulShutdown {
-		plan.gracefulShutdown(s.last.sessions)
-	}
+	plan.gracefulShutdown(s.last.sessions, s.last.gshut)
 	if s.warns.forget(changed) || !plan.warnings.empty() {
 		s.warns.merge(plan.warnings)
 		s.status.setWarnings(s.warns)

@@ -12,17 +12,17 @@ import (
 
 // applyPaths brings GoBGP's RIB and export policy to the desired paths:
 // changePaths with every prefix changed, the policy installed anew (the
-// sessions, which its statements name, may have changed).
+// sessions, which its statements name, may have changed). A shut-down
+// speaker applies only to send its paths with the marking of a stop.
 func (s *Speaker) applyPaths(ctx context.Context, d Desired) []error {
 	sessions := make([]Session, 0, len(s.configured))
 	for _, n := range sortedKeys(s.configured) {
 		sessions = append(sessions, s.configured[n])
 	}
-	s.last = lastApply{sessions: sessions, nodeV4: d.NodeIPv4, nodeV6: d.NodeIPv6, gracefulShutdown: d.GracefulShutdown}
+	gshut := gshutScopeOf(d.GracefulShutdown, s.closed)
+	s.last = lastApply{sessions: sessions, nodeV4: d.NodeIPv4, nodeV6: d.NodeIPv6, gshut: gshut}
 	plan := planPaths(d.Paths, sessions, d.NodeIPv4, d.NodeIPv6)
-	if d.GracefulShutdown {
-		plan.gracefulShutdown(sessions)
-	}
+	plan.gracefulShutdown(sessions, gshut)
 	s.warns = plan.warnings
 	s.status.setWarnings(plan.warnings)
 	errs := plan.errs

@@ -29,6 +29,7 @@ type testRouter struct {
 	up          bool
 	established int                  // transitions to Established
 	withdrawals map[netip.Prefix]int // withdrawals received in UPDATEs
+	marked      map[netip.Prefix]int // paths received with GRACEFUL_SHUTDOWN
 	log         []string             // "withdraw <p>" and "down" in arrival order
 }
 
@@ -44,7 +45,7 @@ type route struct {
 
 func startRouter(t *testing.T, addr string, asn uint32, speaker netip.Addr, speakerASN uint32) *testRouter {
 	t.Helper()
-	r := &testRouter{addr: netip.MustParseAddr(addr), port: freePort(t, addr), withdrawals: map[netip.Prefix]int{}}
+	r := &testRouter{addr: netip.MustParseAddr(addr), port: freePort(t, addr), withdrawals: map[netip.Prefix]int{}, marked: map[netip.Prefix]int{}}
 	r.srv = server.NewBgpServer(server.LoggerOption(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), nil))
 	go r.srv.Serve()
 	ctx := context.Background()
@@ -93,11 +94,26 @@ func (r *testRouter) onUpdate(paths []*apiutil.Path, _ time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, p := range paths {
-		if n, ok := p.Nlri.(*bgppkt.IPAddrPrefix); ok && p.Withdrawal {
+		n, ok := p.Nlri.(*bgppkt.IPAddrPrefix)
+		switch {
+		case ok && p.Withdrawal:
 			r.withdrawals[n.Prefix]++
 			r.log = append(r.log, "withdraw "+n.Prefix.String())
+		case ok && slices.Contains(toRoute(p).communities, CommunityGracefulShutdown):
+			r.marked[n.Prefix]++
 		}
 	}
+}
+
+// markedCount is how many paths arrived with GRACEFUL_SHUTDOWN.
+func (r *testRouter) markedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.marked {
+		n += c
+	}
+	return n
 }
 
 func (r *testRouter) establishedCount() int {

@@ -50,22 +50,21 @@ func (s *Speaker) Shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// shutdownGracefully sends every path again with the GRACEFUL_SHUTDOWN
-// marking and waits GracefulShutdownWait (or until ctx ends), so that
-// routers move new flows away before the withdrawal. Nothing to do with
-// no wait or no path, and no second wait when the paths already carry
-// the marking (a drain started it). Nor when a session has graceful
-// restart: its router keeps forwarding through this node across the
-// restart, which the marking would undo (a drain, by its label, still
-// marks every session).
+// shutdownGracefully sends the paths again with the marking of a stop
+// (gshutStop: on every session without graceful restart) and waits
+// GracefulShutdownWait (or until ctx ends), so that those sessions'
+// routers move new flows away before the withdrawal, while the routers
+// of graceful-restart sessions keep forwarding through this node across
+// the restart. Nothing to do with no wait or when no path goes to a
+// session the stop marks, and no second wait when a drain marked every
+// session already.
 func (s *Speaker) shutdownGracefully(ctx context.Context) error {
-	if s.gshutWait <= 0 || len(s.rib) == 0 || s.last.gracefulShutdown || s.anyGracefulRestart() {
+	if s.gshutWait <= 0 || s.last.gshut == gshutDrain || !gshutStop.marksAny(s.last.sessions, s.deliveries) {
 		return nil
 	}
 	d := s.want.desired()
-	d.GracefulShutdown = true
 	s.log.Info("BGP graceful shutdown: paths sent with GRACEFUL_SHUTDOWN before the withdrawal", "for", s.gshutWait, "routes", len(s.rib))
-	err := s.apply(ctx, d)
+	err := s.apply(ctx, d) // s.closed: the plan marks as for a stop
 	if err != nil {
 		err = fmt.Errorf("graceful shutdown: %w", err)
 	}
@@ -76,16 +75,6 @@ func (s *Speaker) shutdownGracefully(ctx context.Context) error {
 	case <-t.C:
 	}
 	return err
-}
-
-// anyGracefulRestart: some configured session has graceful restart.
-func (s *Speaker) anyGracefulRestart() bool {
-	for _, ss := range s.configured {
-		if ss.GracefulRestart {
-			return true
-		}
-	}
-	return false
 }
 
 // releaseGracefully ends the graceful-restart sessions without a
