@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 		waitAnswer(t, l, ip, victim)
 	}
 	log := frrDebugLog(t, l)
+	var start time.Time // of the delete
 	mon := lab.StartRouteMonitor(t, l)
 	nhs := startNexthopMonitor(t, l)
 	watch := startPacketWatch(t, l, lab.External, lab.Router, victim)
@@ -58,12 +61,15 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 				t.Logf("the router's nexthop objects changed (ip monitor nexthop):\n%s", b)
 			}
 			watch.log(t)
+			if !start.IsZero() {
+				logSince(t, filepath.Join(l.Dir(), "logs", "kube-proxy-"+victim+".log"), start.Add(-time.Second))
+			}
 		}
 	})
 	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
 	sessions := neighbors(t, l)[peer].Established
 
-	start := time.Now()
+	start = time.Now()
 	old := deleteSpeakerPod(t, h, victim)
 	t.Logf("speaker Pod %s on %s deleted at %s", old, victim, start.UTC().Format("15:04:05.000000"))
 	waitPathsFrom(t, l, prefixes, victim, peer, "stale while the speaker is away", func(stale bool, n routerconf.Peer) bool {
@@ -278,4 +284,32 @@ func (w *packetWatch) log(t testing.TB) {
 		b, err := os.ReadFile(p.LogPath)
 		t.Logf("%s (%v):\n%s", p.Name, err, b)
 	}
+}
+
+// logSince logs the lines of a klog-format log (kube-proxy's) stamped at
+// or after since (same day, UTC).
+func logSince(t testing.TB, path string, since time.Time) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("%s: %v", path, err)
+		return
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f[0]) < 5 {
+			continue
+		}
+		at, err := time.Parse("15:04:05.000000", f[1])
+		if err != nil {
+			continue
+		}
+		s := since.UTC()
+		at = time.Date(s.Year(), s.Month(), s.Day(), at.Hour(), at.Minute(), at.Second(), at.Nanosecond(), time.UTC)
+		if !at.Before(s) {
+			out = append(out, line)
+		}
+	}
+	t.Logf("%s since %s:\n%s", filepath.Base(path), since.UTC().Format("15:04:05.000"), strings.Join(out, "\n"))
 }
