@@ -64,6 +64,8 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 			if !start.IsZero() {
 				logSince(t, filepath.Join(l.Dir(), "logs", "kube-proxy-"+victim+".log"), start.Add(-time.Second))
 			}
+			out, err := l.Exec(context.Background(), victim, "conntrack", "-L", "-p", "tcp", "-d", ips[0].String())
+			t.Logf("%s's conntrack entries towards %s (%v):\n%s", victim, ips[0], err, out)
 		}
 	})
 	client := l.StartHTTPMonitor(t, lab.External, ips[0], 80, 50*time.Millisecond, time.Second)
@@ -250,8 +252,9 @@ func startNexthopMonitor(t testing.TB, l *lab.Lab) *labkit.Process {
 }
 
 // packetWatch records, on some hosts, the packets that explain a request
-// failing with "no route to host" (ICMP errors, ARP and NDP) and the
-// neighbour tables' changes, for a failed test to show.
+// failing with "no route to host" (ICMP errors with the packet they quote,
+// ARP and NDP) and the neighbour tables' changes, for a failed test to
+// show.
 type packetWatch struct{ procs []*labkit.Process }
 
 // startPacketWatch starts a capture of ICMP, ICMPv6 and ARP on every
@@ -262,7 +265,7 @@ func startPacketWatch(t testing.TB, l *lab.Lab, hosts ...string) *packetWatch {
 	w := &packetWatch{}
 	for _, h := range hosts {
 		for _, argv := range [][]string{
-			{"tcpdump", "-l", "-n", "-e", "-tt", "-i", "any", "icmp or icmp6 or arp"},
+			{"tcpdump", "-l", "-n", "-e", "-v", "-tt", "-i", "any", "icmp or icmp6 or arp"},
 			{"ip", "-ts", "monitor", "neigh"},
 		} {
 			p, err := l.Start(h, fmt.Sprintf("watch-%s-%s-%d", argv[0], h, time.Now().UnixNano()), argv, nil)
