@@ -202,15 +202,14 @@ func TestGracefulShutdownPerSession(t *testing.T) {
 // restart never receives a marked path. With graceful restart on every
 // session, Shutdown marks nothing and does not wait.
 func TestLoopbackStopMarksSessionsWithoutGracefulRestart(t *testing.T) {
-	const wait = 500 * time.Millisecond
 	shutdown := func(s *Speaker) (time.Duration, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		t0 := time.Now()
 		err := s.Shutdown(ctx)
 		return time.Since(t0), err
 	}
-	start := func(grPlain bool) (*Speaker, *testRouter, *testRouter) {
+	start := func(t *testing.T, grPlain bool, wait time.Duration) (*Speaker, *testRouter, *testRouter) {
 		plain := startRouter(t, "127.0.0.3", routerASN, loSpeaker, speakerASN)
 		gr := startRouter(t, "127.0.0.4", speakerASN, loSpeaker, speakerASN) // iBGP
 		s, err := New(Config{Logger: testLogger(), GracefulShutdownWait: wait})
@@ -227,7 +226,8 @@ func TestLoopbackStopMarksSessionsWithoutGracefulRestart(t *testing.T) {
 	}
 
 	t.Run("mixed", func(t *testing.T) {
-		s, plain, gr := start(false)
+		const wait = 500 * time.Millisecond
+		s, plain, gr := start(t, false, wait)
 		done := make(chan error, 1)
 		var took time.Duration
 		go func() {
@@ -251,7 +251,8 @@ func TestLoopbackStopMarksSessionsWithoutGracefulRestart(t *testing.T) {
 		}
 	})
 	t.Run("all graceful restart", func(t *testing.T) {
-		s, plain, gr := start(true)
+		const wait = 15 * time.Second // far above a Shutdown's own time, even under -race
+		s, plain, gr := start(t, true, wait)
 		took, err := shutdown(s)
 		must(t, err)
 		if took >= wait {
