@@ -53,6 +53,10 @@ func TestGracefulRestartKeepsRoutes(t *testing.T) {
 	mon := lab.StartRouteMonitor(t, l)
 	nhs := startNexthopMonitor(t, l)
 	watch := startPacketWatch(t, l, lab.External, lab.Router, victim)
+	// which new flows towards the address node2 NATs to its pod, and the
+	// changes of its netfilter rules, both timed
+	watch.add(t, l, victim, "conntrack", "-E", "-e", "NEW", "-p", "tcp", "-d", ips[0].String(), "-o", "timestamp")
+	watch.add(t, l, victim, "sh", "-c", `trap 'kill 0' TERM; nft monitor | while read -r line; do echo "$(date +%T.%N) $line"; done & wait`)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("route changes: %+v\nFRR's log about %s:\n%s", mon.Events(t), peer, log.lines(peer.String()))
@@ -264,19 +268,22 @@ func startPacketWatch(t testing.TB, l *lab.Lab, hosts ...string) *packetWatch {
 	t.Helper()
 	w := &packetWatch{}
 	for _, h := range hosts {
-		for _, argv := range [][]string{
-			{"tcpdump", "-l", "-n", "-e", "-v", "-tt", "-i", "any", "icmp or icmp6 or arp"},
-			{"ip", "-ts", "monitor", "neigh"},
-		} {
-			p, err := l.Start(h, fmt.Sprintf("watch-%s-%s-%d", argv[0], h, time.Now().UnixNano()), argv, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = p.Stop() })
-			w.procs = append(w.procs, p)
-		}
+		w.add(t, l, h, "tcpdump", "-l", "-n", "-e", "-v", "-tt", "-i", "any", "icmp or icmp6 or arp")
+		w.add(t, l, h, "ip", "-ts", "monitor", "neigh")
 	}
 	return w
+}
+
+// add runs argv on host for the rest of the test, its output logged by
+// log.
+func (w *packetWatch) add(t testing.TB, l *lab.Lab, host string, argv ...string) {
+	t.Helper()
+	p, err := l.Start(host, fmt.Sprintf("watch-%s-%s-%d", argv[0], host, time.Now().UnixNano()), argv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Stop() })
+	w.procs = append(w.procs, p)
 }
 
 // log stops the captures and logs what they saw.
