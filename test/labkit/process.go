@@ -110,7 +110,7 @@ func Spawn(o ProcessOptions) (*Process, error) {
 	}
 	stdout, err := p.pipes(log)
 	if err == nil {
-		err = p.cmd.Start()
+		err = startOnForkThread(p.cmd)
 	}
 	if err != nil {
 		if logFile != nil {
