@@ -151,13 +151,27 @@ func listenHung(t *testing.T, ns string, addrs []string, port int) func(from net
 	res := make(chan result)
 	go func() {
 		// Sockets are made in the namespace of the thread that makes
-		// them. The thread is never unlocked: it ends with this
+		// them. The thread goes back to its own namespace before it is
+		// unlocked; if it cannot, it stays locked and ends with this
 		// goroutine rather than serve others in ns.
 		runtime.LockOSThread()
+		own, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			runtime.UnlockOSThread()
+			res <- result{err: err}
+			return
+		}
+		defer own.Close()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			res <- result{err: fmt.Errorf("enter %s: %w", ns, err)}
 			return
 		}
+		defer func() {
+			if unix.Setns(int(own.Fd()), unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
 		var r result
 		for _, a := range addrs {
 			ln, err := net.Listen("tcp", net.JoinHostPort(a, fmt.Sprint(port)))

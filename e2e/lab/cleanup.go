@@ -162,7 +162,12 @@ func runPIDs(ctx context.Context, dir, id string, recorded []procRecord) []procR
 	}
 	for _, ns := range labNamespaces(id) {
 		for _, pid := range labkit.NSPIDs(ctx, ns) {
-			out = append(out, recordOf("in "+ns, ns, pid, ""))
+			// never this process: its main thread stays in a lab namespace
+			// when a goroutine that entered one ends on it (Go keeps that
+			// thread rather than exit it)
+			if pid != os.Getpid() {
+				out = append(out, recordOf("in "+ns, ns, pid, ""))
+			}
 		}
 	}
 	out = append(out, pidsReferring(dir+string(filepath.Separator))...)
