@@ -188,24 +188,8 @@ func TestBuildStatus(t *testing.T) {
 // SpeakerStatus once it announces an address, writes it again when it is
 // deleted, and leaves it empty after Shutdown.
 func TestSpeakerPublishesWhatItAnnounces(t *testing.T) {
-	vip := corev1.LoadBalancerIPModeVIP
-	kube := fake.NewClientset(
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: nodeUID}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
-			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
-				Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.70", IPMode: &vip}}}}})
-	herald := heraldfake.NewSimpleClientset(
-		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.64/27"}}},
-		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}})
-	s, err := New(leantest.FromClientsets(kube, herald, testNS), Options{NodeName: "node1", Namespace: testNS, PodName: "speaker-abc", L2: &nullL2{}, StatusInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	s, _, herald := runOneAddressSpeaker(t)
 	statuses := herald.HeraldV1beta1().SpeakerStatuses()
 	announced := func() bool {
 		got, err := statuses.Get(ctx, "node1", metav1.GetOptions{})
@@ -265,24 +249,8 @@ func TestStatusPublisherOfAnInstallation(t *testing.T) {
 // makes its speaker stop answering for the address and write draining
 // into its SpeakerStatus; removing the label brings both back.
 func TestDrainLabelShownAndWithdrawn(t *testing.T) {
-	vip := corev1.LoadBalancerIPModeVIP
-	kube := fake.NewClientset(
-		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: nodeUID}},
-		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
-			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
-			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
-				Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.70", IPMode: &vip}}}}})
-	herald := heraldfake.NewSimpleClientset(
-		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.64/27"}}},
-		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}})
-	s, err := New(leantest.FromClientsets(kube, herald, testNS), Options{NodeName: "node1", Namespace: testNS, PodName: "speaker-abc", L2: &nullL2{}, StatusInterval: 50 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	ctx := context.Background()
+	_, kube, herald := runOneAddressSpeaker(t)
 	status := func(draining bool, l2 int) func() bool {
 		return func() bool {
 			got, err := herald.HeraldV1beta1().SpeakerStatuses().Get(ctx, "node1", metav1.GetOptions{})
@@ -308,4 +276,30 @@ func TestDrainLabelShownAndWithdrawn(t *testing.T) {
 	poll(t, "draining, nothing announced", status(true, 0))
 	label("")
 	poll(t, "announced again, not draining", status(false, 1))
+}
+
+// runOneAddressSpeaker runs, until the test ends, node1's speaker over
+// fake clientsets holding one Service at 198.51.100.70 in an L2 pool,
+// and returns it with the clientsets.
+func runOneAddressSpeaker(t *testing.T) (*Speaker, *fake.Clientset, *heraldfake.Clientset) {
+	t.Helper()
+	vip := corev1.LoadBalancerIPModeVIP
+	kube := fake.NewClientset(
+		&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: nodeUID}},
+		&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+			Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{
+				Ingress: []corev1.LoadBalancerIngress{{IP: "198.51.100.70", IPMode: &vip}}}}})
+	herald := heraldfake.NewSimpleClientset(
+		&v1beta1.IPAddressPool{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1beta1.IPAddressPoolSpec{Addresses: []string{"198.51.100.64/27"}}},
+		&v1beta1.L2Advertisement{ObjectMeta: metav1.ObjectMeta{Name: "all"}})
+	s, err := New(leantest.FromClientsets(kube, herald, testNS), Options{NodeName: "node1", Namespace: testNS, PodName: "speaker-abc", L2: &nullL2{}, StatusInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return s, kube, herald
 }
